@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/server"
+	"github.com/comm-gateway/comm/store"
+	"github.com/comm-gateway/comm/stream"
+)
+
+func serve(args []string) error {
+	s := newSettings("serve", "Runs the gateway: the REST API under /v1 and /healthz.")
+	listen := s.add("listen", "COMM_LISTEN", "127.0.0.1:8080", "address to listen on")
+	dbURL := s.add("database-url", "COMM_DATABASE_URL", "", "postgres:// URL; empty keeps everything in SQLite under the data dir")
+	dataDir := s.add("data-dir", "COMM_DATA_DIR", "./comm-data", "directory for the SQLite database and generated keys")
+	baseURL := s.add("base-url", "COMM_BASE_URL", "", "public base URL of the gateway; default http://<listen>")
+	sqliteSync := s.add("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite durability: full (survives power loss) or normal (survives a crash of comm)")
+	writers := s.add("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL (SQLite has one)")
+	maxBody := s.add("max-body", "COMM_MAX_BODY_BYTES", "1048576", "largest request body accepted, in bytes")
+	grace := s.add("shutdown-grace", "COMM_SHUTDOWN_GRACE", "30s", "how long in-flight requests may finish on SIGINT/SIGTERM")
+	if err := s.parse(args); err != nil {
+		return err
+	}
+	nWriters, err := parseInt("--writers", *writers)
+	if err != nil {
+		return err
+	}
+	body, err := parseInt("--max-body", *maxBody)
+	if err != nil {
+		return err
+	}
+	graceD, err := parseDuration("--shutdown-grace", *grace)
+	if err != nil {
+		return err
+	}
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	db, err := store.Open(ctx, store.Config{URL: *dbURL, DataDir: *dataDir, SQLiteSync: *sqliteSync})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	log, err := stream.Open(db, stream.Options{Writers: nWriters})
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	svc := messaging.New(log, logger)
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	base := *baseURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	srv := &http.Server{
+		Handler:           server.New(svc, server.Options{MaxBodyBytes: int64(body), Logger: logger}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	fmt.Printf("comm: listening on %s (database: %s)\n", base, db.Where)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	stop()
+	fmt.Println("comm: shutting down; finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), graceD)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

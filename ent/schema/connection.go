@@ -1,0 +1,31 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/schema/field"
+
+	"github.com/comm-gateway/comm/ident"
+)
+
+// Connection is one inbox, bot or app of a project on one channel.
+type Connection struct{ ent.Schema }
+
+// Mixin of the Connection.
+func (Connection) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{Prefix: ident.Connection}, TimeMixin{}, TenantMixin{}}
+}
+
+// Fields of the Connection.
+func (Connection) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("channel").Immutable().Comment("the medium: email, telegram, sms, test ..."),
+		field.String("provider").Optional().Immutable().Comment("where a medium has several providers"),
+		field.String("status").Default("pending"),
+		field.String("customer_id").Immutable(),
+		field.String("agent_id").Immutable(),
+		field.String("name").Optional().MaxLen(200),
+		field.Bytes("config").Optional().Sensitive().Comment("provider configuration, encrypted at rest"),
+		field.String("address").Optional().Comment("channel-native address of the connection, if any"),
+		field.Time("deleted_at").Optional().Nillable(),
+	}
+}

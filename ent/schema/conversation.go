@@ -1,0 +1,34 @@
+package schema
+
+import (
+	"time"
+
+	"entgo.io/ent"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+
+	"github.com/comm-gateway/comm/ident"
+)
+
+// Conversation groups the messages of one thread on one connection.
+type Conversation struct{ ent.Schema }
+
+// Mixin of the Conversation.
+func (Conversation) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{Prefix: ident.Conversation}, TimeMixin{}, TenantMixin{}}
+}
+
+// Fields of the Conversation.
+func (Conversation) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("connection_id").Immutable(),
+		field.String("thread_key").Immutable().Comment("channel-native thread: chat id, peer address ..."),
+		field.String("subject").Optional().Nillable(),
+		field.Time("last_message_at").Default(func() time.Time { return time.Now().UTC() }),
+	}
+}
+
+// Indexes of the Conversation.
+func (Conversation) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("connection_id", "thread_key").Unique()}
+}

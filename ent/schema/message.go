@@ -1,0 +1,51 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/dialect"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+
+	"github.com/comm-gateway/comm/ident"
+)
+
+// Message is one inbound or outbound message. Outbound messages are the
+// outbox: stored as queued, delivered by a worker, then sent or failed.
+type Message struct{ ent.Schema }
+
+// Mixin of the Message.
+func (Message) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{Prefix: ident.Message}, TimeMixin{}, TenantMixin{}}
+}
+
+// Fields of the Message.
+func (Message) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("conversation_id").Immutable(),
+		field.String("connection_id").Immutable(),
+		field.String("channel").Immutable(),
+		field.Enum("direction").Values("inbound", "outbound").Immutable(),
+		field.Enum("status").Values("received", "queued", "sending", "sent", "failed"),
+		field.String("provider_message_id").Optional().Nillable().
+			Comment("the provider's id; unique per connection so retries store nothing new"),
+		field.String("sender"),
+		field.String("recipient").Optional(),
+		field.String("subject").Optional().Nillable(),
+		field.Text("text").SchemaType(map[string]string{dialect.Postgres: "text"}),
+		field.Text("html").Optional().Nillable(),
+		field.String("in_reply_to").Optional().Nillable().Comment("msg_ id this one answers"),
+		field.String("error").Optional().Nillable().Comment("why delivery failed"),
+		field.Int("attempts").Default(0),
+		field.Time("next_attempt_at").Optional().Nillable(),
+		field.Time("sent_at").Optional().Nillable(),
+	}
+}
+
+// Indexes of the Message.
+func (Message) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("connection_id", "provider_message_id").Unique(),
+		index.Fields("conversation_id"),
+		index.Fields("status", "next_attempt_at"),
+	}
+}

@@ -1,0 +1,85 @@
+package messaging
+
+import (
+	"context"
+	"time"
+
+	"github.com/comm-gateway/comm/ent"
+	"github.com/comm-gateway/comm/stream"
+)
+
+type streamTx = stream.Tx
+
+func isNotFound(err error) bool { return ent.IsNotFound(err) }
+
+// Paging limits of the event stream.
+const (
+	DefaultEventLimit = 100
+	MaxEventLimit     = 1000
+	MaxEventWait      = 60 * time.Second
+)
+
+// EventQuery selects a page of the caller's event stream.
+type EventQuery struct {
+	AfterSeq int64
+	Limit    int
+	Type     string
+	// Wait, if positive, holds the request until an event arrives or the
+	// wait runs out (long polling); an empty page is returned then.
+	Wait time.Duration
+}
+
+// Validate checks the query and fills defaults.
+func (q *EventQuery) Validate() error {
+	if q.AfterSeq < 0 {
+		return Invalid("after_seq", "must be a non-negative integer")
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultEventLimit
+	}
+	if q.Limit < 1 || q.Limit > MaxEventLimit {
+		return Invalid("limit", "must be between 1 and %d", MaxEventLimit)
+	}
+	if q.Type != "" && !stream.KnownType(q.Type) {
+		return &Error{Code: ErrInvalid.Code, Param: "type", Message: stream.UnknownTypeError(q.Type).Error()}
+	}
+	if q.Wait < 0 || q.Wait > MaxEventWait {
+		return Invalid("wait", "must be between 0 and %d seconds", int(MaxEventWait/time.Second))
+	}
+	return nil
+}
+
+// Events returns a page of the caller's stream: events with seq after
+// q.AfterSeq, in order. Only the principal's project is ever read.
+func (s *Service) Events(ctx context.Context, p *Principal, q EventQuery) ([]stream.Event, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	if q.Wait == 0 {
+		return s.log.Read(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
+	}
+	// Watch before reading, so a commit between the read and the wait
+	// still wakes us. Wake-ups are hints: re-read at least once a second, so
+	// events committed by another replica are seen too.
+	w := s.log.Hub().Watch(p.ProjectID)
+	defer w.Close()
+	deadline := time.NewTimer(q.Wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		ch := w.C()
+		evs, err := s.log.Read(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
+		if err != nil || len(evs) > 0 {
+			return evs, err
+		}
+		select {
+		case <-ch:
+		case <-tick.C:
+		case <-deadline.C:
+			return evs, nil
+		case <-ctx.Done():
+			return evs, nil
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package messaging
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/comm-gateway/comm/apikey"
+	entapikey "github.com/comm-gateway/comm/ent/apikey"
+	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+// Key kinds, as stored on the key's row.
+const (
+	KindSandbox  = "sandbox"
+	KindSignedIn = "signed_in"
+)
+
+// Sandbox is a new anonymous project and its key, shown once.
+type Sandbox struct {
+	ProjectID  string `json:"project_id"`
+	APIKey     string `json:"api_key"`
+	CustomerID string `json:"customer_id"`
+	AgentID    string `json:"agent_id"`
+}
+
+// Principal is an authenticated caller: one key of one project.
+type Principal struct {
+	ProjectID string
+	KeyID     string
+	Kind      string
+}
+
+// SignedIn reports whether the key is a signed-in key (the paid tier).
+func (p *Principal) SignedIn() bool { return p.Kind == KindSignedIn }
+
+// Context scopes ctx to the principal's project.
+func (p *Principal) Context(ctx context.Context) context.Context {
+	return tenant.WithProject(ctx, p.ProjectID)
+}
+
+// Project is a project as its key holder sees it.
+type Project struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name"`
+	CustomerID string    `json:"customer_id"`
+	AgentID    string    `json:"agent_id"`
+	LastSeq    int64     `json:"last_seq"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// MaxNameLen bounds project names, in characters.
+const MaxNameLen = 200
+
+// CreateSandbox makes a project with an anonymous key and its default
+// customer and agent scope.
+func (s *Service) CreateSandbox(ctx context.Context, name string) (*Sandbox, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "":
+		return nil, Invalid("name", "a project name is required")
+	case utf8.RuneCountInString(name) > MaxNameLen:
+		return nil, Invalid("name", "at most %d characters", MaxNameLen)
+	case !utf8.ValidString(name):
+		return nil, Invalid("name", "must be valid UTF-8")
+	}
+	sb := &Sandbox{
+		ProjectID:  ident.New(ident.Project),
+		APIKey:     apikey.New(apikey.SandboxPrefix),
+		CustomerID: ident.New(ident.Customer),
+		AgentID:    ident.New(ident.Agent),
+	}
+	hash, err := apikey.Parse(sb.APIKey)
+	if err != nil {
+		return nil, err
+	}
+	ctx = tenant.WithProject(ctx, sb.ProjectID)
+	_, err = s.log.Write(ctx, sb.ProjectID, func(tx *streamTx) error {
+		c := tx.Client()
+		if err := c.Project.Create().SetID(sb.ProjectID).SetName(name).
+			SetCustomerID(sb.CustomerID).SetAgentID(sb.AgentID).Exec(tx.Context()); err != nil {
+			return err
+		}
+		return c.APIKey.Create().SetHash(hash[:]).SetKind(entapikey.KindSandbox).
+			SetDisplay(apikey.Display(sb.APIKey)).Exec(tx.Context())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// Authenticate resolves a bearer key to its principal. Malformed, unknown
+// and revoked keys all fail with ErrUnauthenticated.
+func (s *Service) Authenticate(ctx context.Context, key string) (*Principal, error) {
+	if key == "" {
+		return nil, unauthenticated("missing API key: send Authorization: Bearer <key>")
+	}
+	hash, err := apikey.Parse(key)
+	if err != nil {
+		return nil, unauthenticated("malformed API key")
+	}
+	k, err := s.read.APIKey.Query().Where(entapikey.Hash(hash[:])).Only(tenant.System(ctx))
+	if err != nil {
+		if isNotFound(err) {
+			return nil, unauthenticated("unknown API key")
+		}
+		return nil, err
+	}
+	if k.RevokedAt != nil {
+		return nil, unauthenticated("API key revoked")
+	}
+	s.touch(k.ID, k.ProjectID)
+	return &Principal{ProjectID: k.ProjectID, KeyID: k.ID, Kind: string(k.Kind)}, nil
+}
+
+// touch records a key's last use, at most once a minute per key, off the
+// request path.
+func (s *Service) touch(keyID, projectID string) {
+	now := s.now()
+	s.touchMu.Lock()
+	last, seen := s.touched[keyID]
+	if seen && now.Sub(last) < time.Minute {
+		s.touchMu.Unlock()
+		return
+	}
+	s.touched[keyID] = now
+	s.touchMu.Unlock()
+	go func() {
+		ctx := tenant.WithProject(context.Background(), projectID)
+		_, err := s.log.Write(ctx, projectID, func(tx *streamTx) error {
+			return tx.Client().APIKey.UpdateOneID(keyID).SetLastUsedAt(now).Exec(tx.Context())
+		})
+		if err != nil {
+			s.logger.Warn("record key use", "key", keyID, "err", err)
+		}
+	}()
+}
+
+// Project returns the caller's project.
+func (s *Service) Project(ctx context.Context, p *Principal) (*Project, error) {
+	pr, err := s.read.Project.Get(ctx, p.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	return &Project{
+		ID: pr.ID, Name: pr.Name, CustomerID: pr.CustomerID, AgentID: pr.AgentID,
+		LastSeq: pr.LastSeq, CreatedAt: pr.CreatedAt,
+	}, nil
+}

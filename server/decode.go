@@ -1,0 +1,141 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/comm-gateway/comm/messaging"
+)
+
+// decode reads a JSON object body into v: the content type must be JSON,
+// unknown fields and trailing data are refused, and every failure names
+// what is wrong.
+func decode(r *http.Request, v any) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return httpError(codeUnsupportedMedia, "missing Content-Type: send application/json")
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return httpError(codeUnsupportedMedia, fmt.Sprintf("Content-Type %q is not JSON: send application/json", ct))
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return decodeError(err)
+		}
+		return httpError(codeMalformedJSON, "body has data after the JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var (
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+		tooBig *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &tooBig):
+		return httpError(codeTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
+	case errors.Is(err, io.EOF):
+		return httpError(codeMalformedJSON, "body is empty: send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return httpError(codeMalformedJSON, "body ends in the middle of the JSON")
+	case errors.As(err, &syntax):
+		return httpError(codeMalformedJSON, fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, syntax))
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return httpError(codeMalformedJSON, fmt.Sprintf("body must be a JSON object, not %s", typ.Value))
+		}
+		return messaging.Invalid(typ.Field, "must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return messaging.Invalid(field, "unknown field")
+	}
+	return httpError(codeMalformedJSON, err.Error())
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	case "slice":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return goKind
+}
+
+// query reads URL query parameters, refusing unknown and repeated ones.
+type query struct {
+	v    url.Values
+	used map[string]bool
+	err  error
+}
+
+func newQuery(r *http.Request) *query {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	q := &query{v: v, used: map[string]bool{}}
+	if err != nil {
+		q.err = messaging.Invalid("query", "malformed query string: %v", err)
+	}
+	return q
+}
+
+func (q *query) str(name string) string {
+	q.used[name] = true
+	vs := q.v[name]
+	if len(vs) > 1 && q.err == nil {
+		q.err = messaging.Invalid(name, "given %d times; give it once", len(vs))
+	}
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
+}
+
+func (q *query) int(name string, def int64) int64 {
+	s := q.str(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil && q.err == nil {
+		q.err = messaging.Invalid(name, "must be an integer, not %q", s)
+	}
+	return n
+}
+
+// done reports the first problem, or an unknown parameter.
+func (q *query) done() error {
+	if q.err != nil {
+		return q.err
+	}
+	for name := range q.v {
+		if !q.used[name] {
+			known := make([]string, 0, len(q.used))
+			for k := range q.used {
+				known = append(known, k)
+			}
+			return messaging.Invalid(name, "unknown query parameter; known: %s", strings.Join(sorted(known), ", "))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+// Package server is comm's HTTP front door: the REST API under /v1, health
+// checks, and (in later work) provider webhook ingress and the sign-in page.
+// Handlers decode, call messaging, and encode; errors are mapped to HTTP in
+// one place (errors.go).
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/comm-gateway/comm/messaging"
+)
+
+// Options configure the HTTP front door.
+type Options struct {
+	// MaxBodyBytes bounds request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// Logger receives errors; slog.Default if nil.
+	Logger *slog.Logger
+}
+
+// Server routes HTTP requests to the domain.
+type Server struct {
+	svc     *messaging.Service
+	mux     *http.ServeMux
+	logger  *slog.Logger
+	maxBody int64
+}
+
+// New returns the HTTP handler of the gateway.
+func New(svc *messaging.Service, opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{svc: svc, mux: http.NewServeMux(), logger: opts.Logger, maxBody: opts.MaxBodyBytes}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.mux.Handle("GET /healthz", s.public(s.healthz))
+	s.mux.Handle("POST /v1/projects/sandbox", s.public(s.createSandbox))
+	s.mux.Handle("GET /v1/project", s.authed(s.getProject))
+	s.mux.Handle("GET /v1/events", s.authed(s.listEvents))
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// ServeHTTP adds a request id, recovers panics, and answers unknown routes
+// and wrong methods in the JSON error shape.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("X-Request-Id")
+	if id == "" || len(id) > 64 {
+		var b [8]byte
+		rand.Read(b[:])
+		id = "req_" + hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-Id", id)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.writeError(w, r, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+		}
+	}()
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		h.ServeHTTP(w, r)
+		return
+	}
+	// No route matched: let the mux decide between 404, 405 and a
+	// redirect, then answer 404 and 405 in our own shape.
+	rec := &statusRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	switch rec.status {
+	case http.StatusNotFound:
+		s.writeError(w, r, httpError(codeRouteNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
+	case http.StatusMethodNotAllowed:
+		allow := rec.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		s.writeError(w, r, httpError(codeMethodNotAllowed,
+			fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)))
+	default:
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		w.Write(rec.body.Bytes())
+	}
+}
+
+type statusRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *statusRecorder) Header() http.Header { return r.header }
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+type authedFunc func(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error
+
+func (s *Server) public(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// authed resolves the bearer key before the handler runs; the handler's
+// context is scoped to the key's project.
+func (s *Server) authed(h authedFunc) http.Handler {
+	return s.public(func(w http.ResponseWriter, r *http.Request) error {
+		key, err := bearer(r)
+		if err != nil {
+			return err
+		}
+		p, err := s.svc.Authenticate(r.Context(), key)
+		if err != nil {
+			return err
+		}
+		return h(w, r.WithContext(p.Context(r.Context())), p)
+	})
+}
+
+func bearer(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", &messaging.Error{Code: messaging.ErrUnauthenticated.Code,
+			Message: "missing API key: send Authorization: Bearer <key>"}
+	}
+	scheme, key, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
+		return "", &messaging.Error{Code: messaging.ErrUnauthenticated.Code,
+			Message: "malformed Authorization header: want Bearer <key>"}
+	}
+	return strings.TrimSpace(key), nil
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, `{"error":{"code":"internal_error","message":"encoding the response failed"}}`, http.StatusInternalServerError)
+		return
+	}
+	writeRaw(w, status, buf.Bytes())
+}
+
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}

@@ -1,0 +1,295 @@
+// Package store opens comm's database, SQLite (the embedded default) or
+// PostgreSQL (for several replicas), and brings its schema up to date.
+//
+// It hands out two pools: W for writes (on SQLite a single connection, since
+// SQLite has one writer; stream.Log owns it) and R for reads. Everything
+// above this package writes through stream.Log.Write, never through W
+// directly.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+	"entgo.io/ent/dialect/sql/schema"
+	"github.com/lib/pq"
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/comm-gateway/comm/ent"
+	"github.com/comm-gateway/comm/ent/migrate"
+	_ "github.com/comm-gateway/comm/ent/runtime" // schema hooks and interceptors
+)
+
+// Config selects and tunes the database.
+type Config struct {
+	// URL is a postgres:// or postgresql:// URL. Empty selects SQLite in DataDir.
+	URL string
+	// DataDir holds comm.db when SQLite is used.
+	DataDir string
+	// SQLiteSync is the SQLite synchronous setting: "full" (default; every
+	// acknowledged commit survives power loss) or "normal" (survives a crash
+	// of the process; a power loss may lose the last commits).
+	SQLiteSync string
+	// ReadConns bounds the read pool (default 8).
+	ReadConns int
+}
+
+// DB is an open, migrated database.
+type DB struct {
+	// Dialect is dialect.SQLite or dialect.Postgres.
+	Dialect string
+	// W is the write pool; R the read pool (the same pool on PostgreSQL).
+	W, R *sql.DB
+	// Ent reads through R. Writes go through stream.Log.
+	Ent *ent.Client
+	// Where describes the database for the start-up line, without secrets.
+	Where string
+
+	stopCheckpoint context.CancelFunc
+	wg             sync.WaitGroup
+}
+
+// IsPostgres reports whether db is PostgreSQL.
+func (db *DB) IsPostgres() bool { return db.Dialect == dialect.Postgres }
+
+// Open connects, migrates and returns the database.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	var (
+		db  *DB
+		err error
+	)
+	if cfg.URL != "" {
+		db, err = openPostgres(cfg)
+	} else {
+		db, err = openSQLite(cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if !db.IsPostgres() {
+		cctx, cancel := context.WithCancel(context.Background())
+		db.stopCheckpoint = cancel
+		db.wg.Add(1)
+		go db.checkpointLoop(cctx)
+	}
+	return db, nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	if db.stopCheckpoint != nil {
+		db.stopCheckpoint()
+		db.wg.Wait()
+	}
+	err := db.W.Close()
+	if db.R != db.W {
+		err = errors.Join(err, db.R.Close())
+	}
+	return err
+}
+
+// Rebind turns ?-placeholders into $n for PostgreSQL.
+func (db *DB) Rebind(q string) string {
+	if !db.IsPostgres() {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}
+
+func openPostgres(cfg Config) (*DB, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("store: database url must be postgres:// or postgresql://")
+	}
+	conn, err := pq.NewConnector(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("store: postgres: %w", err)
+	}
+	p := sql.OpenDB(conn)
+	p.SetMaxOpenConns(max(cfg.ReadConns, 8) + 8)
+	p.SetMaxIdleConns(max(cfg.ReadConns, 8) + 8)
+	p.SetConnMaxIdleTime(5 * time.Minute)
+	where := "postgresql://" + u.Host + u.Path
+	return &DB{
+		Dialect: dialect.Postgres, W: p, R: p, Where: where,
+		Ent: ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, p))),
+	}, nil
+}
+
+var (
+	registerSQLite sync.Once
+	migrateMu      sync.Mutex
+)
+
+const sqliteDriver = "comm_sqlite3"
+
+func openSQLite(cfg Config) (*DB, error) {
+	registerSQLite.Do(func() {
+		sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{
+			ConnectHook: func(c *sqlite3.SQLiteConn) error {
+				// Checkpoints run in the background (checkpointLoop), off the
+				// commit path.
+				_, err := c.Exec("PRAGMA wal_autocheckpoint=0", nil)
+				return err
+			},
+		})
+	})
+	dir := cfg.DataDir
+	if dir == "" {
+		dir = "comm-data"
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: data dir: %w", err)
+	}
+	path := filepath.Join(dir, "comm.db")
+	sync := strings.ToUpper(cfg.SQLiteSync)
+	if sync == "" {
+		sync = "FULL"
+	}
+	if sync != "FULL" && sync != "NORMAL" {
+		return nil, fmt.Errorf("store: sqlite sync must be full or normal, not %q", cfg.SQLiteSync)
+	}
+	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_journal_mode=WAL&_foreign_keys=on&_busy_timeout=10000&_synchronous=" + sync +
+		"&_cache_size=-65536"
+	w, err := sql.Open(sqliteDriver, base+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: sqlite: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := w.Ping(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
+	}
+	r, err := sql.Open(sqliteDriver, base+"&_query_only=1")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: sqlite: %w", err)
+	}
+	n := cfg.ReadConns
+	if n <= 0 {
+		n = 8
+	}
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxIdleTime(0)
+	return &DB{
+		Dialect: dialect.SQLite, W: w, R: r, Where: "sqlite " + path + " (synchronous=" + strings.ToLower(sync) + ")",
+		Ent: ent.NewClient(ent.Driver(entsql.OpenDB(dialect.SQLite, r))),
+	}, nil
+}
+
+// checkpointLoop copies the WAL back into the database file in the
+// background, so commits never pay for it. PASSIVE never blocks the writer;
+// when the WAL has grown large a TRUNCATE checkpoint (which waits for
+// readers briefly) keeps it bounded.
+func (db *DB) checkpointLoop(ctx context.Context) {
+	defer db.wg.Done()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			db.R.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort at exit
+			return
+		case <-t.C:
+		}
+		var busy, logPages, done int
+		row := db.R.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		if err := row.Scan(&busy, &logPages, &done); err != nil {
+			continue
+		}
+		if logPages > 200_000 { // about 800 MB of WAL: restart it
+			db.R.ExecContext(ctx, "PRAGMA wal_checkpoint(RESTART)") //nolint:errcheck // retried next tick
+		}
+	}
+}
+
+// migrate brings the schema up to date: ent's tables, then the event log,
+// which ent cannot express (a clustered primary key on project and seq).
+// Running it again changes nothing.
+func (db *DB) migrate(ctx context.Context) error {
+	// ent's migration mutates its package-level table descriptions.
+	migrateMu.Lock()
+	defer migrateMu.Unlock()
+	if db.IsPostgres() {
+		conn, err := db.W.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		defer conn.Close()
+		// Replicas starting together migrate one at a time.
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(7726221)"); err != nil {
+			return fmt.Errorf("store: migrate: lock: %w", err)
+		}
+		defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(7726221)") //nolint:errcheck // released with the session anyway
+	}
+	drv := entsql.OpenDB(db.Dialect, db.W)
+	if err := migrate.NewSchema(drv).Create(ctx, schema.WithDropIndex(false), schema.WithDropColumn(false)); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	ddl := sqliteEvents
+	if db.IsPostgres() {
+		ddl = postgresEvents
+	}
+	for _, stmt := range ddl {
+		if _, err := db.W.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("store: migrate events: %w", err)
+		}
+	}
+	return nil
+}
+
+// The event log. created_at is Unix milliseconds. On SQLite the table is
+// clustered on (project_id, seq), so appends and page reads touch few pages.
+var (
+	sqliteEvents = []string{
+		`CREATE TABLE IF NOT EXISTS events (
+			project_id TEXT NOT NULL,
+			seq INTEGER NOT NULL,
+			type TEXT NOT NULL,
+			data TEXT NOT NULL,
+			created_at INTEGER NOT NULL,
+			PRIMARY KEY (project_id, seq)
+		) WITHOUT ROWID`,
+		`CREATE INDEX IF NOT EXISTS events_project_type ON events (project_id, type, seq)`,
+	}
+	postgresEvents = []string{
+		`CREATE TABLE IF NOT EXISTS events (
+			project_id TEXT NOT NULL,
+			seq BIGINT NOT NULL,
+			type TEXT NOT NULL,
+			data JSON NOT NULL,
+			created_at BIGINT NOT NULL,
+			PRIMARY KEY (project_id, seq)
+		)`,
+		`CREATE INDEX IF NOT EXISTS events_project_type ON events (project_id, type, seq)`,
+	}
+)

@@ -1,0 +1,59 @@
+// Package stream is the per-project event log: every change in a project
+// appends events, in the same transaction as the change, and readers follow
+// the log by seq.
+//
+// Ordering (design.md invariant 1): seq comes from the project's counter row
+// (projects.last_seq), advanced by UPDATE ... RETURNING in the transaction
+// that inserts the events. The row lock is held until commit, so seq k+1 is
+// never committed before k, and a reader never sees k+1 without k.
+//
+// Speed: Log.Write queues the caller's work; a writer goroutine runs
+// whatever queued while its last commit ran in one transaction (group
+// commit), each piece of work inside its own savepoint so one failure does
+// not undo the others. Projects are sharded over writers, so one project's
+// writes run in submission order.
+package stream
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Event is one entry of a project's stream, in the spec's shape.
+type Event struct {
+	Seq  int64           `json:"seq"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Event types.
+const (
+	MessageReceived      = "message.received"
+	MessageSent          = "message.sent"
+	MessageFailed        = "message.failed"
+	ConnectionActive     = "connection.active"
+	ConnectionAuthorized = "connection.authorized"
+	DomainVerified       = "domain.verified"
+	WebhookDisabled      = "webhook.disabled"
+	WebhookEnabled       = "webhook.enabled"
+)
+
+// Types lists every event type, sorted.
+var Types = []string{
+	ConnectionActive, ConnectionAuthorized, DomainVerified,
+	MessageFailed, MessageReceived, MessageSent,
+	WebhookDisabled, WebhookEnabled,
+}
+
+// KnownType reports whether t is an event type.
+func KnownType(t string) bool {
+	_, found := slices.BinarySearch(Types, t)
+	return found
+}
+
+// UnknownTypeError names an unknown event type and the known ones.
+func UnknownTypeError(t string) error {
+	return fmt.Errorf("unknown event type %q; known types: %s", t, strings.Join(Types, ", "))
+}

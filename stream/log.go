@@ -1,0 +1,393 @@
+package stream
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/comm-gateway/comm/store"
+)
+
+// ErrClosed is returned by writes after Close.
+var ErrClosed = errors.New("stream: log closed")
+
+// ErrNoProject is returned when events are appended to a project that does
+// not exist.
+var ErrNoProject = errors.New("stream: no such project")
+
+// Options tune a Log.
+type Options struct {
+	// Writers is the number of group-commit writers, each with its own
+	// connection; projects are sharded over them. SQLite always uses one.
+	// Default 4 on PostgreSQL.
+	Writers int
+	// MaxBatch bounds the pieces of work committed together (default 512).
+	MaxBatch int
+	// Hub receives a wake-up after every commit; a new one is made if nil.
+	Hub *Hub
+}
+
+// Log reads and appends the event streams of all projects.
+type Log struct {
+	db      *store.DB
+	hub     *Hub
+	writers []*writer
+	read    readStmts
+
+	mu     sync.RWMutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Open starts the log's writers on db.
+func Open(db *store.DB, opts Options) (*Log, error) {
+	n := opts.Writers
+	if n <= 0 {
+		n = 4
+	}
+	if !db.IsPostgres() {
+		n = 1
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 512
+	}
+	if opts.Hub == nil {
+		opts.Hub = NewHub()
+	}
+	l := &Log{db: db, hub: opts.Hub}
+	if err := l.read.prepare(db); err != nil {
+		return nil, err
+	}
+	for range n {
+		w := &writer{log: l, queue: make(chan *unit, 4*opts.MaxBatch), maxBatch: opts.MaxBatch}
+		l.writers = append(l.writers, w)
+		l.wg.Add(1)
+		go w.run()
+	}
+	return l, nil
+}
+
+// Hub returns the hub the log publishes commits to.
+func (l *Log) Hub() *Hub { return l.hub }
+
+// DB returns the database the log writes to.
+func (l *Log) DB() *store.DB { return l.db }
+
+// Close lets queued work finish, then stops the writers.
+func (l *Log) Close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	for _, w := range l.writers {
+		close(w.queue)
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+	l.read.close()
+}
+
+// Write runs fn in a write transaction and commits it together with its
+// events. fn runs on a writer goroutine, possibly in one transaction with
+// other callers' work (inside its own savepoint), and may run a second time
+// if the shared transaction fails; so it must touch the database only
+// through tx and have no other side effects. When fn returns an error,
+// everything it did is undone and that error is returned.
+//
+// The result holds the events fn appended, with their seqs, once committed.
+// Once queued, the work is carried out even if ctx is cancelled, and Write
+// waits for its outcome.
+func (l *Log) Write(ctx context.Context, project string, fn func(tx *Tx) error) ([]Event, error) {
+	return l.submit(ctx, &unit{ctx: ctx, project: project, fn: fn})
+}
+
+// Append appends one event to project's stream in a transaction of its own
+// (shared with concurrent writes) and returns its seq.
+func (l *Log) Append(ctx context.Context, project, typ string, data any) (int64, error) {
+	raw, err := marshal(typ, data)
+	if err != nil {
+		return 0, err
+	}
+	ev, err := l.submit(ctx, &unit{ctx: ctx, project: project, events: []Event{{Type: typ, Data: raw}}})
+	if err != nil {
+		return 0, err
+	}
+	return ev[0].Seq, nil
+}
+
+func (l *Log) submit(ctx context.Context, u *unit) ([]Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	u.done = make(chan struct{})
+	u.pre = len(u.events)
+	w := l.writers[0]
+	if len(l.writers) > 1 {
+		h := fnv.New32a()
+		h.Write([]byte(u.project))
+		w = l.writers[h.Sum32()%uint32(len(l.writers))]
+	}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case w.queue <- u:
+	case <-ctx.Done():
+		l.mu.RUnlock()
+		return nil, ctx.Err()
+	}
+	l.mu.RUnlock()
+	<-u.done
+	if u.err != nil {
+		return nil, u.err
+	}
+	return u.events, nil
+}
+
+func marshal(typ string, data any) (json.RawMessage, error) {
+	if !KnownType(typ) {
+		return nil, fmt.Errorf("stream: append: %w", UnknownTypeError(typ))
+	}
+	if raw, ok := data.(json.RawMessage); ok {
+		if !json.Valid(raw) {
+			return nil, fmt.Errorf("stream: append %s: data is not valid JSON", typ)
+		}
+		return raw, nil
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("stream: append %s: %w", typ, err)
+	}
+	return raw, nil
+}
+
+// unit is one caller's piece of work.
+type unit struct {
+	ctx     context.Context
+	project string
+	fn      func(*Tx) error
+	events  []Event // appended events; the first pre were given up front
+	pre     int
+	err     error
+	done    chan struct{}
+}
+
+type writer struct {
+	log      *Log
+	queue    chan *unit
+	maxBatch int
+}
+
+func (w *writer) run() {
+	defer w.log.wg.Done()
+	batch := make([]*unit, 0, w.maxBatch)
+	for {
+		u, ok := <-w.queue
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], u)
+	drain:
+		for len(batch) < w.maxBatch {
+			select {
+			case u, ok := <-w.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, u)
+			default:
+				break drain
+			}
+		}
+		w.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction. If the transaction as a whole
+// fails (a lost connection, a deadlock, a project that vanished), each
+// piece of work is retried alone, so one bad piece fails only its caller.
+func (w *writer) commit(batch []*unit) {
+	err := w.try(batch)
+	if err != nil && len(batch) > 1 {
+		for _, u := range batch {
+			u.reset()
+			if err := w.try([]*unit{u}); err != nil {
+				u.err = err
+			}
+		}
+	} else if err != nil {
+		batch[0].err = err
+	}
+	heads := map[string]int64{}
+	for _, u := range batch {
+		if u.err == nil && len(u.events) > 0 {
+			heads[u.project] = max(heads[u.project], u.events[len(u.events)-1].Seq)
+		}
+		close(u.done)
+	}
+	for p, head := range heads {
+		w.log.hub.Publish(p, head)
+	}
+}
+
+func (u *unit) reset() {
+	u.events = u.events[:u.pre]
+	for i := range u.events {
+		u.events[i].Seq = 0
+	}
+	u.err = nil
+}
+
+// try runs the batch in one transaction. It returns an error only when the
+// transaction as a whole failed; a piece of work that failed alone has its
+// error in u.err and its changes rolled back to its savepoint.
+func (w *writer) try(batch []*unit) (err error) {
+	db := w.log.db
+	ctx := context.Background()
+	tx, err := db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("stream: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback() //nolint:errcheck // the error that got us here matters more
+		}
+	}()
+	counts := map[string]int64{}
+	for _, u := range batch {
+		if u.fn != nil {
+			if e := u.ctx.Err(); e != nil {
+				u.err = e
+				continue
+			}
+			if err := w.runUnit(tx, u); err != nil {
+				return err
+			}
+		}
+		if u.err == nil && len(u.events) > 0 {
+			counts[u.project] += int64(len(u.events))
+		}
+	}
+	if len(counts) == 0 {
+		return tx.Commit()
+	}
+	// Allocate seqs, locking counter rows in a fixed order so replicas
+	// appending to the same projects cannot deadlock on them.
+	projects := make([]string, 0, len(counts))
+	for p := range counts {
+		projects = append(projects, p)
+	}
+	slices.Sort(projects)
+	next := make(map[string]int64, len(counts))
+	bump := db.Rebind("UPDATE projects SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq")
+	for _, p := range projects {
+		var head int64
+		if err := tx.QueryRowContext(ctx, bump, counts[p], p).Scan(&head); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: %s", ErrNoProject, p)
+			}
+			return fmt.Errorf("stream: advance %s: %w", p, err)
+		}
+		next[p] = head - counts[p] + 1
+	}
+	now := time.Now().UnixMilli()
+	rows := make([]row, 0, 64)
+	for _, u := range batch {
+		if u.err != nil {
+			continue
+		}
+		for i := range u.events {
+			u.events[i].Seq = next[u.project]
+			next[u.project]++
+			rows = append(rows, row{u.project, &u.events[i]})
+		}
+	}
+	if err := w.insert(ctx, tx, rows, now); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("stream: commit: %w", err)
+	}
+	return nil
+}
+
+type row struct {
+	project string
+	ev      *Event
+}
+
+const insertChunk = 200
+
+func (w *writer) insert(ctx context.Context, tx *sql.Tx, rows []row, now int64) error {
+	db := w.log.db
+	for len(rows) > 0 {
+		n := min(len(rows), insertChunk)
+		var b strings.Builder
+		b.WriteString("INSERT INTO events (project_id, seq, type, data, created_at) VALUES ")
+		args := make([]any, 0, 5*n)
+		for i, r := range rows[:n] {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if db.IsPostgres() {
+				k := 5 * i
+				fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5)
+			} else {
+				b.WriteString("(?,?,?,?,?)")
+			}
+			args = append(args, r.project, r.ev.Seq, r.ev.Type, string(r.ev.Data), now)
+		}
+		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("stream: insert events: %w", err)
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// runUnit calls u.fn inside a savepoint taken before its first statement. It
+// returns an error only if the savepoint itself could not be managed.
+func (w *writer) runUnit(tx *sql.Tx, u *unit) error {
+	c := &unitConn{tx: tx}
+	t := &Tx{ctx: context.WithoutCancel(u.ctx), project: u.project, conn: c, dialect: w.log.db.Dialect}
+	ferr := call(u.fn, t)
+	if ferr == nil {
+		if c.savepoint {
+			if _, err := tx.ExecContext(t.ctx, "RELEASE SAVEPOINT u"); err != nil {
+				return fmt.Errorf("stream: release savepoint: %w", err)
+			}
+		}
+		u.events = append(u.events, t.events...)
+		return nil
+	}
+	u.err = ferr
+	if c.savepoint {
+		if _, err := tx.ExecContext(t.ctx, "ROLLBACK TO SAVEPOINT u"); err != nil {
+			return fmt.Errorf("stream: rollback to savepoint: %w", err)
+		}
+		if _, err := tx.ExecContext(t.ctx, "RELEASE SAVEPOINT u"); err != nil {
+			return fmt.Errorf("stream: release savepoint: %w", err)
+		}
+	}
+	return nil
+}
+
+func call(fn func(*Tx) error, t *Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("stream: write panicked: %v", r)
+		}
+	}()
+	return fn(t)
+}

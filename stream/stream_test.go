@@ -1,0 +1,352 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/store"
+	"github.com/comm-gateway/comm/store/storetest"
+	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+func openLog(t *testing.T, cfg store.Config, opts stream.Options) *stream.Log {
+	t.Helper()
+	db := storetest.Open(t, cfg)
+	l, err := stream.Open(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+func newProject(t *testing.T, l *stream.Log) string {
+	t.Helper()
+	id := ident.New(ident.Project)
+	ctx := tenant.WithProject(context.Background(), id)
+	_, err := l.Write(ctx, id, func(tx *stream.Tx) error {
+		return tx.Client().Project.Create().SetID(id).SetName("p").
+			SetCustomerID(ident.New(ident.Customer)).SetAgentID(ident.New(ident.Agent)).Exec(tx.Context())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+type payload struct {
+	Writer int `json:"w"`
+	N      int `json:"n"`
+}
+
+// TestOrderingUnderConcurrency appends from many goroutines to one hot
+// project and several others, with some writes slow and some rolled back,
+// while readers page through each stream; on PostgreSQL a second log (a
+// second replica) appends to the same projects. Every reader must see
+// exactly 1..N per project, and exactly the acknowledged appends.
+func TestOrderingUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		logs := []*stream.Log{openLog(t, cfg, stream.Options{Writers: 3, MaxBatch: 64})}
+		if cfg.URL != "" {
+			logs = append(logs, openLog(t, cfg, stream.Options{Writers: 2, MaxBatch: 16}))
+		}
+		projects := make([]string, 6)
+		for i := range projects {
+			projects[i] = newProject(t, logs[0])
+		}
+		const writers, perWriter = 24, 60
+		var (
+			ackMu sync.Mutex
+			acked = map[string]map[payload]int64{} // project -> payload -> seq
+		)
+		for _, p := range projects {
+			acked[p] = map[payload]int64{}
+		}
+		var wg sync.WaitGroup
+		var rolledBack atomic.Int64
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(w), 7))
+				l := logs[w%len(logs)]
+				for n := range perWriter {
+					p := projects[0] // the hot project gets half the load
+					if r.IntN(2) == 0 {
+						p = projects[1+r.IntN(len(projects)-1)]
+					}
+					ctx := tenant.WithProject(context.Background(), p)
+					pl := payload{w, n}
+					var seqs []int64
+					switch r.IntN(6) {
+					case 0: // rolled back after writing a row and appending
+						_, err := l.Write(ctx, p, func(tx *stream.Tx) error {
+							if err := tx.Client().Project.UpdateOneID(p).SetName("renamed").Exec(tx.Context()); err != nil {
+								return err
+							}
+							if err := tx.Append(stream.MessageReceived, pl); err != nil {
+								return err
+							}
+							return errRollback
+						})
+						if !errors.Is(err, errRollback) {
+							t.Errorf("rolled-back write: got %v", err)
+						}
+						rolledBack.Add(1)
+						continue
+					case 1: // slow
+						evs, err := l.Write(ctx, p, func(tx *stream.Tx) error {
+							time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+							return tx.Append(stream.MessageReceived, pl)
+						})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						seqs = []int64{evs[0].Seq}
+					default:
+						seq, err := l.Append(ctx, p, stream.MessageReceived, pl)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						seqs = []int64{seq}
+					}
+					ackMu.Lock()
+					acked[p][pl] = seqs[0]
+					ackMu.Unlock()
+				}
+			}()
+		}
+		// Readers page through every project while the writers run.
+		done := make(chan struct{})
+		type seen struct {
+			project string
+			events  []stream.Event
+		}
+		results := make(chan seen, len(projects))
+		for i, p := range projects {
+			go func() {
+				l := logs[i%len(logs)]
+				var got []stream.Event
+				var after int64
+				final := false
+				for {
+					evs, err := l.Read(context.Background(), p, after, 7+i, "")
+					if err != nil {
+						t.Error(err)
+						break
+					}
+					for _, e := range evs {
+						if e.Seq != after+1 {
+							t.Errorf("project %d: after seq %d came %d", i, after, e.Seq)
+						}
+						after = e.Seq
+						got = append(got, e)
+					}
+					if len(evs) == 0 {
+						if final {
+							break
+						}
+						select {
+						case <-done:
+							final = true // one more pass after the writers finished
+						case <-time.After(time.Millisecond):
+						}
+					}
+				}
+				results <- seen{p, got}
+			}()
+		}
+		wg.Wait()
+		close(done)
+		total := 0
+		for range projects {
+			s := <-results
+			want := acked[s.project]
+			if len(s.events) != len(want) {
+				t.Errorf("project %s: read %d events, %d acknowledged", s.project, len(s.events), len(want))
+			}
+			for i, e := range s.events {
+				if e.Seq != int64(i+1) {
+					t.Fatalf("project %s: position %d has seq %d", s.project, i, e.Seq)
+				}
+				var pl payload
+				if err := json.Unmarshal(e.Data, &pl); err != nil {
+					t.Fatal(err)
+				}
+				if seq, ok := want[pl]; !ok || seq != e.Seq {
+					t.Errorf("project %s: event %d %+v: acknowledged as %d (%v)", s.project, e.Seq, pl, seq, ok)
+				}
+			}
+			total += len(s.events)
+			head, err := logs[0].Head(context.Background(), s.project)
+			if err != nil || head != int64(len(s.events)) {
+				t.Errorf("project %s: head %d (%v), read %d", s.project, head, err, len(s.events))
+			}
+		}
+		if total+int(rolledBack.Load()) != writers*perWriter {
+			t.Errorf("read %d + rolled back %d != written %d", total, rolledBack.Load(), writers*perWriter)
+		}
+	})
+}
+
+var errRollback = errors.New("deliberate rollback")
+
+// TestFailedWorkDoesNotUndoOthers: in one batch, a write that fails at the
+// database (a duplicate primary key) must fail alone.
+func TestFailedWorkDoesNotUndoOthers(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		l := openLog(t, cfg, stream.Options{})
+		p := newProject(t, l)
+		ctx := tenant.WithProject(context.Background(), p)
+		var wg sync.WaitGroup
+		var failed, ok atomic.Int64
+		for i := range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := l.Write(ctx, p, func(tx *stream.Tx) error {
+					if i%5 == 0 { // a project with an existing id: unique violation
+						if err := tx.Client().Project.Create().SetID(p).SetName("dup").
+							SetCustomerID("cus_x").SetAgentID("agt_x").Exec(tx.Context()); err != nil {
+							return err
+						}
+					}
+					return tx.Append(stream.ConnectionActive, map[string]int{"i": i})
+				})
+				if err != nil {
+					failed.Add(1)
+				} else {
+					ok.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() != 10 || ok.Load() != 40 {
+			t.Fatalf("failed %d ok %d; want 10 and 40", failed.Load(), ok.Load())
+		}
+		evs, err := l.Read(ctx, p, 0, 1000, "")
+		if err != nil || len(evs) != 40 || evs[39].Seq != 40 {
+			t.Fatalf("read %d events (%v)", len(evs), err)
+		}
+	})
+}
+
+func TestAppendToUnknownProject(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		l := openLog(t, cfg, stream.Options{})
+		p := newProject(t, l)
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		errs := make([]error, 20)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				target := p
+				if i%4 == 0 {
+					target = ident.New(ident.Project)
+				}
+				_, errs[i] = l.Append(ctx, target, stream.MessageSent, map[string]int{"i": i})
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if (i%4 == 0) != errors.Is(err, stream.ErrNoProject) {
+				t.Errorf("append %d: %v", i, err)
+			}
+		}
+		if head, _ := l.Head(ctx, p); head != 15 {
+			t.Errorf("head %d, want 15", head)
+		}
+	})
+}
+
+func TestTypeFilterAndUnknownType(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		l := openLog(t, cfg, stream.Options{})
+		p := newProject(t, l)
+		ctx := context.Background()
+		for i := range 30 {
+			typ := stream.MessageReceived
+			if i%3 == 0 {
+				typ = stream.MessageSent
+			}
+			if _, err := l.Append(ctx, p, typ, map[string]int{"i": i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		evs, err := l.Read(ctx, p, 4, 100, stream.MessageSent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 8 || evs[0].Seq != 7 || evs[7].Seq != 28 {
+			t.Fatalf("filtered read: %+v", evs)
+		}
+		if _, err := l.Append(ctx, p, "nope", 1); err == nil {
+			t.Fatal("unknown type appended")
+		}
+	})
+}
+
+// TestWatchWakesAfterCommit: a watcher's channel closes after a commit.
+func TestWatchWakesAfterCommit(t *testing.T) {
+	t.Parallel()
+	l := openLog(t, storetest.SQLite(t), stream.Options{})
+	p := newProject(t, l)
+	w := l.Hub().Watch(p)
+	defer w.Close()
+	ch := w.C()
+	go l.Append(context.Background(), p, stream.MessageSent, 1)
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up")
+	}
+	evs, _ := l.Read(context.Background(), p, 0, 10, "")
+	if len(evs) != 1 {
+		t.Fatalf("woken before the event was readable: %v", evs)
+	}
+}
+
+func TestRestartContinuesSeq(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		var p string
+		for round := range 3 {
+			db, err := store.Open(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := stream.Open(db, stream.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p == "" {
+				p = newProject(t, l)
+			}
+			for i := range 5 {
+				seq, err := l.Append(context.Background(), p, stream.MessageSent, fmt.Sprint(round, i))
+				if err != nil || seq != int64(round*5+i+1) {
+					t.Fatalf("round %d: seq %d (%v)", round, seq, err)
+				}
+			}
+			l.Close()
+			db.Close()
+		}
+	})
+}
