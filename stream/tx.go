@@ -69,8 +69,8 @@ func (d unitDriver) Query(ctx context.Context, query string, args, v any) error 
 }
 
 func (d unitDriver) Tx(context.Context) (dialect.Tx, error) { return dialect.NopTx(d), nil }
-func (d unitDriver) Close() error                          { return nil }
-func (d unitDriver) Dialect() string                       { return d.dialect }
+func (d unitDriver) Close() error                           { return nil }
+func (d unitDriver) Dialect() string                        { return d.dialect }
 
 // unitConn runs statements in the shared transaction, taking the unit's
 // savepoint before the first one.

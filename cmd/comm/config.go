@@ -15,7 +15,7 @@ import (
 // Precedence: flag, then environment (including .env), then default.
 type setting struct {
 	flag, env, def, usage string
-	value             *string
+	value                 *string
 }
 
 type settings struct {
