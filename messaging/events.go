@@ -52,11 +52,29 @@ func (q *EventQuery) Validate() error {
 // Events returns a page of the caller's stream: events with seq after
 // q.AfterSeq, in order. Only the principal's project is ever read.
 func (s *Service) Events(ctx context.Context, p *Principal, q EventQuery) ([]stream.Event, error) {
+	return page(ctx, s, p, q, func() ([]stream.Event, bool, error) {
+		evs, err := s.log.Read(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
+		return evs, len(evs) > 0, err
+	})
+}
+
+// EventsJSON is Events with the page encoded as the REST API's JSON array.
+func (s *Service) EventsJSON(ctx context.Context, p *Principal, q EventQuery) ([]byte, error) {
+	return page(ctx, s, p, q, func() ([]byte, bool, error) {
+		b, err := s.log.ReadJSON(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
+		return b, len(b) > 2, err
+	})
+}
+
+// page validates q and reads a page, long-polling when q.Wait is set.
+func page[T any](ctx context.Context, s *Service, p *Principal, q EventQuery, read func() (T, bool, error)) (T, error) {
 	if err := q.Validate(); err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	if q.Wait == 0 {
-		return s.log.Read(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
+		v, _, err := read()
+		return v, err
 	}
 	// Watch before reading, so a commit between the read and the wait
 	// still wakes us. Wake-ups are hints: re-read at least once a second, so
@@ -69,17 +87,17 @@ func (s *Service) Events(ctx context.Context, p *Principal, q EventQuery) ([]str
 	defer tick.Stop()
 	for {
 		ch := w.C()
-		evs, err := s.log.Read(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
-		if err != nil || len(evs) > 0 {
-			return evs, err
+		v, found, err := read()
+		if err != nil || found {
+			return v, err
 		}
 		select {
 		case <-ch:
 		case <-tick.C:
 		case <-deadline.C:
-			return evs, nil
+			return v, nil
 		case <-ctx.Done():
-			return evs, nil
+			return v, nil
 		}
 	}
 }

@@ -6,6 +6,8 @@ package messaging
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -23,21 +25,32 @@ type Service struct {
 	logger *slog.Logger
 	now    func() time.Time
 
+	keyByHash *sql.Stmt
+
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last recorded use
 }
 
 // New returns the service over an open log.
-func New(log *stream.Log, logger *slog.Logger) *Service {
+func New(log *stream.Log, logger *slog.Logger) (*Service, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	db := log.DB()
+	keyByHash, err := db.R.Prepare(db.Rebind(
+		"SELECT id, project_id, kind, revoked_at IS NOT NULL FROM api_keys WHERE hash = ?"))
+	if err != nil {
+		return nil, fmt.Errorf("messaging: prepare: %w", err)
+	}
 	return &Service{
-		db: log.DB(), log: log, read: log.DB().Ent, logger: logger,
+		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		now:     func() time.Time { return time.Now().UTC() },
 		touched: map[string]time.Time{},
-	}
+	}, nil
 }
+
+// Close releases the service's prepared statements.
+func (s *Service) Close() error { return s.keyByHash.Close() }
 
 // Log returns the event log.
 func (s *Service) Log() *stream.Log { return s.log }

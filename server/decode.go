@@ -62,7 +62,7 @@ func decodeError(err error) error {
 		return messaging.Invalid(typ.Field, "must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return messaging.Invalid(field, "unknown field")
+		return messaging.Invalid(field, "unknown field %q", field)
 	}
 	return httpError(codeMalformedJSON, err.Error())
 }
@@ -134,7 +134,7 @@ func (q *query) done() error {
 			for k := range q.used {
 				known = append(known, k)
 			}
-			return messaging.Invalid(name, "unknown query parameter; known: %s", strings.Join(sorted(known), ", "))
+			return messaging.Invalid(name, "unknown query parameter %q; known: %s", name, strings.Join(sorted(known), ", "))
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 
 	"github.com/comm-gateway/comm/ent"
@@ -55,11 +54,18 @@ type errorDetail struct {
 // writeError renders err in the one JSON error shape. Errors that are not
 // the domain's are logged and reported as internal, without their text.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *messaging.Error
+	var (
+		e       *messaging.Error
+		invalid *ent.ValidationError
+	)
 	switch {
 	case errors.As(err, &e):
 	case ent.IsNotFound(err):
 		e = &messaging.Error{Code: messaging.ErrNotFound.Code, Message: "not found"}
+	case errors.As(err, &invalid):
+		// A schema validator refused a value the domain let through: the
+		// caller's input is at fault, not the server.
+		e = messaging.Invalid(invalid.Name, "%v", innermost(invalid))
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return // the client went away
 	default:
@@ -79,8 +85,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}})
 }
 
+// innermost returns the error at the end of err's wrap chain: for ent's
+// validation errors, the validator's own words without ent's type names.
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
 func httpError(code, msg string) *messaging.Error {
 	return &messaging.Error{Code: code, Message: msg}
 }
 
-var _ = slog.Default

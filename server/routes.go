@@ -3,12 +3,9 @@ package server
 import (
 	"net/http"
 	"slices"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/comm-gateway/comm/messaging"
-	"github.com/comm-gateway/comm/stream"
 )
 
 func sorted(s []string) []string { slices.Sort(s); return s }
@@ -60,37 +57,10 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *messaging
 	if eq.Limit == 0 {
 		return messaging.Invalid("limit", "must be between 1 and %d", messaging.MaxEventLimit)
 	}
-	evs, err := s.svc.Events(r.Context(), p, eq)
+	page, err := s.svc.EventsJSON(r.Context(), p, eq)
 	if err != nil {
 		return err
 	}
-	bp := eventBufs.Get().(*[]byte)
-	b := appendEvents((*bp)[:0], evs)
-	writeRaw(w, http.StatusOK, b)
-	if cap(b) <= 1<<20 {
-		*bp = b[:0]
-		eventBufs.Put(bp)
-	}
+	writeRaw(w, http.StatusOK, page)
 	return nil
-}
-
-var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
-// appendEvents encodes a page of events as a JSON array; the stored data
-// is already JSON and is copied as it is.
-func appendEvents(b []byte, evs []stream.Event) []byte {
-	b = append(b, '[')
-	for i, e := range evs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"seq":`...)
-		b = strconv.AppendInt(b, e.Seq, 10)
-		b = append(b, `,"type":`...)
-		b = strconv.AppendQuote(b, e.Type) // types are plain ASCII
-		b = append(b, `,"data":`...)
-		b = append(b, e.Data...)
-		b = append(b, '}')
-	}
-	return append(b, ']', '\n')
 }

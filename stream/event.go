@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -26,6 +27,31 @@ type Event struct {
 	Seq  int64           `json:"seq"`
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+}
+
+// The stored form of an event is its JSON envelope, exactly as every front
+// door serves it: {"seq":N,"type":"T","data":D}. It is encoded once, at
+// append, and read pages are concatenations of stored envelopes.
+
+// appendEnvelope appends e's JSON envelope to b. Types are plain ASCII
+// (KnownType) and Data is valid JSON, so no escaping is needed.
+func appendEnvelope(b []byte, e *Event) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"type":"`...)
+	b = append(b, e.Type...)
+	b = append(b, `","data":`...)
+	b = append(b, e.Data...)
+	return append(b, '}')
+}
+
+// unwrapEnvelope returns the data of a stored envelope.
+func unwrapEnvelope(body []byte, seq int64, typ string) (json.RawMessage, error) {
+	prefix := len(`{"seq":`) + len(strconv.FormatInt(seq, 10)) + len(`,"type":"`) + len(typ) + len(`","data":`)
+	if len(body) < prefix+1 || body[len(body)-1] != '}' {
+		return nil, fmt.Errorf("stream: event %d: malformed stored envelope", seq)
+	}
+	return json.RawMessage(body[prefix : len(body)-1]), nil
 }
 
 // Event types.

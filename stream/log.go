@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/comm-gateway/comm/store"
 )
 
@@ -289,17 +291,9 @@ func (w *writer) try(batch []*unit) (err error) {
 		projects = append(projects, p)
 	}
 	slices.Sort(projects)
-	next := make(map[string]int64, len(counts))
-	bump := db.Rebind("UPDATE projects SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq")
-	for _, p := range projects {
-		var head int64
-		if err := tx.QueryRowContext(ctx, bump, counts[p], p).Scan(&head); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("%w: %s", ErrNoProject, p)
-			}
-			return fmt.Errorf("stream: advance %s: %w", p, err)
-		}
-		next[p] = head - counts[p] + 1
+	next, err := w.advance(ctx, tx, projects, counts)
+	if err != nil {
+		return err
 	}
 	now := time.Now().UnixMilli()
 	rows := make([]row, 0, 64)
@@ -322,6 +316,63 @@ func (w *writer) try(batch []*unit) (err error) {
 	return nil
 }
 
+// advance moves the counter rows of projects (sorted) forward by their
+// counts and returns each project's first new seq.
+func (w *writer) advance(ctx context.Context, tx *sql.Tx, projects []string, counts map[string]int64) (map[string]int64, error) {
+	next := make(map[string]int64, len(projects))
+	if w.log.db.IsPostgres() && len(projects) > 1 {
+		// Two round trips whatever the number of projects: lock the rows in
+		// id order (so replicas cannot deadlock), then advance them all.
+		ns := make([]int64, len(projects))
+		for i, p := range projects {
+			ns[i] = counts[p]
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT id FROM projects WHERE id = ANY($1) ORDER BY id FOR UPDATE", pq.Array(projects))
+		if err != nil {
+			return nil, fmt.Errorf("stream: lock counters: %w", err)
+		}
+		rows.Close()
+		rows, err = tx.QueryContext(ctx, `UPDATE projects AS p SET last_seq = p.last_seq + v.n
+			FROM unnest($1::text[], $2::bigint[]) AS v(id, n) WHERE p.id = v.id
+			RETURNING p.id, p.last_seq`, pq.Array(projects), pq.Array(ns))
+		if err != nil {
+			return nil, fmt.Errorf("stream: advance counters: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				id   string
+				head int64
+			)
+			if err := rows.Scan(&id, &head); err != nil {
+				return nil, fmt.Errorf("stream: advance counters: %w", err)
+			}
+			next[id] = head - counts[id] + 1
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("stream: advance counters: %w", err)
+		}
+		for _, p := range projects {
+			if _, ok := next[p]; !ok {
+				return nil, fmt.Errorf("%w: %s", ErrNoProject, p)
+			}
+		}
+		return next, nil
+	}
+	bump := w.log.db.Rebind("UPDATE projects SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq")
+	for _, p := range projects {
+		var head int64
+		if err := tx.QueryRowContext(ctx, bump, counts[p], p).Scan(&head); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil, fmt.Errorf("%w: %s", ErrNoProject, p)
+			}
+			return nil, fmt.Errorf("stream: advance %s: %w", p, err)
+		}
+		next[p] = head - counts[p] + 1
+	}
+	return next, nil
+}
+
 type row struct {
 	project string
 	ev      *Event
@@ -331,10 +382,11 @@ const insertChunk = 200
 
 func (w *writer) insert(ctx context.Context, tx *sql.Tx, rows []row, now int64) error {
 	db := w.log.db
+	var body []byte
 	for len(rows) > 0 {
 		n := min(len(rows), insertChunk)
 		var b strings.Builder
-		b.WriteString("INSERT INTO events (project_id, seq, type, data, created_at) VALUES ")
+		b.WriteString("INSERT INTO events (project_id, seq, type, body, created_at) VALUES ")
 		args := make([]any, 0, 5*n)
 		for i, r := range rows[:n] {
 			if i > 0 {
@@ -346,7 +398,8 @@ func (w *writer) insert(ctx context.Context, tx *sql.Tx, rows []row, now int64) 
 			} else {
 				b.WriteString("(?,?,?,?,?)")
 			}
-			args = append(args, r.project, r.ev.Seq, r.ev.Type, string(r.ev.Data), now)
+			body = appendEnvelope(body[:0], r.ev)
+			args = append(args, r.project, r.ev.Seq, r.ev.Type, string(body), now)
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("stream: insert events: %w", err)

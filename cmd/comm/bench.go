@@ -1,3 +1,165 @@
 package main
 
-func bench(args []string) error { return nil }
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/comm-gateway/comm/bench"
+	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/server"
+	"github.com/comm-gateway/comm/store"
+	"github.com/comm-gateway/comm/stream"
+)
+
+func runBench(args []string) error {
+	s := newSettings("bench", "Measures the event log and the REST API on this machine and prints a Markdown table.\n"+
+		"SQLite runs in a temporary directory; PostgreSQL in a scratch schema dropped afterwards.\n"+
+		"The load runs in this process and shares its CPU with what is measured.")
+	dbURL := s.add("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
+	sync := s.add("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
+	what := s.add("what", "COMM_BENCH_WHAT", "append,read", "comma-separated: append (the stream), read (GET /v1/events over HTTP)")
+	dur := s.add("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
+	appenders := s.add("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
+	events := s.add("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
+	clients := s.add("clients", "COMM_BENCH_CLIENTS", "8", "concurrent HTTP readers")
+	writers := s.add("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL")
+	cpuprofile := s.add("cpuprofile", "COMM_BENCH_CPUPROFILE", "", "write a CPU profile of the run to this file")
+	if err := s.parse(args); err != nil {
+		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	d, err := parseDuration("--duration", *dur)
+	if err != nil {
+		return err
+	}
+	nApp, err := parseInt("--appenders", *appenders)
+	if err != nil {
+		return err
+	}
+	nEv, err := parseInt("--events", *events)
+	if err != nil {
+		return err
+	}
+	nCl, err := parseInt("--clients", *clients)
+	if err != nil {
+		return err
+	}
+	nW, err := parseInt("--writers", *writers)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	open := func() (*stream.Log, func(), error) {
+		cfg := store.Config{SQLiteSync: *sync, ReadConns: max(nCl, 4)}
+		var cleanup func()
+		if *dbURL != "" {
+			u, drop, err := store.ScratchSchema(*dbURL)
+			if err != nil {
+				return nil, nil, err
+			}
+			cfg.URL, cleanup = u, drop
+		} else {
+			dir, err := os.MkdirTemp("", "comm-bench-")
+			if err != nil {
+				return nil, nil, err
+			}
+			cfg.DataDir, cleanup = dir, func() { os.RemoveAll(dir) }
+		}
+		db, err := store.Open(ctx, cfg)
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		l, err := stream.Open(db, stream.Options{Writers: nW})
+		if err != nil {
+			db.Close()
+			cleanup()
+			return nil, nil, err
+		}
+		return l, func() { l.Close(); db.Close(); cleanup() }, nil
+	}
+	engine := bench.EngineName(store.Config{URL: *dbURL, SQLiteSync: *sync})
+	var results []bench.Result
+	for _, w := range strings.Split(*what, ",") {
+		switch strings.TrimSpace(w) {
+		case "append":
+			for _, np := range []int{1, 100} {
+				l, done, err := open()
+				if err != nil {
+					return err
+				}
+				projects, err := bench.CreateProjects(ctx, l, np)
+				if err == nil {
+					var r bench.Result
+					r, err = bench.Appends(ctx, l, projects, nApp, d)
+					r.Name, r.Engine = fmt.Sprintf("stream append, %d project(s)", np), engine
+					results = append(results, r)
+				}
+				done()
+				if err != nil {
+					return err
+				}
+			}
+		case "read":
+			r, err := benchRead(ctx, open, nEv, nCl, d)
+			if err != nil {
+				return err
+			}
+			r.Engine = engine
+			results = append(results, r)
+		default:
+			return fmt.Errorf("--what: unknown benchmark %q", w)
+		}
+	}
+	bench.PrintTable(os.Stdout, results)
+	return nil
+}
+
+func benchRead(ctx context.Context, open func() (*stream.Log, func(), error), events, clients int, d time.Duration) (bench.Result, error) {
+	l, done, err := open()
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer done()
+	svc, err := messaging.New(l, slog.Default())
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer svc.Close()
+	sb, err := svc.CreateSandbox(ctx, "bench")
+	if err != nil {
+		return bench.Result{}, err
+	}
+	t0 := time.Now()
+	if err := bench.Fill(ctx, l, sb.ProjectID, events); err != nil {
+		return bench.Result{}, err
+	}
+	fmt.Fprintf(os.Stderr, "bench: stored %d events in %s\n", events, time.Since(t0).Round(time.Millisecond))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return bench.Result{}, err
+	}
+	srv := &http.Server{Handler: server.New(svc, server.Options{}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	r, err := bench.Reads(ctx, "http://"+ln.Addr().String(), sb.APIKey, int64(events), clients, d)
+	r.Name = "GET /v1/events?limit=100"
+	return r, err
+}

@@ -58,7 +58,11 @@ func serve(args []string) error {
 		return err
 	}
 	defer log.Close()
-	svc := messaging.New(log, logger)
+	svc, err := messaging.New(log, logger)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

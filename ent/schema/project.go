@@ -20,7 +20,7 @@ func (Project) Mixin() []ent.Mixin {
 // Fields of the Project.
 func (Project) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("name").MaxLen(200),
+		field.String("name").MaxRuneLen(200),
 		field.String("customer_id").Immutable().Comment("default customer scope, cus_..."),
 		field.String("agent_id").Immutable().Comment("default agent scope, agt_..."),
 		field.Int64("last_seq").Default(0).NonNegative().Comment("head of the event stream"),

@@ -6,10 +6,6 @@ package storetest
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"net/url"
 	"os"
 	"testing"
 
@@ -43,29 +39,12 @@ func Postgres(t testing.TB) store.Config {
 	if base == "" {
 		t.Skip(EnvURL + " is not set")
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("postgres", base)
+	u, drop, err := store.ScratchSchema(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		admin.Close()
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return store.Config{URL: u.String()}
+	t.Cleanup(drop)
+	return store.Config{URL: u}
 }
 
 // Open opens cfg and closes it at the end of the test.
