@@ -100,4 +100,3 @@ func innermost(err error) error {
 func httpError(code, msg string) *messaging.Error {
 	return &messaging.Error{Code: code, Message: msg}
 }
-
