@@ -1,0 +1,212 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/comm-gateway/comm/store/storetest"
+)
+
+// binary builds comm once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "comm")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+var listening = regexp.MustCompile(`^comm: listening on (http://\S+) \(database: (.+)\)$`)
+
+type proc struct {
+	cmd  *exec.Cmd
+	base string
+	db   string
+	out  *bytes.Buffer
+}
+
+// start runs `comm serve` in dir with env and waits for its start line.
+func start(t *testing.T, bin, dir string, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	stdout, _ := cmd.StdoutPipe()
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, out: &errOut}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case l, ok := <-lines:
+		m := listening.FindStringSubmatch(l)
+		if !ok || m == nil {
+			cmd.Process.Kill()
+			t.Fatalf("start line %q; stderr:\n%s", l, errOut.String())
+		}
+		p.base, p.db = m[1], m[2]
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("no start line; stderr:\n%s", errOut.String())
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return p
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v; stderr:\n%s", err, p.out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("did not exit after SIGTERM")
+	}
+}
+
+func call(t *testing.T, method, url, key, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestServeLifecycle starts the real binary on each engine, uses it with
+// HTTP, stops it with SIGTERM, starts it again on the same database and
+// finds everything still there.
+func TestServeLifecycle(t *testing.T) {
+	bin := binary(t)
+	engines := map[string][]string{"sqlite": nil}
+	if os.Getenv(storetest.EnvURL) != "" {
+		engines["postgres"] = []string{"COMM_DATABASE_URL=" + storetest.Postgres(t).URL}
+	}
+	for name, env := range engines {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := start(t, bin, dir, env...)
+			if !strings.HasPrefix(p.db, name) && !(name == "postgres" && strings.HasPrefix(p.db, "postgresql://")) {
+				t.Errorf("start line names database %q", p.db)
+			}
+			if code, body := call(t, "GET", p.base+"/healthz", "", ""); code != 200 {
+				t.Fatalf("healthz: %d %s", code, body)
+			}
+			code, body := call(t, "POST", p.base+"/v1/projects/sandbox", "", `{"name":"lifecycle"}`)
+			if code != 201 {
+				t.Fatalf("sandbox: %d %s", code, body)
+			}
+			var sb struct{ ProjectID, APIKey string }
+			json.Unmarshal(body, &struct {
+				P *string `json:"project_id"`
+				K *string `json:"api_key"`
+			}{&sb.ProjectID, &sb.APIKey})
+			p.stop(t)
+
+			// Second start on the same database: migrations change nothing,
+			// the key and project are still there.
+			p = start(t, bin, dir, env...)
+			code, body = call(t, "GET", p.base+"/v1/project", sb.APIKey, "")
+			if code != 200 || !strings.Contains(string(body), sb.ProjectID) {
+				t.Fatalf("after restart: %d %s", code, body)
+			}
+			if code, body := call(t, "GET", p.base+"/v1/events", sb.APIKey, ""); code != 200 || string(body) != "[]" {
+				t.Fatalf("events after restart: %d %s", code, body)
+			}
+			p.stop(t)
+			if name == "sqlite" {
+				if _, err := os.Stat(filepath.Join(dir, "comm-data", "comm.db")); err != nil {
+					t.Errorf("default data dir: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestServeConfig: flags, environment and .env all configure serve, and
+// bad values are refused with a message naming them.
+func TestServeConfig(t *testing.T) {
+	bin := binary(t)
+	out, err := exec.Command(bin, "serve", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"--listen", "COMM_LISTEN", "127.0.0.1:8080", "--database-url", "COMM_DATABASE_URL", "--data-dir", "COMM_DATA_DIR", "./comm-data"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("--help lacks %q:\n%s", want, out)
+		}
+	}
+
+	// .env in the working directory picks the data dir.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("COMM_DATA_DIR=from-dotenv\n"), 0o600)
+	p := start(t, bin, dir)
+	if !strings.Contains(p.db, "from-dotenv") {
+		t.Errorf(".env not read: database %q", p.db)
+	}
+	p.stop(t)
+
+	// The environment wins over .env, a flag over both.
+	p = start(t, bin, dir, "COMM_DATA_DIR=from-env")
+	if !strings.Contains(p.db, "from-env") {
+		t.Errorf("environment not read: database %q", p.db)
+	}
+	p.stop(t)
+
+	for _, bad := range [][]string{
+		{"serve", "--database-url", "mysql://x"},
+		{"serve", "--sqlite-sync", "sometimes"},
+		{"serve", "--writers", "many"},
+		{"serve", "--nope"},
+	} {
+		cmd := exec.Command(bin, bad...)
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%v: accepted", bad)
+		}
+		if len(out) == 0 {
+			t.Errorf("%v: no message", bad)
+		}
+	}
+}
