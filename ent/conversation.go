@@ -27,6 +27,8 @@ type Conversation struct {
 	ThreadKey string `json:"thread_key,omitempty"`
 	// Subject holds the value of the "subject" field.
 	Subject *string `json:"subject,omitempty"`
+	// typing indicator lease
+	TypingUntil *time.Time `json:"typing_until,omitempty"`
 	// LastMessageAt holds the value of the "last_message_at" field.
 	LastMessageAt time.Time `json:"last_message_at,omitempty"`
 	selectValues  sql.SelectValues
@@ -39,7 +41,7 @@ func (*Conversation) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case conversation.FieldID, conversation.FieldProjectID, conversation.FieldConnectionID, conversation.FieldThreadKey, conversation.FieldSubject:
 			values[i] = new(sql.NullString)
-		case conversation.FieldCreatedAt, conversation.FieldLastMessageAt:
+		case conversation.FieldCreatedAt, conversation.FieldTypingUntil, conversation.FieldLastMessageAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -92,6 +94,13 @@ func (_m *Conversation) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Subject = new(string)
 				*_m.Subject = value.String
+			}
+		case conversation.FieldTypingUntil:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field typing_until", values[i])
+			} else if value.Valid {
+				_m.TypingUntil = new(time.Time)
+				*_m.TypingUntil = value.Time
 			}
 		case conversation.FieldLastMessageAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -150,6 +159,11 @@ func (_m *Conversation) String() string {
 	if v := _m.Subject; v != nil {
 		builder.WriteString("subject=")
 		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.TypingUntil; v != nil {
+		builder.WriteString("typing_until=")
+		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteString(", ")
 	builder.WriteString("last_message_at=")

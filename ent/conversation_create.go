@@ -69,6 +69,20 @@ func (_c *ConversationCreate) SetNillableSubject(v *string) *ConversationCreate 
 	return _c
 }
 
+// SetTypingUntil sets the "typing_until" field.
+func (_c *ConversationCreate) SetTypingUntil(v time.Time) *ConversationCreate {
+	_c.mutation.SetTypingUntil(v)
+	return _c
+}
+
+// SetNillableTypingUntil sets the "typing_until" field if the given value is not nil.
+func (_c *ConversationCreate) SetNillableTypingUntil(v *time.Time) *ConversationCreate {
+	if v != nil {
+		_c.SetTypingUntil(*v)
+	}
+	return _c
+}
+
 // SetLastMessageAt sets the "last_message_at" field.
 func (_c *ConversationCreate) SetLastMessageAt(v time.Time) *ConversationCreate {
 	_c.mutation.SetLastMessageAt(v)
@@ -241,6 +255,10 @@ func (_c *ConversationCreate) createSpec() (*Conversation, *sqlgraph.CreateSpec)
 		_spec.SetField(conversation.FieldSubject, field.TypeString, value)
 		_node.Subject = &value
 	}
+	if value, ok := _c.mutation.TypingUntil(); ok {
+		_spec.SetField(conversation.FieldTypingUntil, field.TypeTime, value)
+		_node.TypingUntil = &value
+	}
 	if value, ok := _c.mutation.LastMessageAt(); ok {
 		_spec.SetField(conversation.FieldLastMessageAt, field.TypeTime, value)
 		_node.LastMessageAt = value
@@ -312,6 +330,24 @@ func (u *ConversationUpsert) UpdateSubject() *ConversationUpsert {
 // ClearSubject clears the value of the "subject" field.
 func (u *ConversationUpsert) ClearSubject() *ConversationUpsert {
 	u.SetNull(conversation.FieldSubject)
+	return u
+}
+
+// SetTypingUntil sets the "typing_until" field.
+func (u *ConversationUpsert) SetTypingUntil(v time.Time) *ConversationUpsert {
+	u.Set(conversation.FieldTypingUntil, v)
+	return u
+}
+
+// UpdateTypingUntil sets the "typing_until" field to the value that was provided on create.
+func (u *ConversationUpsert) UpdateTypingUntil() *ConversationUpsert {
+	u.SetExcluded(conversation.FieldTypingUntil)
+	return u
+}
+
+// ClearTypingUntil clears the value of the "typing_until" field.
+func (u *ConversationUpsert) ClearTypingUntil() *ConversationUpsert {
+	u.SetNull(conversation.FieldTypingUntil)
 	return u
 }
 
@@ -405,6 +441,27 @@ func (u *ConversationUpsertOne) UpdateSubject() *ConversationUpsertOne {
 func (u *ConversationUpsertOne) ClearSubject() *ConversationUpsertOne {
 	return u.Update(func(s *ConversationUpsert) {
 		s.ClearSubject()
+	})
+}
+
+// SetTypingUntil sets the "typing_until" field.
+func (u *ConversationUpsertOne) SetTypingUntil(v time.Time) *ConversationUpsertOne {
+	return u.Update(func(s *ConversationUpsert) {
+		s.SetTypingUntil(v)
+	})
+}
+
+// UpdateTypingUntil sets the "typing_until" field to the value that was provided on create.
+func (u *ConversationUpsertOne) UpdateTypingUntil() *ConversationUpsertOne {
+	return u.Update(func(s *ConversationUpsert) {
+		s.UpdateTypingUntil()
+	})
+}
+
+// ClearTypingUntil clears the value of the "typing_until" field.
+func (u *ConversationUpsertOne) ClearTypingUntil() *ConversationUpsertOne {
+	return u.Update(func(s *ConversationUpsert) {
+		s.ClearTypingUntil()
 	})
 }
 
@@ -667,6 +724,27 @@ func (u *ConversationUpsertBulk) UpdateSubject() *ConversationUpsertBulk {
 func (u *ConversationUpsertBulk) ClearSubject() *ConversationUpsertBulk {
 	return u.Update(func(s *ConversationUpsert) {
 		s.ClearSubject()
+	})
+}
+
+// SetTypingUntil sets the "typing_until" field.
+func (u *ConversationUpsertBulk) SetTypingUntil(v time.Time) *ConversationUpsertBulk {
+	return u.Update(func(s *ConversationUpsert) {
+		s.SetTypingUntil(v)
+	})
+}
+
+// UpdateTypingUntil sets the "typing_until" field to the value that was provided on create.
+func (u *ConversationUpsertBulk) UpdateTypingUntil() *ConversationUpsertBulk {
+	return u.Update(func(s *ConversationUpsert) {
+		s.UpdateTypingUntil()
+	})
+}
+
+// ClearTypingUntil clears the value of the "typing_until" field.
+func (u *ConversationUpsertBulk) ClearTypingUntil() *ConversationUpsertBulk {
+	return u.Update(func(s *ConversationUpsert) {
+		s.ClearTypingUntil()
 	})
 }
 

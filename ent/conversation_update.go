@@ -48,6 +48,26 @@ func (_u *ConversationUpdate) ClearSubject() *ConversationUpdate {
 	return _u
 }
 
+// SetTypingUntil sets the "typing_until" field.
+func (_u *ConversationUpdate) SetTypingUntil(v time.Time) *ConversationUpdate {
+	_u.mutation.SetTypingUntil(v)
+	return _u
+}
+
+// SetNillableTypingUntil sets the "typing_until" field if the given value is not nil.
+func (_u *ConversationUpdate) SetNillableTypingUntil(v *time.Time) *ConversationUpdate {
+	if v != nil {
+		_u.SetTypingUntil(*v)
+	}
+	return _u
+}
+
+// ClearTypingUntil clears the value of the "typing_until" field.
+func (_u *ConversationUpdate) ClearTypingUntil() *ConversationUpdate {
+	_u.mutation.ClearTypingUntil()
+	return _u
+}
+
 // SetLastMessageAt sets the "last_message_at" field.
 func (_u *ConversationUpdate) SetLastMessageAt(v time.Time) *ConversationUpdate {
 	_u.mutation.SetLastMessageAt(v)
@@ -109,6 +129,12 @@ func (_u *ConversationUpdate) sqlSave(ctx context.Context) (_node int, err error
 	if _u.mutation.SubjectCleared() {
 		_spec.ClearField(conversation.FieldSubject, field.TypeString)
 	}
+	if value, ok := _u.mutation.TypingUntil(); ok {
+		_spec.SetField(conversation.FieldTypingUntil, field.TypeTime, value)
+	}
+	if _u.mutation.TypingUntilCleared() {
+		_spec.ClearField(conversation.FieldTypingUntil, field.TypeTime)
+	}
 	if value, ok := _u.mutation.LastMessageAt(); ok {
 		_spec.SetField(conversation.FieldLastMessageAt, field.TypeTime, value)
 	}
@@ -149,6 +175,26 @@ func (_u *ConversationUpdateOne) SetNillableSubject(v *string) *ConversationUpda
 // ClearSubject clears the value of the "subject" field.
 func (_u *ConversationUpdateOne) ClearSubject() *ConversationUpdateOne {
 	_u.mutation.ClearSubject()
+	return _u
+}
+
+// SetTypingUntil sets the "typing_until" field.
+func (_u *ConversationUpdateOne) SetTypingUntil(v time.Time) *ConversationUpdateOne {
+	_u.mutation.SetTypingUntil(v)
+	return _u
+}
+
+// SetNillableTypingUntil sets the "typing_until" field if the given value is not nil.
+func (_u *ConversationUpdateOne) SetNillableTypingUntil(v *time.Time) *ConversationUpdateOne {
+	if v != nil {
+		_u.SetTypingUntil(*v)
+	}
+	return _u
+}
+
+// ClearTypingUntil clears the value of the "typing_until" field.
+func (_u *ConversationUpdateOne) ClearTypingUntil() *ConversationUpdateOne {
+	_u.mutation.ClearTypingUntil()
 	return _u
 }
 
@@ -242,6 +288,12 @@ func (_u *ConversationUpdateOne) sqlSave(ctx context.Context) (_node *Conversati
 	}
 	if _u.mutation.SubjectCleared() {
 		_spec.ClearField(conversation.FieldSubject, field.TypeString)
+	}
+	if value, ok := _u.mutation.TypingUntil(); ok {
+		_spec.SetField(conversation.FieldTypingUntil, field.TypeTime, value)
+	}
+	if _u.mutation.TypingUntilCleared() {
+		_spec.ClearField(conversation.FieldTypingUntil, field.TypeTime)
 	}
 	if value, ok := _u.mutation.LastMessageAt(); ok {
 		_spec.SetField(conversation.FieldLastMessageAt, field.TypeTime, value)

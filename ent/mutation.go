@@ -1715,6 +1715,7 @@ type ConversationMutation struct {
 	connection_id   *string
 	thread_key      *string
 	subject         *string
+	typing_until    *time.Time
 	last_message_at *time.Time
 	clearedFields   map[string]struct{}
 	done            bool
@@ -2019,6 +2020,55 @@ func (m *ConversationMutation) ResetSubject() {
 	delete(m.clearedFields, conversation.FieldSubject)
 }
 
+// SetTypingUntil sets the "typing_until" field.
+func (m *ConversationMutation) SetTypingUntil(t time.Time) {
+	m.typing_until = &t
+}
+
+// TypingUntil returns the value of the "typing_until" field in the mutation.
+func (m *ConversationMutation) TypingUntil() (r time.Time, exists bool) {
+	v := m.typing_until
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTypingUntil returns the old "typing_until" field's value of the Conversation entity.
+// If the Conversation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConversationMutation) OldTypingUntil(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTypingUntil is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTypingUntil requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTypingUntil: %w", err)
+	}
+	return oldValue.TypingUntil, nil
+}
+
+// ClearTypingUntil clears the value of the "typing_until" field.
+func (m *ConversationMutation) ClearTypingUntil() {
+	m.typing_until = nil
+	m.clearedFields[conversation.FieldTypingUntil] = struct{}{}
+}
+
+// TypingUntilCleared returns if the "typing_until" field was cleared in this mutation.
+func (m *ConversationMutation) TypingUntilCleared() bool {
+	_, ok := m.clearedFields[conversation.FieldTypingUntil]
+	return ok
+}
+
+// ResetTypingUntil resets all changes to the "typing_until" field.
+func (m *ConversationMutation) ResetTypingUntil() {
+	m.typing_until = nil
+	delete(m.clearedFields, conversation.FieldTypingUntil)
+}
+
 // SetLastMessageAt sets the "last_message_at" field.
 func (m *ConversationMutation) SetLastMessageAt(t time.Time) {
 	m.last_message_at = &t
@@ -2089,7 +2139,7 @@ func (m *ConversationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConversationMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 7)
 	if m.created_at != nil {
 		fields = append(fields, conversation.FieldCreatedAt)
 	}
@@ -2104,6 +2154,9 @@ func (m *ConversationMutation) Fields() []string {
 	}
 	if m.subject != nil {
 		fields = append(fields, conversation.FieldSubject)
+	}
+	if m.typing_until != nil {
+		fields = append(fields, conversation.FieldTypingUntil)
 	}
 	if m.last_message_at != nil {
 		fields = append(fields, conversation.FieldLastMessageAt)
@@ -2126,6 +2179,8 @@ func (m *ConversationMutation) Field(name string) (ent.Value, bool) {
 		return m.ThreadKey()
 	case conversation.FieldSubject:
 		return m.Subject()
+	case conversation.FieldTypingUntil:
+		return m.TypingUntil()
 	case conversation.FieldLastMessageAt:
 		return m.LastMessageAt()
 	}
@@ -2147,6 +2202,8 @@ func (m *ConversationMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldThreadKey(ctx)
 	case conversation.FieldSubject:
 		return m.OldSubject(ctx)
+	case conversation.FieldTypingUntil:
+		return m.OldTypingUntil(ctx)
 	case conversation.FieldLastMessageAt:
 		return m.OldLastMessageAt(ctx)
 	}
@@ -2193,6 +2250,13 @@ func (m *ConversationMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetSubject(v)
 		return nil
+	case conversation.FieldTypingUntil:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTypingUntil(v)
+		return nil
 	case conversation.FieldLastMessageAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -2233,6 +2297,9 @@ func (m *ConversationMutation) ClearedFields() []string {
 	if m.FieldCleared(conversation.FieldSubject) {
 		fields = append(fields, conversation.FieldSubject)
 	}
+	if m.FieldCleared(conversation.FieldTypingUntil) {
+		fields = append(fields, conversation.FieldTypingUntil)
+	}
 	return fields
 }
 
@@ -2249,6 +2316,9 @@ func (m *ConversationMutation) ClearField(name string) error {
 	switch name {
 	case conversation.FieldSubject:
 		m.ClearSubject()
+		return nil
+	case conversation.FieldTypingUntil:
+		m.ClearTypingUntil()
 		return nil
 	}
 	return fmt.Errorf("unknown Conversation nullable field %s", name)
@@ -2272,6 +2342,9 @@ func (m *ConversationMutation) ResetField(name string) error {
 		return nil
 	case conversation.FieldSubject:
 		m.ResetSubject()
+		return nil
+	case conversation.FieldTypingUntil:
+		m.ResetTypingUntil()
 		return nil
 	case conversation.FieldLastMessageAt:
 		m.ResetLastMessageAt()

@@ -46,6 +46,10 @@ func New(prefix string) string {
 
 // Check reports whether s is a well-formed identifier with the given prefix.
 // It never touches storage, so callers can reject junk before a query.
+//
+// Only the canonical, lowercase form New makes is well-formed: ids are
+// stored and compared byte for byte, so an upper-case spelling of a real id
+// could never be found, and must not be stored as a second id either.
 func Check(s, prefix string) error {
 	body, ok := strings.CutPrefix(s, prefix+"_")
 	if !ok {
@@ -54,7 +58,11 @@ func Check(s, prefix string) error {
 	if len(body) != ulid.EncodedSize {
 		return fmt.Errorf("%w: want %d characters after the prefix", ErrMalformed, ulid.EncodedSize)
 	}
-	if _, err := ulid.ParseStrict(strings.ToUpper(body)); err != nil {
+	if strings.ContainsFunc(body, func(r rune) bool { return r >= 'A' && r <= 'Z' }) {
+		return fmt.Errorf("%w: want lowercase characters after the prefix", ErrMalformed)
+	}
+	// ParseStrict accepts both cases of Crockford's base32.
+	if _, err := ulid.ParseStrict(body); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
@@ -26,15 +27,31 @@ type Service struct {
 	now    func() time.Time
 
 	keyByHash *sql.Stmt
+	channels  *channels.Registry
+	adapters  adapterSet
+	outbox    chan struct{}
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last recorded use
 }
 
+// Options configure the service.
+type Options struct {
+	// Channels is the registry of channels; channels.Known() if nil.
+	Channels *channels.Registry
+	// Logger receives warnings; slog.Default() if nil.
+	Logger *slog.Logger
+}
+
 // New returns the service over an open log.
-func New(log *stream.Log, logger *slog.Logger) (*Service, error) {
+func New(log *stream.Log, opts Options) (*Service, error) {
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
+	}
+	reg := opts.Channels
+	if reg == nil {
+		reg = channels.NewRegistry(channels.Known()...)
 	}
 	db := log.DB()
 	keyByHash, err := db.R.Prepare(db.Rebind(
@@ -44,6 +61,7 @@ func New(log *stream.Log, logger *slog.Logger) (*Service, error) {
 	}
 	return &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
+		channels: reg, outbox: make(chan struct{}, 1),
 		now:     func() time.Time { return time.Now().UTC() },
 		touched: map[string]time.Time{},
 	}, nil
@@ -54,6 +72,11 @@ func (s *Service) Close() error { return s.keyByHash.Close() }
 
 // Log returns the event log.
 func (s *Service) Log() *stream.Log { return s.log }
+
+// write runs fn in a write transaction of the caller's project.
+func (s *Service) write(ctx context.Context, p *Principal, fn func(tx *stream.Tx) error) ([]stream.Event, error) {
+	return s.log.Write(p.Context(ctx), p.ProjectID, fn)
+}
 
 // Ping checks that the database answers.
 func (s *Service) Ping(ctx context.Context) error { return s.db.R.PingContext(ctx) }

@@ -18,13 +18,8 @@ import (
 // unknown fields and trailing data are refused, and every failure names
 // what is wrong.
 func decode(r *http.Request, v any) error {
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return httpError(codeUnsupportedMedia, "missing Content-Type: send application/json")
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		return httpError(codeUnsupportedMedia, fmt.Sprintf("Content-Type %q is not JSON: send application/json", ct))
+	if err := checkJSON(r); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -36,6 +31,19 @@ func decode(r *http.Request, v any) error {
 			return decodeError(err)
 		}
 		return httpError(codeMalformedJSON, "body has data after the JSON object")
+	}
+	return nil
+}
+
+// checkJSON refuses a body that is not declared as JSON.
+func checkJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return httpError(codeUnsupportedMedia, "missing Content-Type: send application/json")
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return httpError(codeUnsupportedMedia, fmt.Sprintf("Content-Type %q is not JSON: send application/json", ct))
 	}
 	return nil
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/testchan"
+	"github.com/comm-gateway/comm/delivery"
 	"io"
 	"log/slog"
 	"net/http"
@@ -30,8 +33,12 @@ type gateway struct {
 	Log *stream.Log
 	DB  *store.DB
 
-	srv       *httptest.Server
-	closeOnce sync.Once
+	Svc *messaging.Service
+
+	srv        *httptest.Server
+	stopOutbox context.CancelFunc
+	outboxDone chan struct{}
+	closeOnce  sync.Once
 }
 
 // start opens cfg and serves the REST API on a local port until the test
@@ -50,11 +57,17 @@ func start(t *testing.T, cfg store.Config, opts server.Options) *gateway {
 	}
 	logger := testLogger(t)
 	opts.Logger = logger
-	svc, err := messaging.New(log, logger)
+	svc, err := messaging.New(log, messaging.Options{Channels: registry(), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{Log: log, DB: db, srv: httptest.NewServer(server.New(svc, opts))}
+	g := &gateway{Log: log, DB: db, Svc: svc, srv: httptest.NewServer(server.New(svc, opts)), outboxDone: make(chan struct{})}
+	var octx context.Context
+	octx, g.stopOutbox = context.WithCancel(context.Background())
+	go func() {
+		(&delivery.Outbox{Service: svc, Logger: logger}).Run(octx)
+		close(g.outboxDone)
+	}()
 	g.URL = g.srv.URL
 	t.Cleanup(g.stop)
 	return g
@@ -65,6 +78,8 @@ func start(t *testing.T, cfg store.Config, opts server.Options) *gateway {
 func (g *gateway) stop() {
 	g.closeOnce.Do(func() {
 		g.srv.Close()
+		g.stopOutbox()
+		<-g.outboxDone
 		g.Log.Close()
 		g.DB.Close()
 	})
@@ -318,4 +333,11 @@ func revokeKeys(t *testing.T, log *stream.Log, projectID string) {
 	if err != nil {
 		t.Fatalf("revoke keys of %s: %v", projectID, err)
 	}
+}
+
+// registry is the gateway's channel registry, as main builds it.
+func registry() *channels.Registry {
+	r := channels.NewRegistry(channels.Known()...)
+	r.Add(testchan.Descriptor())
+	return r
 }

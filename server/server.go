@@ -54,6 +54,21 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/projects/sandbox", s.public(s.createSandbox))
 	s.mux.Handle("GET /v1/project", s.authed(s.getProject))
 	s.mux.Handle("GET /v1/events", s.authed(s.listEvents))
+
+	s.mux.Handle("POST /v1/connections", s.authed(s.connect))
+	s.mux.Handle("GET /v1/connections", s.authed(s.listConnections))
+	s.mux.Handle("GET /v1/connections/{id}", s.authed(s.getConnection))
+	s.mux.Handle("DELETE /v1/connections/{id}", s.authed(s.deleteConnection))
+	s.mux.Handle("POST /v1/connections/{id}/inbound", s.authed(s.inject))
+
+	s.mux.Handle("GET /v1/conversations", s.authed(s.listConversations))
+	s.mux.Handle("GET /v1/conversations/{id}", s.authed(s.getConversation))
+	s.mux.Handle("GET /v1/conversations/{id}/messages", s.authed(s.conversationMessages))
+
+	s.mux.Handle("POST /v1/messages", s.authed(s.send))
+	s.mux.Handle("GET /v1/messages/{id}", s.authed(s.getMessage))
+	s.mux.Handle("POST /v1/messages/{id}/reply", s.authed(s.reply))
+	s.mux.Handle("POST /v1/messages/{id}/typing", s.authed(s.typing))
 }
 
 type ctxKey int
@@ -86,7 +101,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
-		h.ServeHTTP(w, r)
+		s.mux.ServeHTTP(w, r) // sets the path values Handler does not
 		return
 	}
 	// No route matched: let the mux decide between 404, 405 and a

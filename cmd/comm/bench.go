@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -138,7 +137,7 @@ func benchRead(ctx context.Context, open func() (*stream.Log, func(), error), ev
 		return bench.Result{}, err
 	}
 	defer done()
-	svc, err := messaging.New(l, slog.Default())
+	svc, err := messaging.New(l, messaging.Options{Channels: registry()})
 	if err != nil {
 		return bench.Result{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -58,11 +59,17 @@ func serve(args []string) error {
 		return err
 	}
 	defer log.Close()
-	svc, err := messaging.New(log, logger)
+	svc, err := messaging.New(log, messaging.Options{Channels: registry(), Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
+
+	workers, stopWorkers := context.WithCancel(context.Background())
+	outbox := &delivery.Outbox{Service: svc, Logger: logger}
+	outboxDone := make(chan struct{})
+	go func() { outbox.Run(workers); close(outboxDone) }()
+	defer func() { stopWorkers(); <-outboxDone }()
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -24,6 +24,8 @@ const (
 	FieldThreadKey = "thread_key"
 	// FieldSubject holds the string denoting the subject field in the database.
 	FieldSubject = "subject"
+	// FieldTypingUntil holds the string denoting the typing_until field in the database.
+	FieldTypingUntil = "typing_until"
 	// FieldLastMessageAt holds the string denoting the last_message_at field in the database.
 	FieldLastMessageAt = "last_message_at"
 	// Table holds the table name of the conversation in the database.
@@ -38,6 +40,7 @@ var Columns = []string{
 	FieldConnectionID,
 	FieldThreadKey,
 	FieldSubject,
+	FieldTypingUntil,
 	FieldLastMessageAt,
 }
 
@@ -102,6 +105,11 @@ func ByThreadKey(opts ...sql.OrderTermOption) OrderOption {
 // BySubject orders the results by the subject field.
 func BySubject(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSubject, opts...).ToFunc()
+}
+
+// ByTypingUntil orders the results by the typing_until field.
+func ByTypingUntil(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTypingUntil, opts...).ToFunc()
 }
 
 // ByLastMessageAt orders the results by the last_message_at field.

@@ -89,6 +89,11 @@ func Subject(v string) predicate.Conversation {
 	return predicate.Conversation(sql.FieldEQ(FieldSubject, v))
 }
 
+// TypingUntil applies equality check predicate on the "typing_until" field. It's identical to TypingUntilEQ.
+func TypingUntil(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldEQ(FieldTypingUntil, v))
+}
+
 // LastMessageAt applies equality check predicate on the "last_message_at" field. It's identical to LastMessageAtEQ.
 func LastMessageAt(v time.Time) predicate.Conversation {
 	return predicate.Conversation(sql.FieldEQ(FieldLastMessageAt, v))
@@ -402,6 +407,56 @@ func SubjectEqualFold(v string) predicate.Conversation {
 // SubjectContainsFold applies the ContainsFold predicate on the "subject" field.
 func SubjectContainsFold(v string) predicate.Conversation {
 	return predicate.Conversation(sql.FieldContainsFold(FieldSubject, v))
+}
+
+// TypingUntilEQ applies the EQ predicate on the "typing_until" field.
+func TypingUntilEQ(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldEQ(FieldTypingUntil, v))
+}
+
+// TypingUntilNEQ applies the NEQ predicate on the "typing_until" field.
+func TypingUntilNEQ(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldNEQ(FieldTypingUntil, v))
+}
+
+// TypingUntilIn applies the In predicate on the "typing_until" field.
+func TypingUntilIn(vs ...time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldIn(FieldTypingUntil, vs...))
+}
+
+// TypingUntilNotIn applies the NotIn predicate on the "typing_until" field.
+func TypingUntilNotIn(vs ...time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldNotIn(FieldTypingUntil, vs...))
+}
+
+// TypingUntilGT applies the GT predicate on the "typing_until" field.
+func TypingUntilGT(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldGT(FieldTypingUntil, v))
+}
+
+// TypingUntilGTE applies the GTE predicate on the "typing_until" field.
+func TypingUntilGTE(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldGTE(FieldTypingUntil, v))
+}
+
+// TypingUntilLT applies the LT predicate on the "typing_until" field.
+func TypingUntilLT(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldLT(FieldTypingUntil, v))
+}
+
+// TypingUntilLTE applies the LTE predicate on the "typing_until" field.
+func TypingUntilLTE(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldLTE(FieldTypingUntil, v))
+}
+
+// TypingUntilIsNil applies the IsNil predicate on the "typing_until" field.
+func TypingUntilIsNil() predicate.Conversation {
+	return predicate.Conversation(sql.FieldIsNull(FieldTypingUntil))
+}
+
+// TypingUntilNotNil applies the NotNil predicate on the "typing_until" field.
+func TypingUntilNotNil() predicate.Conversation {
+	return predicate.Conversation(sql.FieldNotNull(FieldTypingUntil))
 }
 
 // LastMessageAtEQ applies the EQ predicate on the "last_message_at" field.

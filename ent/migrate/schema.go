@@ -73,6 +73,7 @@ var (
 		{Name: "connection_id", Type: field.TypeString},
 		{Name: "thread_key", Type: field.TypeString},
 		{Name: "subject", Type: field.TypeString, Nullable: true},
+		{Name: "typing_until", Type: field.TypeTime, Nullable: true},
 		{Name: "last_message_at", Type: field.TypeTime},
 	}
 	// ConversationsTable holds the schema information for the "conversations" table.

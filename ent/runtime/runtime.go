@@ -120,7 +120,7 @@ func init() {
 	// conversation.ProjectIDValidator is a validator for the "project_id" field. It is called by the builders before save.
 	conversation.ProjectIDValidator = conversationDescProjectID.Validators[0].(func(string) error)
 	// conversationDescLastMessageAt is the schema descriptor for last_message_at field.
-	conversationDescLastMessageAt := conversationFields[3].Descriptor()
+	conversationDescLastMessageAt := conversationFields[4].Descriptor()
 	// conversation.DefaultLastMessageAt holds the default value on creation for the last_message_at field.
 	conversation.DefaultLastMessageAt = conversationDescLastMessageAt.Default.(func() time.Time)
 	// conversationDescID is the schema descriptor for id field.

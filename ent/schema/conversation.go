@@ -24,6 +24,7 @@ func (Conversation) Fields() []ent.Field {
 		field.String("connection_id").Immutable(),
 		field.String("thread_key").Immutable().Comment("channel-native thread: chat id, peer address ..."),
 		field.String("subject").Optional().Nillable(),
+		field.Time("typing_until").Optional().Nillable().Comment("typing indicator lease"),
 		field.Time("last_message_at").Default(func() time.Time { return time.Now().UTC() }),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/schema/index"
 	"entgo.io/ent/schema/mixin"
 
+	"github.com/comm-gateway/comm/ent/intercept"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/tenant"
 )
@@ -71,7 +72,7 @@ func (TenantMixin) Indexes() []ent.Index {
 // Interceptors of the TenantMixin.
 func (TenantMixin) Interceptors() []ent.Interceptor {
 	return []ent.Interceptor{
-		ent.TraverseFunc(func(ctx context.Context, q ent.Query) error {
+		intercept.TraverseFunc(func(ctx context.Context, q intercept.Query) error {
 			if tenant.IsSystem(ctx) {
 				return nil
 			}
@@ -79,11 +80,7 @@ func (TenantMixin) Interceptors() []ent.Interceptor {
 			if !ok {
 				return ErrNoTenant
 			}
-			wq, ok := q.(interface{ WhereP(...func(*sql.Selector)) })
-			if !ok {
-				return fmt.Errorf("tenant: query %T cannot be filtered", q)
-			}
-			wq.WhereP(sql.FieldEQ("project_id", p))
+			q.WhereP(sql.FieldEQ("project_id", p))
 			return nil
 		}),
 	}

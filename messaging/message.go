@@ -1,0 +1,356 @@
+package messaging
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/testchan"
+	"github.com/comm-gateway/comm/ent"
+	entconv "github.com/comm-gateway/comm/ent/conversation"
+	entmsg "github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+// Message is a message as the API shows it.
+type Message struct {
+	ID             string     `json:"id"`
+	ConversationID string     `json:"conversation_id"`
+	ConnectionID   string     `json:"connection_id"`
+	Channel        string     `json:"channel"`
+	Direction      string     `json:"direction"`
+	Status         string     `json:"status"`
+	Sender         string     `json:"sender"`
+	Recipient      *string    `json:"recipient"`
+	Subject        *string    `json:"subject"`
+	Text           string     `json:"text"`
+	HTML           *string    `json:"html"`
+	InReplyTo      *string    `json:"in_reply_to"`
+	Error          *string    `json:"error"`
+	Attempts       int        `json:"attempts"`
+	CreatedAt      time.Time  `json:"created_at"`
+	SentAt         *time.Time `json:"sent_at"`
+}
+
+func messageOf(m *ent.Message) *Message {
+	out := &Message{
+		ID: m.ID, ConversationID: m.ConversationID, ConnectionID: m.ConnectionID, Channel: m.Channel,
+		Direction: string(m.Direction), Status: string(m.Status), Sender: m.Sender, Recipient: nonEmpty(m.Recipient),
+		Subject: m.Subject, Text: m.Text, HTML: m.HTML, InReplyTo: m.InReplyTo, Error: m.Error,
+		Attempts: m.Attempts, CreatedAt: m.CreatedAt.UTC(),
+	}
+	if m.SentAt != nil {
+		t := m.SentAt.UTC()
+		out.SentAt = &t
+	}
+	return out
+}
+
+// receivedMessage is the message object of message.received, exactly the
+// spec's fields.
+type receivedMessage struct {
+	ID             string  `json:"id"`
+	ConversationID string  `json:"conversation_id"`
+	ConnectionID   string  `json:"connection_id"`
+	Channel        string  `json:"channel"`
+	Sender         string  `json:"sender"`
+	Subject        *string `json:"subject"`
+	Text           string  `json:"text"`
+	HTML           *string `json:"html"`
+}
+
+// messageEvent is the data of message.received, message.sent and
+// message.failed: the scope and the message. message.received carries the
+// spec's message object; message.sent and message.failed carry the same
+// fields plus recipient, in_reply_to, status, sent_at, error and attempts.
+type messageEvent struct {
+	CustomerID string `json:"customer_id"`
+	AgentID    string `json:"agent_id"`
+	Message    any    `json:"message"`
+}
+
+// Receive stores an inbound message of a connection and appends
+// message.received, in one transaction. A repeat of a provider id already
+// stored stores nothing and appends nothing; it returns the stored message
+// and duplicate=true. The tenant is the connection's, never the payload's.
+func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.Inbound) (msg *Message, duplicate bool, err error) {
+	ctx = tenant.WithProject(ctx, c.ProjectID)
+	if in.ThreadKey == "" {
+		in.ThreadKey = in.Sender
+	}
+	var stored *ent.Message
+	_, err = s.log.Write(ctx, c.ProjectID, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		duplicate = false
+		existing, err := cl.Message.Query().
+			Where(entmsg.ConnectionID(c.ID), entmsg.ProviderMessageID(in.ProviderID)).Only(tctx)
+		if err == nil {
+			stored, duplicate = existing, true
+			return nil
+		}
+		if !ent.IsNotFound(err) {
+			return err
+		}
+		now := s.now()
+		conv, err := s.conversationFor(tctx, cl, c, in.ThreadKey, in.Subject, now)
+		if err != nil {
+			return err
+		}
+		stored, err = cl.Message.Create().SetConversationID(conv.ID).SetConnectionID(c.ID).SetChannel(c.Channel).
+			SetDirection(entmsg.DirectionInbound).SetStatus(entmsg.StatusReceived).
+			SetProviderMessageID(in.ProviderID).SetSender(in.Sender).SetRecipient(c.Address).
+			SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).Save(tctx)
+		if err != nil {
+			return err
+		}
+		return tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID,
+			Message: receivedMessage{ID: stored.ID, ConversationID: conv.ID, ConnectionID: c.ID, Channel: c.Channel,
+				Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML}})
+	})
+	if err != nil && ent.IsConstraintError(err) {
+		// Another replica stored the same provider id first.
+		existing, qerr := s.read.Message.Query().
+			Where(entmsg.ConnectionID(c.ID), entmsg.ProviderMessageID(in.ProviderID)).Only(ctx)
+		if qerr == nil {
+			return messageOf(existing), true, nil
+		}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return messageOf(stored), duplicate, nil
+}
+
+// conversationFor finds or starts the conversation of a thread.
+func (s *Service) conversationFor(ctx context.Context, cl *ent.Client, c *ent.Connection, thread string, subject *string, now time.Time) (*ent.Conversation, error) {
+	conv, err := cl.Conversation.Query().Where(entconv.ConnectionID(c.ID), entconv.ThreadKey(thread)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return cl.Conversation.Create().SetConnectionID(c.ID).SetThreadKey(thread).
+			SetNillableSubject(subject).SetLastMessageAt(now).Save(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return conv, cl.Conversation.UpdateOne(conv).SetLastMessageAt(now).Exec(ctx)
+}
+
+// Inject delivers a message into a test connection as if a person had sent
+// it (POST /v1/connections/{id}/inbound).
+func (s *Service) Inject(ctx context.Context, p *Principal, connID string, body []byte) (*Message, bool, error) {
+	c, err := s.connection(ctx, connID)
+	if err != nil {
+		return nil, false, err
+	}
+	if c.Channel != "test" {
+		return nil, false, Invalid("connection", "inbound injection works only on test connections; %s is a %s connection", c.ID, c.Channel)
+	}
+	a, err := s.adapter(ctx, c)
+	if err != nil {
+		return nil, false, err
+	}
+	wr, ok := a.(channels.WebhookReceiver)
+	if !ok {
+		return nil, false, fmt.Errorf("test adapter takes no inbound")
+	}
+	ins, err := wr.ParseWebhook(&http.Request{}, body)
+	if err != nil {
+		var fe *testchan.FieldError
+		if errors.As(err, &fe) {
+			return nil, false, Invalid(fe.Field, "%s", fe.Msg)
+		}
+		return nil, false, &Error{Code: ErrInvalid.Code, Message: err.Error()}
+	}
+	return s.Receive(ctx, c, ins[0])
+}
+
+// Message returns one of the caller's messages.
+func (s *Service) Message(ctx context.Context, p *Principal, id string) (*Message, error) {
+	m, err := s.message(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return messageOf(m), nil
+}
+
+func (s *Service) message(ctx context.Context, id string) (*ent.Message, error) {
+	if ident.Check(id, ident.Message) != nil {
+		return nil, NotFound("message", id)
+	}
+	m, err := s.read.Message.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return nil, NotFound("message", id)
+	}
+	return m, err
+}
+
+// Limits of outbound messages.
+const (
+	MaxTextBytes    = 64 << 10
+	MaxSubjectBytes = 998
+	MaxRecipient    = 320
+)
+
+// SendInput is an outbound message: the body of POST /v1/messages/{id}/reply
+// (where ConnectionID and To come from the message answered) and of
+// POST /v1/messages.
+type SendInput struct {
+	ConnectionID string  `json:"connection_id"`
+	To           string  `json:"to"`
+	Text         string  `json:"text"`
+	HTML         *string `json:"html"`
+	Subject      *string `json:"subject"`
+}
+
+func (in *SendInput) validate() error {
+	switch {
+	case in.Text == "" && in.HTML == nil:
+		return Invalid("text", "text or html is required")
+	case len(in.Text) > MaxTextBytes:
+		return Invalid("text", "at most %d bytes", MaxTextBytes)
+	case !utf8.ValidString(in.Text):
+		return Invalid("text", "must be valid UTF-8")
+	case in.HTML != nil && len(*in.HTML) > MaxTextBytes:
+		return Invalid("html", "at most %d bytes", MaxTextBytes)
+	case in.Subject != nil && (len(*in.Subject) > MaxSubjectBytes || strings.ContainsFunc(*in.Subject, isControl)):
+		return Invalid("subject", "at most %d bytes, one line", MaxSubjectBytes)
+	}
+	return nil
+}
+
+// Reply answers a message in its conversation, through its connection. The
+// reply is stored as queued and committed before any provider is called; a
+// delivery worker sends it.
+func (s *Service) Reply(ctx context.Context, p *Principal, msgID string, in SendInput) (*Message, error) {
+	orig, err := s.message(ctx, msgID)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	c, err := s.connection(ctx, orig.ConnectionID)
+	if err != nil {
+		return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf("connection %s of message %s was deleted", orig.ConnectionID, orig.ID)}
+	}
+	conv, err := s.read.Conversation.Get(ctx, orig.ConversationID)
+	if err != nil {
+		return nil, err
+	}
+	to := orig.Sender
+	if orig.Direction == entmsg.DirectionOutbound {
+		to = orig.Recipient
+	}
+	if in.Subject == nil && orig.Subject != nil && *orig.Subject != "" {
+		subj := *orig.Subject
+		if !strings.HasPrefix(strings.ToLower(subj), "re:") {
+			subj = "Re: " + subj
+		}
+		in.Subject = &subj
+	}
+	return s.enqueue(ctx, p, c, conv.ThreadKey, to, orig.ID, in)
+}
+
+// Send starts (or continues) a conversation with a recipient proactively.
+func (s *Service) Send(ctx context.Context, p *Principal, in SendInput) (*Message, error) {
+	if in.ConnectionID == "" {
+		return nil, Invalid("connection_id", "required")
+	}
+	c, err := s.connection(ctx, in.ConnectionID)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, Invalid("connection_id", "no connection %q", in.ConnectionID)
+		}
+		return nil, err
+	}
+	switch {
+	case strings.TrimSpace(in.To) == "":
+		return nil, Invalid("to", "required")
+	case len(in.To) > MaxRecipient || strings.ContainsFunc(in.To, isControl):
+		return nil, Invalid("to", "at most %d bytes, no control characters", MaxRecipient)
+	}
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	return s.enqueue(ctx, p, c, in.To, in.To, "", in)
+}
+
+func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, thread, to, inReplyTo string, in SendInput) (*Message, error) {
+	var stored *ent.Message
+	now := s.now()
+	sender := c.Address
+	if sender == "" {
+		sender = c.ID
+	}
+	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		conv, err := s.conversationFor(tctx, cl, c, thread, in.Subject, now)
+		if err != nil {
+			return err
+		}
+		create := cl.Message.Create().SetConversationID(conv.ID).SetConnectionID(c.ID).SetChannel(c.Channel).
+			SetDirection(entmsg.DirectionOutbound).SetStatus(entmsg.StatusQueued).SetNextAttemptAt(now).
+			SetSender(sender).SetRecipient(to).SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML)
+		if inReplyTo != "" {
+			create.SetInReplyTo(inReplyTo)
+		}
+		stored, err = create.Save(tctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.wakeOutbox()
+	return messageOf(stored), nil
+}
+
+// TypingLease is how long one typing call shows the indicator.
+const TypingLease = 10 * time.Second
+
+// TypingState is the answer to a typing call.
+type TypingState struct {
+	ConversationID string    `json:"conversation_id"`
+	TypingUntil    time.Time `json:"typing_until"`
+}
+
+// Typing shows a typing indicator in a message's conversation: a lease that
+// ends on its own after TypingLease, or when a reply is sent.
+func (s *Service) Typing(ctx context.Context, p *Principal, msgID string) (*TypingState, error) {
+	orig, err := s.message(ctx, msgID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.connection(ctx, orig.ConnectionID)
+	if err != nil {
+		return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf("connection %s of message %s was deleted", orig.ConnectionID, orig.ID)}
+	}
+	conv, err := s.read.Conversation.Get(ctx, orig.ConversationID)
+	if err != nil {
+		return nil, err
+	}
+	until := s.now().Add(TypingLease)
+	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+		return tx.Client().Conversation.UpdateOneID(conv.ID).SetTypingUntil(until).Exec(tx.Context())
+	})
+	if err != nil {
+		return nil, err
+	}
+	if a, err := s.adapter(ctx, c); err == nil {
+		if t, ok := a.(channels.Typer); ok {
+			to := orig.Sender
+			if orig.Direction == entmsg.DirectionOutbound {
+				to = orig.Recipient
+			}
+			if err := t.Typing(ctx, channels.Typing{ThreadKey: conv.ThreadKey, To: to}); err != nil {
+				s.logger.Warn("typing indicator", "connection", c.ID, "err", err)
+			}
+		}
+	}
+	return &TypingState{ConversationID: conv.ID, TypingUntil: until}, nil
+}

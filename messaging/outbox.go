@@ -1,0 +1,197 @@
+package messaging
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/ent"
+	entconn "github.com/comm-gateway/comm/ent/connection"
+	entmsg "github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+// Outbox policy.
+const (
+	// SendLease is how long a claimed message is reserved for the worker
+	// that claimed it; a worker that dies hands it over when it runs out.
+	SendLease = 30 * time.Second
+	// MaxAttempts bounds the tries of a message with transient failures.
+	MaxAttempts = 10
+	// SendTimeout bounds one provider call.
+	SendTimeout = 20 * time.Second
+)
+
+// OutboxWake is signalled after an outbound message commits.
+func (s *Service) OutboxWake() <-chan struct{} { return s.outbox }
+
+func (s *Service) wakeOutbox() {
+	select {
+	case s.outbox <- struct{}{}:
+	default:
+	}
+}
+
+// Claim is an outbound message reserved for delivery by this process.
+type Claim struct {
+	msg *ent.Message
+}
+
+// ClaimDue reserves up to n outbound messages whose attempt is due (queued,
+// or sending under an expired lease), across all projects. Each claim is a
+// conditional update, so replicas never claim the same message.
+func (s *Service) ClaimDue(ctx context.Context, n int) ([]*Claim, error) {
+	now := s.now()
+	sys := tenant.System(ctx)
+	due, err := s.read.Message.Query().
+		Where(entmsg.StatusIn(entmsg.StatusQueued, entmsg.StatusSending), entmsg.NextAttemptAtLTE(now)).
+		Order(ent.Asc(entmsg.FieldNextAttemptAt)).Limit(n).All(sys)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: due: %w", err)
+	}
+	var claims []*Claim
+	for _, m := range due {
+		var claimed *ent.Message
+		_, err := s.log.Write(tenant.WithProject(ctx, m.ProjectID), m.ProjectID, func(tx *stream.Tx) error {
+			cl, tctx := tx.Client(), tx.Context()
+			k, err := cl.Message.Update().
+				Where(entmsg.ID(m.ID), entmsg.StatusIn(entmsg.StatusQueued, entmsg.StatusSending), entmsg.NextAttemptAtLTE(now)).
+				SetStatus(entmsg.StatusSending).AddAttempts(1).SetNextAttemptAt(now.Add(SendLease)).Save(tctx)
+			if err != nil || k == 0 {
+				return err
+			}
+			claimed, err = cl.Message.Get(tctx, m.ID)
+			return err
+		})
+		if err != nil {
+			return claims, fmt.Errorf("outbox: claim %s: %w", m.ID, err)
+		}
+		if claimed != nil {
+			claims = append(claims, &Claim{msg: claimed})
+		}
+	}
+	return claims, nil
+}
+
+// Deliver sends a claimed message through its connection's adapter and
+// records the outcome: sent (and message.sent), a retry later with
+// backoff, or failed (and message.failed) with the reason on the message.
+func (s *Service) Deliver(ctx context.Context, c *Claim) error {
+	m := c.msg
+	tctx := tenant.WithProject(ctx, m.ProjectID)
+	conn, err := s.read.Connection.Query().Where(entconn.ID(m.ConnectionID)).Only(tctx)
+	if err != nil {
+		return s.fail(tctx, m, nil, fmt.Sprintf("connection %s: %v", m.ConnectionID, err))
+	}
+	if conn.DeletedAt != nil {
+		return s.fail(tctx, m, conn, "connection was deleted before the message could be sent")
+	}
+	a, err := s.adapter(tctx, conn)
+	if err != nil {
+		return s.fail(tctx, m, conn, err.Error())
+	}
+	out := channels.Outbound{MessageID: m.ID, To: m.Recipient, Subject: m.Subject, Text: m.Text, HTML: m.HTML}
+	if conv, err := s.read.Conversation.Get(tctx, m.ConversationID); err == nil {
+		out.ThreadKey = conv.ThreadKey
+	}
+	if m.InReplyTo != nil {
+		if orig, err := s.read.Message.Get(tctx, *m.InReplyTo); err == nil && orig.ProviderMessageID != nil {
+			out.InReplyTo = *orig.ProviderMessageID
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, SendTimeout)
+	res, err := a.Send(sctx, out)
+	cancel()
+	switch {
+	case err == nil:
+		return s.sent(tctx, m, conn, res)
+	case errors.Is(err, channels.ErrPermanent) || m.Attempts >= MaxAttempts:
+		return s.fail(tctx, m, conn, err.Error())
+	default:
+		return s.retry(tctx, m, err.Error())
+	}
+}
+
+func (s *Service) sent(ctx context.Context, m *ent.Message, conn *ent.Connection, res channels.SendResult) error {
+	now := s.now()
+	_, err := s.log.Write(ctx, m.ProjectID, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		upd := cl.Message.UpdateOneID(m.ID).SetStatus(entmsg.StatusSent).SetSentAt(now).ClearError().ClearNextAttemptAt()
+		if res.ProviderID != "" {
+			upd.SetProviderMessageID(res.ProviderID)
+		}
+		done, err := upd.Save(tctx)
+		if err != nil {
+			return err
+		}
+		// The reply ends the typing indicator.
+		if err := cl.Conversation.UpdateOneID(m.ConversationID).ClearTypingUntil().Exec(tctx); err != nil {
+			return err
+		}
+		return tx.Append(stream.MessageSent, messageEvent{CustomerID: conn.CustomerID, AgentID: conn.AgentID, Message: outboundEvent(done)})
+	})
+	return err
+}
+
+func (s *Service) retry(ctx context.Context, m *ent.Message, reason string) error {
+	wait := backoff(m.Attempts)
+	_, err := s.log.Write(ctx, m.ProjectID, func(tx *stream.Tx) error {
+		return tx.Client().Message.UpdateOneID(m.ID).SetStatus(entmsg.StatusQueued).
+			SetError(fmt.Sprintf("attempt %d failed, retrying: %s", m.Attempts, reason)).
+			SetNextAttemptAt(s.now().Add(wait)).Exec(tx.Context())
+	})
+	return err
+}
+
+func (s *Service) fail(ctx context.Context, m *ent.Message, conn *ent.Connection, reason string) error {
+	_, err := s.log.Write(ctx, m.ProjectID, func(tx *stream.Tx) error {
+		done, err := tx.Client().Message.UpdateOneID(m.ID).SetStatus(entmsg.StatusFailed).
+			SetError(reason).ClearNextAttemptAt().Save(tx.Context())
+		if err != nil {
+			return err
+		}
+		ev := messageEvent{Message: outboundEvent(done)}
+		if conn != nil {
+			ev.CustomerID, ev.AgentID = conn.CustomerID, conn.AgentID
+		}
+		return tx.Append(stream.MessageFailed, ev)
+	})
+	return err
+}
+
+// backoff is the wait before attempt n+1: exponential from 1 s, capped at
+// 10 minutes, with ±20% jitter.
+func backoff(n int) time.Duration {
+	d := time.Second << min(max(n-1, 0), 10)
+	d = min(d, 10*time.Minute)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// outboundMessage is the message object of message.sent and
+// message.failed: message.received's fields plus the outcome.
+type outboundMessage struct {
+	receivedMessage
+	Recipient string     `json:"recipient"`
+	InReplyTo *string    `json:"in_reply_to"`
+	Status    string     `json:"status"`
+	SentAt    *time.Time `json:"sent_at"`
+	Error     *string    `json:"error"`
+	Attempts  int        `json:"attempts"`
+}
+
+func outboundEvent(m *ent.Message) outboundMessage {
+	out := outboundMessage{
+		receivedMessage: receivedMessage{ID: m.ID, ConversationID: m.ConversationID, ConnectionID: m.ConnectionID,
+			Channel: m.Channel, Sender: m.Sender, Subject: m.Subject, Text: m.Text, HTML: m.HTML},
+		Recipient: m.Recipient, InReplyTo: m.InReplyTo, Status: string(m.Status), Error: m.Error, Attempts: m.Attempts,
+	}
+	if m.SentAt != nil {
+		t := m.SentAt.UTC()
+		out.SentAt = &t
+	}
+	return out
+}

@@ -1,0 +1,182 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/comm-gateway/comm/messaging"
+)
+
+// page reads the after/limit paging parameters of list endpoints.
+func page(q *query) messaging.Page {
+	return messaging.Page{After: q.str("after"), Limit: int(q.int("limit", 0))}
+}
+
+func (s *Server) connect(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	var in messaging.ConnectInput
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	c, err := s.svc.Connect(r.Context(), p, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, c)
+	return nil
+}
+
+func (s *Server) listConnections(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	q := newQuery(r)
+	pg := page(q)
+	if err := q.done(); err != nil {
+		return err
+	}
+	cs, err := s.svc.Connections(r.Context(), p, pg)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, cs)
+	return nil
+}
+
+func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	c, err := s.svc.Connection(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	if err := s.svc.DeleteConnection(r.Context(), p, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// inject answers 201 with the stored message, or 200 with the message
+// already stored when the id repeats an earlier delivery.
+func (s *Server) inject(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	if err := checkJSON(r); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	if !json.Valid(body) {
+		var v any
+		return decodeError(json.NewDecoder(bytes.NewReader(body)).Decode(&v))
+	}
+	m, dup, err := s.svc.Inject(r.Context(), p, r.PathValue("id"), body)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if dup {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, m)
+	return nil
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	q := newQuery(r)
+	conn := q.str("connection_id")
+	pg := page(q)
+	if err := q.done(); err != nil {
+		return err
+	}
+	cs, err := s.svc.Conversations(r.Context(), p, conn, pg)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, cs)
+	return nil
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	c, err := s.svc.Conversation(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (s *Server) conversationMessages(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	q := newQuery(r)
+	pg := page(q)
+	if err := q.done(); err != nil {
+		return err
+	}
+	ms, err := s.svc.ConversationMessages(r.Context(), p, r.PathValue("id"), pg)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ms)
+	return nil
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	m, err := s.svc.Message(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+// replyBody is the body of a reply: a SendInput without the fields that
+// come from the message answered.
+type replyBody struct {
+	Text    string  `json:"text"`
+	HTML    *string `json:"html"`
+	Subject *string `json:"subject"`
+}
+
+func (s *Server) reply(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	var in replyBody
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	m, err := s.svc.Reply(r.Context(), p, r.PathValue("id"), messaging.SendInput{Text: in.Text, HTML: in.HTML, Subject: in.Subject})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, m)
+	return nil
+}
+
+func (s *Server) send(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	var in messaging.SendInput
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	m, err := s.svc.Send(r.Context(), p, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, m)
+	return nil
+}
+
+// typing takes no body (an empty JSON object is accepted too).
+func (s *Server) typing(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	if r.ContentLength != 0 && r.Header.Get("Content-Type") != "" {
+		var in struct{}
+		if err := decode(r, &in); err != nil {
+			return err
+		}
+	}
+	st, err := s.svc.Typing(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
