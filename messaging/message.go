@@ -88,22 +88,15 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 	var stored *ent.Message
 	_, err = s.log.Write(ctx, c.ProjectID, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
-		duplicate = false
-		existing, err := cl.Message.Query().
-			Where(entmsg.ConnectionID(c.ID), entmsg.ProviderMessageID(in.ProviderID)).Only(tctx)
-		if err == nil {
-			stored, duplicate = existing, true
-			return nil
-		}
-		if !ent.IsNotFound(err) {
-			return err
-		}
 		now := s.now()
-		conv, err := s.conversationFor(tctx, cl, c, in.ThreadKey, in.Subject, now)
+		convID, err := s.touchConversation(tctx, cl, c, in.ThreadKey, in.Subject, now)
 		if err != nil {
 			return err
 		}
-		stored, err = cl.Message.Create().SetConversationID(conv.ID).SetConnectionID(c.ID).SetChannel(c.Channel).
+		// No look-up first: the unique (connection, provider id) index
+		// refuses a repeat, the savepoint undoes this write, and the
+		// stored message is read below.
+		stored, err = cl.Message.Create().SetConversationID(convID).SetConnectionID(c.ID).SetChannel(c.Channel).
 			SetDirection(entmsg.DirectionInbound).SetStatus(entmsg.StatusReceived).
 			SetProviderMessageID(in.ProviderID).SetSender(in.Sender).SetRecipient(c.Address).
 			SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).Save(tctx)
@@ -111,11 +104,11 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 			return err
 		}
 		return tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID,
-			Message: receivedMessage{ID: stored.ID, ConversationID: conv.ID, ConnectionID: c.ID, Channel: c.Channel,
+			Message: receivedMessage{ID: stored.ID, ConversationID: convID, ConnectionID: c.ID, Channel: c.Channel,
 				Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML}})
 	})
 	if err != nil && ent.IsConstraintError(err) {
-		// Another replica stored the same provider id first.
+		// A repeat delivery (here or on another replica).
 		existing, qerr := s.read.Message.Query().
 			Where(entmsg.ConnectionID(c.ID), entmsg.ProviderMessageID(in.ProviderID)).Only(ctx)
 		if qerr == nil {
@@ -125,20 +118,16 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 	if err != nil {
 		return nil, false, err
 	}
-	return messageOf(stored), duplicate, nil
+	return messageOf(stored), false, nil
 }
 
-// conversationFor finds or starts the conversation of a thread.
-func (s *Service) conversationFor(ctx context.Context, cl *ent.Client, c *ent.Connection, thread string, subject *string, now time.Time) (*ent.Conversation, error) {
-	conv, err := cl.Conversation.Query().Where(entconv.ConnectionID(c.ID), entconv.ThreadKey(thread)).Only(ctx)
-	if ent.IsNotFound(err) {
-		return cl.Conversation.Create().SetConnectionID(c.ID).SetThreadKey(thread).
-			SetNillableSubject(subject).SetLastMessageAt(now).Save(ctx)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return conv, cl.Conversation.UpdateOne(conv).SetLastMessageAt(now).Exec(ctx)
+// touchConversation finds or starts the conversation of a thread and
+// records its latest activity, in one statement.
+func (s *Service) touchConversation(ctx context.Context, cl *ent.Client, c *ent.Connection, thread string, subject *string, now time.Time) (string, error) {
+	return cl.Conversation.Create().SetConnectionID(c.ID).SetThreadKey(thread).
+		SetNillableSubject(subject).SetLastMessageAt(now).
+		OnConflictColumns(entconv.FieldProjectID, entconv.FieldConnectionID, entconv.FieldThreadKey).
+		UpdateLastMessageAt().ID(ctx)
 }
 
 // Inject delivers a message into a test connection as if a person had sent
@@ -290,11 +279,11 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 	}
 	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
-		conv, err := s.conversationFor(tctx, cl, c, thread, in.Subject, now)
+		convID, err := s.touchConversation(tctx, cl, c, thread, in.Subject, now)
 		if err != nil {
 			return err
 		}
-		create := cl.Message.Create().SetConversationID(conv.ID).SetConnectionID(c.ID).SetChannel(c.Channel).
+		create := cl.Message.Create().SetConversationID(convID).SetConnectionID(c.ID).SetChannel(c.Channel).
 			SetDirection(entmsg.DirectionOutbound).SetStatus(entmsg.StatusQueued).SetNextAttemptAt(now).
 			SetSender(sender).SetRecipient(to).SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML)
 		if inReplyTo != "" {

@@ -177,7 +177,7 @@ func openSQLite(cfg Config) (*DB, error) {
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_journal_mode=WAL&_foreign_keys=on&_busy_timeout=10000&_synchronous=" + sync +
-		"&_cache_size=-65536"
+		"&_cache_size=-65536&_stmt_cache_size=64"
 	w, err := sql.Open(sqliteDriver, base+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: sqlite: %w", err)

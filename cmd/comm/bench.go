@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/bench"
+	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -23,7 +24,7 @@ func runBench(args []string) error {
 		"The load runs in this process and shares its CPU with what is measured.")
 	dbURL := s.add("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.add("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.add("what", "COMM_BENCH_WHAT", "append,read", "comma-separated: append (the stream), read (GET /v1/events over HTTP)")
+	what := s.add("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), read (GET /v1/events over HTTP)")
 	dur := s.add("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.add("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.add("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -116,6 +117,22 @@ func runBench(args []string) error {
 					return err
 				}
 			}
+		case "inbound":
+			for _, np := range []int{1, 100} {
+				r, err := benchInbound(ctx, open, np, nApp, d)
+				if err != nil {
+					return err
+				}
+				r.Engine = engine
+				results = append(results, r)
+			}
+		case "reply":
+			r, err := benchReply(ctx, open)
+			if err != nil {
+				return err
+			}
+			r.Engine = engine
+			results = append(results, r)
 		case "read":
 			r, err := benchRead(ctx, open, nEv, nCl, d)
 			if err != nil {
@@ -131,17 +148,77 @@ func runBench(args []string) error {
 	return nil
 }
 
+// gateway serves the REST API and runs the outbox on a loopback port.
+func gateway(l *stream.Log) (svc *messaging.Service, base string, stop func(), err error) {
+	svc, err = messaging.New(l, messaging.Options{Channels: registry()})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	srv := &http.Server{Handler: server.New(svc, server.Options{}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	wctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { (&delivery.Outbox{Service: svc}).Run(wctx); close(done) }()
+	return svc, "http://" + ln.Addr().String(), func() { srv.Close(); cancel(); <-done; svc.Close() }, nil
+}
+
+func benchInbound(ctx context.Context, open func() (*stream.Log, func(), error), projects, clients int, d time.Duration) (bench.Result, error) {
+	l, done, err := open()
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer done()
+	_, base, stop, err := gateway(l)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer stop()
+	api := bench.NewAPI(base, clients)
+	conns, err := bench.NewTestConnections(ctx, api, projects)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	r, err := bench.Inbound(ctx, api, conns, clients, d)
+	r.Name = fmt.Sprintf("POST /v1/connections/{id}/inbound, %d project(s)", projects)
+	return r, err
+}
+
+func benchReply(ctx context.Context, open func() (*stream.Log, func(), error)) (bench.Result, error) {
+	l, done, err := open()
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer done()
+	_, base, stop, err := gateway(l)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer stop()
+	api := bench.NewAPI(base, 4)
+	conns, err := bench.NewTestConnections(ctx, api, 1)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	r, err := bench.ReplyLatency(ctx, api, conns[0], 1000)
+	r.Name = "reply -> message.sent"
+	return r, err
+}
+
 func benchRead(ctx context.Context, open func() (*stream.Log, func(), error), events, clients int, d time.Duration) (bench.Result, error) {
 	l, done, err := open()
 	if err != nil {
 		return bench.Result{}, err
 	}
 	defer done()
-	svc, err := messaging.New(l, messaging.Options{Channels: registry()})
+	svc, base, stop, err := gateway(l)
 	if err != nil {
 		return bench.Result{}, err
 	}
-	defer svc.Close()
+	defer stop()
 	sb, err := svc.CreateSandbox(ctx, "bench")
 	if err != nil {
 		return bench.Result{}, err
@@ -151,14 +228,7 @@ func benchRead(ctx context.Context, open func() (*stream.Log, func(), error), ev
 		return bench.Result{}, err
 	}
 	fmt.Fprintf(os.Stderr, "bench: stored %d events in %s\n", events, time.Since(t0).Round(time.Millisecond))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return bench.Result{}, err
-	}
-	srv := &http.Server{Handler: server.New(svc, server.Options{}), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
-	r, err := bench.Reads(ctx, "http://"+ln.Addr().String(), sb.APIKey, int64(events), clients, d)
+	r, err := bench.Reads(ctx, base, sb.APIKey, int64(events), clients, d)
 	r.Name = "GET /v1/events?limit=100"
 	return r, err
 }

@@ -88,9 +88,9 @@ var (
 				Columns: []*schema.Column{ConversationsColumns[2]},
 			},
 			{
-				Name:    "conversation_connection_id_thread_key",
+				Name:    "conversation_project_id_connection_id_thread_key",
 				Unique:  true,
-				Columns: []*schema.Column{ConversationsColumns[3], ConversationsColumns[4]},
+				Columns: []*schema.Column{ConversationsColumns[2], ConversationsColumns[3], ConversationsColumns[4]},
 			},
 		},
 	}
@@ -128,9 +128,9 @@ var (
 				Columns: []*schema.Column{MessagesColumns[2]},
 			},
 			{
-				Name:    "message_connection_id_provider_message_id",
+				Name:    "message_project_id_connection_id_provider_message_id",
 				Unique:  true,
-				Columns: []*schema.Column{MessagesColumns[4], MessagesColumns[8]},
+				Columns: []*schema.Column{MessagesColumns[2], MessagesColumns[4], MessagesColumns[8]},
 			},
 			{
 				Name:    "message_conversation_id",

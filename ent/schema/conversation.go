@@ -31,5 +31,5 @@ func (Conversation) Fields() []ent.Field {
 
 // Indexes of the Conversation.
 func (Conversation) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("connection_id", "thread_key").Unique()}
+	return []ent.Index{index.Fields("project_id", "connection_id", "thread_key").Unique()}
 }

@@ -44,7 +44,7 @@ func (Message) Fields() []ent.Field {
 // Indexes of the Message.
 func (Message) Indexes() []ent.Index {
 	return []ent.Index{
-		index.Fields("connection_id", "provider_message_id").Unique(),
+		index.Fields("project_id", "connection_id", "provider_message_id").Unique(),
 		index.Fields("conversation_id"),
 		index.Fields("status", "next_attempt_at"),
 	}

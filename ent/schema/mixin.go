@@ -55,6 +55,11 @@ var ErrNoTenant = errors.New("tenant: context carries no project")
 // stamped with it (a create that names another project is refused). A
 // context made by tenant.System is exempt. A test walks the schema and fails
 // when a table with a project_id column lacks this mixin.
+//
+// Upserts (ON CONFLICT) happen in the database, after this hook: every
+// composite unique index of a tenant-owned table therefore leads with
+// project_id, so a conflict can only ever match the caller's own rows. A
+// test checks that too.
 type TenantMixin struct{ mixin.Schema }
 
 // Fields of the TenantMixin.
