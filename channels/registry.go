@@ -71,8 +71,13 @@ func (r *Registry) Lookup(channel, provider string) (Descriptor, error) {
 		}
 	}
 	if len(candidates) == 0 {
+		known := r.Channels()
+		if len(known) == 0 {
+			return Descriptor{}, &UnknownError{Param: "channel",
+				Msg: fmt.Sprintf("unknown channel %q; no channels are configured", channel)}
+		}
 		return Descriptor{}, &UnknownError{Param: "channel",
-			Msg: fmt.Sprintf("unknown channel %q; known channels: %s", channel, strings.Join(r.Channels(), ", "))}
+			Msg: fmt.Sprintf("unknown channel %q; known channels: %s", channel, strings.Join(known, ", "))}
 	}
 	if provider == "" && len(candidates) == 1 {
 		return candidates[0], nil

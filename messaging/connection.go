@@ -111,10 +111,11 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		return nil, Invalid("config", "%v", err)
 	}
 	var created *ent.Connection
+	now := s.now()
 	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
 		created, err = tx.Client().Connection.Create().SetID(id).SetChannel(d.Channel).SetProvider(d.Provider).
 			SetStatus(StatusActive).SetCustomerID(in.CustomerID).SetAgentID(in.AgentID).
-			SetName(in.Name).SetConfig(in.Config).Save(tx.Context())
+			SetName(in.Name).SetConfig(in.Config).SetCreatedAt(now).Save(tx.Context())
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -99,7 +100,7 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 		stored, err = cl.Message.Create().SetConversationID(convID).SetConnectionID(c.ID).SetChannel(c.Channel).
 			SetDirection(entmsg.DirectionInbound).SetStatus(entmsg.StatusReceived).
 			SetProviderMessageID(in.ProviderID).SetSender(in.Sender).SetRecipient(c.Address).
-			SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).Save(tctx)
+			SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).SetCreatedAt(now).Save(tctx)
 		if err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 // records its latest activity, in one statement.
 func (s *Service) touchConversation(ctx context.Context, cl *ent.Client, c *ent.Connection, thread string, subject *string, now time.Time) (string, error) {
 	return cl.Conversation.Create().SetConnectionID(c.ID).SetThreadKey(thread).
-		SetNillableSubject(subject).SetLastMessageAt(now).
+		SetNillableSubject(subject).SetLastMessageAt(now).SetCreatedAt(now).
 		OnConflictColumns(entconv.FieldProjectID, entconv.FieldConnectionID, entconv.FieldThreadKey).
 		UpdateLastMessageAt().ID(ctx)
 }
@@ -150,13 +151,30 @@ func (s *Service) Inject(ctx context.Context, p *Principal, connID string, body 
 	}
 	ins, err := wr.ParseWebhook(&http.Request{}, body)
 	if err != nil {
-		var fe *testchan.FieldError
-		if errors.As(err, &fe) {
-			return nil, false, Invalid(fe.Field, "%s", fe.Msg)
-		}
-		return nil, false, &Error{Code: ErrInvalid.Code, Message: err.Error()}
+		return nil, false, injectError(err)
 	}
 	return s.Receive(ctx, c, ins[0])
+}
+
+// injectError names the field of an injected message that is wrong: the
+// adapter's own field errors, and the JSON decoder's wrong types and
+// unknown fields.
+func injectError(err error) error {
+	var (
+		fe  *testchan.FieldError
+		typ *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &fe):
+		return Invalid(fe.Field, "%s", fe.Msg)
+	case errors.As(err, &typ) && typ.Field != "":
+		return Invalid(typ.Field, "must be %s, not %s", typ.Type, typ.Value)
+	}
+	if _, field, ok := strings.Cut(err.Error(), "json: unknown field "); ok {
+		field = strings.Trim(field, `"`)
+		return Invalid(field, "unknown field %q", field)
+	}
+	return &Error{Code: ErrInvalid.Code, Message: err.Error()}
 }
 
 // Message returns one of the caller's messages.
@@ -199,7 +217,7 @@ type SendInput struct {
 
 func (in *SendInput) validate() error {
 	switch {
-	case in.Text == "" && in.HTML == nil:
+	case in.Text == "" && (in.HTML == nil || *in.HTML == ""):
 		return Invalid("text", "text or html is required")
 	case len(in.Text) > MaxTextBytes:
 		return Invalid("text", "at most %d bytes", MaxTextBytes)
@@ -285,7 +303,8 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 		}
 		create := cl.Message.Create().SetConversationID(convID).SetConnectionID(c.ID).SetChannel(c.Channel).
 			SetDirection(entmsg.DirectionOutbound).SetStatus(entmsg.StatusQueued).SetNextAttemptAt(now).
-			SetSender(sender).SetRecipient(to).SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML)
+			SetSender(sender).SetRecipient(to).SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).
+			SetCreatedAt(now)
 		if inReplyTo != "" {
 			create.SetInReplyTo(inReplyTo)
 		}

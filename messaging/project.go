@@ -163,3 +163,19 @@ func (s *Service) Project(ctx context.Context, p *Principal) (*Project, error) {
 		LastSeq: pr.LastSeq, CreatedAt: pr.CreatedAt,
 	}, nil
 }
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p, scoped to p's project.
+func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(p.Context(ctx), principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal of an authenticated request.
+func PrincipalFrom(ctx context.Context) (*Principal, error) {
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	if !ok {
+		return nil, unauthenticated("missing API key: send Authorization: Bearer <key>")
+	}
+	return p, nil
+}

@@ -62,13 +62,19 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	return &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		channels: reg, outbox: make(chan struct{}, 1),
-		now:     func() time.Time { return time.Now().UTC() },
+		// Microseconds: the finest time both databases store, so a
+		// resource shows the same times when created as when read back.
+		now:     func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 		touched: map[string]time.Time{},
 	}, nil
 }
 
 // Close releases the service's prepared statements.
 func (s *Service) Close() error { return s.keyByHash.Close() }
+
+// Ent returns the ent client for reads; queries are scoped by the tenant
+// in their context.
+func (s *Service) Ent() *ent.Client { return s.read }
 
 // Log returns the event log.
 func (s *Service) Log() *stream.Log { return s.log }

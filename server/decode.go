@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/messaging"
 )
@@ -21,7 +23,15 @@ func decode(r *http.Request, v any) error {
 	if err := checkJSON(r); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(r.Body)
+	// encoding/json would quietly turn invalid UTF-8 into U+FFFD.
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	if !utf8.Valid(body) {
+		return httpError(codeMalformedJSON, "body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)

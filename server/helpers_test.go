@@ -42,8 +42,20 @@ type gateway struct {
 }
 
 // start opens cfg and serves the REST API on a local port until the test
-// ends (or until stop is called).
+// ends (or until stop is called), with the outbox worker delivering.
 func start(t *testing.T, cfg store.Config, opts server.Options) *gateway {
+	t.Helper()
+	return startGateway(t, cfg, opts, true)
+}
+
+// startNoOutbox is start without the outbox worker: outbound messages stay
+// queued until a gateway with the worker runs on the same database.
+func startNoOutbox(t *testing.T, cfg store.Config, opts server.Options) *gateway {
+	t.Helper()
+	return startGateway(t, cfg, opts, false)
+}
+
+func startGateway(t *testing.T, cfg store.Config, opts server.Options, outbox bool) *gateway {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, cfg)
@@ -64,10 +76,14 @@ func start(t *testing.T, cfg store.Config, opts server.Options) *gateway {
 	g := &gateway{Log: log, DB: db, Svc: svc, srv: httptest.NewServer(server.New(svc, opts)), outboxDone: make(chan struct{})}
 	var octx context.Context
 	octx, g.stopOutbox = context.WithCancel(context.Background())
-	go func() {
-		(&delivery.Outbox{Service: svc, Logger: logger}).Run(octx)
+	if outbox {
+		go func() {
+			(&delivery.Outbox{Service: svc, Logger: logger}).Run(octx)
+			close(g.outboxDone)
+		}()
+	} else {
 		close(g.outboxDone)
-	}()
+	}
 	g.URL = g.srv.URL
 	t.Cleanup(g.stop)
 	return g

@@ -1,17 +1,20 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/comm-gateway/comm/messaging"
 )
 
-// page reads the after/limit paging parameters of list endpoints.
+// page reads the after/limit paging parameters of list endpoints. An
+// explicit limit=0 is refused, not taken for the default.
 func page(q *query) messaging.Page {
-	return messaging.Page{After: q.str("after"), Limit: int(q.int("limit", 0))}
+	pg := messaging.Page{After: q.str("after"), Limit: int(q.int("limit", messaging.DefaultPageLimit))}
+	if pg.Limit == 0 && q.err == nil {
+		q.err = messaging.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
+	}
+	return pg
 }
 
 func (s *Server) connect(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
@@ -61,16 +64,12 @@ func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request, p *mes
 // inject answers 201 with the stored message, or 200 with the message
 // already stored when the id repeats an earlier delivery.
 func (s *Server) inject(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	if err := checkJSON(r); err != nil {
+	var body json.RawMessage
+	if err := decode(r, &body); err != nil {
 		return err
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return decodeError(err)
-	}
-	if !json.Valid(body) {
-		var v any
-		return decodeError(json.NewDecoder(bytes.NewReader(body)).Decode(&v))
+	if len(body) == 0 || body[0] != '{' {
+		return httpError(codeMalformedJSON, "body must be a JSON object")
 	}
 	m, dup, err := s.svc.Inject(r.Context(), p, r.PathValue("id"), body)
 	if err != nil {

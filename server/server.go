@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -26,6 +27,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// Logger receives errors; slog.Default if nil.
 	Logger *slog.Logger
+	// GraphQL configures /graphql.
+	GraphQL graph.Options
+	// Playground serves a GraphiQL page at GET /graphql/playground.
+	Playground bool
 }
 
 // Server routes HTTP requests to the domain.
@@ -46,6 +51,19 @@ func New(svc *messaging.Service, opts Options) *Server {
 	}
 	s := &Server{svc: svc, mux: http.NewServeMux(), logger: opts.Logger, maxBody: opts.MaxBodyBytes}
 	s.routes()
+	if opts.GraphQL.Logger == nil {
+		opts.GraphQL.Logger = opts.Logger
+	}
+	gql := graph.NewHandler(svc, svc.Ent(), opts.GraphQL)
+	serveGQL := s.authed(func(w http.ResponseWriter, r *http.Request, _ *messaging.Principal) error {
+		gql.ServeHTTP(w, r)
+		return nil
+	})
+	s.mux.Handle("POST /graphql", serveGQL)
+	s.mux.Handle("GET /graphql", serveGQL)
+	if opts.Playground {
+		s.mux.Handle("GET /graphql/playground", graph.Playground("/graphql"))
+	}
 	return s
 }
 
@@ -171,7 +189,7 @@ func (s *Server) authed(h authedFunc) http.Handler {
 		if err != nil {
 			return err
 		}
-		return h(w, r.WithContext(p.Context(r.Context())), p)
+		return h(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)), p)
 	})
 }
 

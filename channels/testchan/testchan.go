@@ -2,7 +2,8 @@
 // no provider account, for trying an agent in minutes (like a payment API's
 // test mode). Inbound messages are injected through the REST API
 // (POST /v1/connections/{id}/inbound), which hands the body to ParseWebhook;
-// outbound messages are delivered at once; typing is recorded.
+// outbound messages are delivered at once; deliveries and typing are recorded
+// (Sent, Typings).
 //
 // Magic recipients let an agent exercise failure handling: sending to
 // "fail-permanent" fails for good, "fail-transient" fails with a retryable
@@ -19,6 +20,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
@@ -34,9 +36,16 @@ const (
 
 // Limits of injected messages.
 const (
-	MaxSender = 320
-	MaxText   = 64 << 10
+	MaxSender  = 320
+	MaxText    = 64 << 10 // text and html each
+	MaxSubject = 998
+	MaxID      = 200
 )
+
+// MaxRecorded is how many sent messages and typing indicators a test
+// connection remembers (the most recent); a long-lived connection must not
+// grow without bound.
+const MaxRecorded = 100
 
 // Descriptor returns the test channel's descriptor.
 func Descriptor() channels.Descriptor {
@@ -47,10 +56,11 @@ func Descriptor() channels.Descriptor {
 type Adapter struct {
 	conn channels.Connection
 
-	mu     sync.Mutex
-	sent   map[string]string // comm message id -> provider id
-	tries  map[string]int
-	typing []channels.Typing
+	mu        sync.Mutex
+	sent      map[string]string // comm message id -> provider id
+	tries     map[string]int    // attempts per comm message id, to Flaky only
+	delivered []channels.Outbound
+	typing    []channels.Typing
 }
 
 var (
@@ -59,20 +69,24 @@ var (
 	_ channels.WebhookReceiver = (*Adapter)(nil)
 )
 
-// New provisions a test connection. It takes no configuration.
+// New provisions a test connection. It takes no configuration: the config
+// is absent, null or an empty object.
 func New(_ context.Context, conn channels.Connection) (channels.Adapter, error) {
-	if c := bytes.TrimSpace(conn.Config); len(c) > 0 && !bytes.Equal(c, []byte("null")) && !bytes.Equal(c, []byte("{}")) {
-		return nil, fmt.Errorf("test: the test channel takes no config")
+	if c := bytes.TrimSpace(conn.Config); len(c) > 0 && !bytes.Equal(c, []byte("null")) {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(c, &fields); err != nil || len(fields) > 0 {
+			return nil, fmt.Errorf("test: the test channel takes no config; leave config out or send {}")
+		}
 	}
 	return &Adapter{conn: conn, sent: map[string]string{}, tries: map[string]int{}}, nil
 }
 
 // Send delivers at once. Sending the same comm message twice returns the
-// first provider id: the test provider is idempotent by message id.
+// first provider id: the test provider is idempotent by message id (when
+// there is one).
 func (a *Adapter) Send(_ context.Context, msg channels.Outbound) (channels.SendResult, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.tries[msg.MessageID]++
 	switch msg.To {
 	case "":
 		return channels.SendResult{}, fmt.Errorf("test: send: no recipient: %w", channels.ErrPermanent)
@@ -81,27 +95,48 @@ func (a *Adapter) Send(_ context.Context, msg channels.Outbound) (channels.SendR
 	case FailTransient:
 		return channels.SendResult{}, fmt.Errorf("test: send: recipient %q is unreachable for now: %w", msg.To, channels.ErrTransient)
 	case Flaky:
+		a.tries[msg.MessageID]++
 		if a.tries[msg.MessageID] == 1 {
 			return channels.SendResult{}, fmt.Errorf("test: send: first attempt to %q failed: %w", msg.To, channels.ErrTransient)
 		}
 	}
-	if id, ok := a.sent[msg.MessageID]; ok {
+	if id, ok := a.sent[msg.MessageID]; ok && msg.MessageID != "" {
 		return channels.SendResult{ProviderID: id}, nil
 	}
 	id := "test_" + strings.TrimPrefix(ident.New(ident.Message), ident.Message+"_")
-	a.sent[msg.MessageID] = id
+	if msg.MessageID != "" {
+		a.sent[msg.MessageID] = id
+	}
+	a.delivered = record(a.delivered, msg)
 	return channels.SendResult{ProviderID: id}, nil
+}
+
+// Sent returns the messages delivered so far, oldest first (the last
+// MaxRecorded).
+func (a *Adapter) Sent() []channels.Outbound {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]channels.Outbound(nil), a.delivered...)
+}
+
+// record appends v to a list that keeps the last MaxRecorded entries.
+func record[T any](list []T, v T) []T {
+	if len(list) >= MaxRecorded {
+		list = append(list[:0], list[len(list)-MaxRecorded+1:]...)
+	}
+	return append(list, v)
 }
 
 // Typing records the indicator.
 func (a *Adapter) Typing(_ context.Context, t channels.Typing) error {
 	a.mu.Lock()
-	a.typing = append(a.typing, t)
+	a.typing = record(a.typing, t)
 	a.mu.Unlock()
 	return nil
 }
 
-// Typings returns the typing indicators shown so far.
+// Typings returns the typing indicators shown so far, oldest first (the
+// last MaxRecorded).
 func (a *Adapter) Typings() []channels.Typing {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -129,6 +164,10 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // ParseWebhook parses an injected message. The REST API has already
 // authenticated the caller, so there is no signature to verify.
 func (a *Adapter) ParseWebhook(_ *http.Request, body []byte) ([]channels.Inbound, error) {
+	// encoding/json turns invalid UTF-8 into U+FFFD silently: check first.
+	if !utf8.Valid(body) {
+		return nil, invalidUTF8(body)
+	}
 	var in Inject
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -141,16 +180,18 @@ func (a *Adapter) ParseWebhook(_ *http.Request, body []byte) ([]channels.Inbound
 	switch {
 	case strings.TrimSpace(in.Sender) == "":
 		return nil, &FieldError{"sender", "required"}
-	case len(in.Sender) > MaxSender:
-		return nil, &FieldError{"sender", fmt.Sprintf("at most %d bytes", MaxSender)}
-	case in.Text == "" && in.HTML == nil:
+	case len(in.Sender) > MaxSender || strings.ContainsFunc(in.Sender, unicode.IsControl):
+		return nil, &FieldError{"sender", fmt.Sprintf("at most %d bytes, no control characters", MaxSender)}
+	case in.Text == "" && (in.HTML == nil || *in.HTML == ""):
 		return nil, &FieldError{"text", "text or html is required"}
 	case len(in.Text) > MaxText:
 		return nil, &FieldError{"text", fmt.Sprintf("at most %d bytes", MaxText)}
-	case !utf8.ValidString(in.Sender + in.Text):
-		return nil, &FieldError{"text", "must be valid UTF-8"}
-	case len(in.ID) > 200:
-		return nil, &FieldError{"id", "at most 200 bytes"}
+	case in.HTML != nil && len(*in.HTML) > MaxText:
+		return nil, &FieldError{"html", fmt.Sprintf("at most %d bytes", MaxText)}
+	case in.Subject != nil && (len(*in.Subject) > MaxSubject || strings.ContainsFunc(*in.Subject, unicode.IsControl)):
+		return nil, &FieldError{"subject", fmt.Sprintf("at most %d bytes, one line", MaxSubject)}
+	case len(in.ID) > MaxID || strings.ContainsFunc(in.ID, unicode.IsControl):
+		return nil, &FieldError{"id", fmt.Sprintf("at most %d bytes, no control characters", MaxID)}
 	}
 	id := in.ID
 	if id == "" {
@@ -160,4 +201,18 @@ func (a *Adapter) ParseWebhook(_ *http.Request, body []byte) ([]channels.Inbound
 		ProviderID: id, ThreadKey: in.Sender, Sender: in.Sender,
 		Subject: in.Subject, Text: in.Text, HTML: in.HTML,
 	}}, nil
+}
+
+// invalidUTF8 names the field of body that is not valid UTF-8, where it
+// can tell.
+func invalidUTF8(body []byte) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil {
+		for _, f := range []string{"sender", "text", "subject", "html", "id"} {
+			if !utf8.Valid(fields[f]) {
+				return &FieldError{f, "must be valid UTF-8"}
+			}
+		}
+	}
+	return fmt.Errorf("test: inbound: the body is not valid UTF-8")
 }

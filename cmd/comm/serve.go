@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/delivery"
+	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -28,6 +29,8 @@ func serve(args []string) error {
 	sqliteSync := s.add("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite durability: full (survives power loss) or normal (survives a crash of comm)")
 	writers := s.add("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL (SQLite has one)")
 	maxBody := s.add("max-body", "COMM_MAX_BODY_BYTES", "1048576", "largest request body accepted, in bytes")
+	introspection := s.add("graphql-introspection", "COMM_GRAPHQL_INTROSPECTION", "false", "allow GraphQL introspection queries")
+	playground := s.add("graphql-playground", "COMM_GRAPHQL_PLAYGROUND", "false", "serve a GraphiQL page at /graphql/playground")
 	grace := s.add("shutdown-grace", "COMM_SHUTDOWN_GRACE", "30s", "how long in-flight requests may finish on SIGINT/SIGTERM")
 	if err := s.parse(args); err != nil {
 		return err
@@ -80,7 +83,10 @@ func serve(args []string) error {
 		base = "http://" + ln.Addr().String()
 	}
 	srv := &http.Server{
-		Handler:           server.New(svc, server.Options{MaxBodyBytes: int64(body), Logger: logger}),
+		Handler: server.New(svc, server.Options{
+			MaxBodyBytes: int64(body), Logger: logger, Playground: *playground == "true",
+			GraphQL: graph.Options{Introspection: *introspection == "true"},
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,

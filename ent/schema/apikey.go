@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
+	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
@@ -15,6 +17,11 @@ type APIKey struct{ ent.Schema }
 // Mixin of the APIKey.
 func (APIKey) Mixin() []ent.Mixin {
 	return []ent.Mixin{IDMixin{Prefix: ident.APIKey}, TimeMixin{}, TenantMixin{}}
+}
+
+// Annotations of the APIKey: not in the GraphQL schema yet.
+func (APIKey) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.Skip(entgql.SkipAll)}
 }
 
 // Fields of the APIKey.

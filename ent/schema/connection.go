@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
+	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 
 	"github.com/comm-gateway/comm/ident"
@@ -15,6 +17,11 @@ func (Connection) Mixin() []ent.Mixin {
 	return []ent.Mixin{IDMixin{Prefix: ident.Connection}, TimeMixin{}, TenantMixin{}}
 }
 
+// Annotations of the Connection.
+func (Connection) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.RelayConnection(), entgql.QueryField()}
+}
+
 // Fields of the Connection.
 func (Connection) Fields() []ent.Field {
 	return []ent.Field{
@@ -24,8 +31,9 @@ func (Connection) Fields() []ent.Field {
 		field.String("customer_id").Immutable(),
 		field.String("agent_id").Immutable(),
 		field.String("name").Optional().MaxLen(200),
-		field.Bytes("config").Optional().Sensitive().Comment("provider configuration, encrypted at rest"),
+		field.Bytes("config").Optional().Sensitive().Comment("provider configuration, encrypted at rest").
+			Annotations(entgql.Skip()),
 		field.String("address").Optional().Comment("channel-native address of the connection, if any"),
-		field.Time("deleted_at").Optional().Nillable(),
+		field.Time("deleted_at").Optional().Nillable().Annotations(entgql.Skip()),
 	}
 }

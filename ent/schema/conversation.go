@@ -3,7 +3,9 @@ package schema
 import (
 	"time"
 
+	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
+	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
@@ -16,6 +18,11 @@ type Conversation struct{ ent.Schema }
 // Mixin of the Conversation.
 func (Conversation) Mixin() []ent.Mixin {
 	return []ent.Mixin{IDMixin{Prefix: ident.Conversation}, TimeMixin{}, TenantMixin{}}
+}
+
+// Annotations of the Conversation.
+func (Conversation) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.RelayConnection(), entgql.QueryField()}
 }
 
 // Fields of the Conversation.

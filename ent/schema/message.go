@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
 	"entgo.io/ent/dialect"
+	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
@@ -16,6 +18,11 @@ type Message struct{ ent.Schema }
 // Mixin of the Message.
 func (Message) Mixin() []ent.Mixin {
 	return []ent.Mixin{IDMixin{Prefix: ident.Message}, TimeMixin{}, TenantMixin{}}
+}
+
+// Annotations of the Message.
+func (Message) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.RelayConnection(), entgql.QueryField()}
 }
 
 // Fields of the Message.

@@ -2,6 +2,8 @@ package schema
 
 import (
 	"context"
+
+	"entgo.io/contrib/entgql"
 	"errors"
 	"fmt"
 	"time"
@@ -41,7 +43,10 @@ type TimeMixin struct{ mixin.Schema }
 // Fields of the TimeMixin.
 func (TimeMixin) Fields() []ent.Field {
 	return []ent.Field{
-		field.Time("created_at").Immutable().Default(func() time.Time { return time.Now().UTC() }),
+		// Microseconds: the finest time both databases store, so a row
+		// reads back exactly as it was created.
+		field.Time("created_at").Immutable().Default(func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }).
+			Annotations(entgql.OrderField("CREATED_AT")),
 	}
 }
 
@@ -65,7 +70,7 @@ type TenantMixin struct{ mixin.Schema }
 // Fields of the TenantMixin.
 func (TenantMixin) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("project_id").Immutable().NotEmpty(),
+		field.String("project_id").Immutable().NotEmpty().Annotations(entgql.Skip()),
 	}
 }
 

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent/schema"
 	"time"
 
 	"entgo.io/ent"
@@ -16,6 +18,11 @@ type Webhook struct{ ent.Schema }
 // Mixin of the Webhook.
 func (Webhook) Mixin() []ent.Mixin {
 	return []ent.Mixin{IDMixin{Prefix: ident.Webhook}, TimeMixin{}, TenantMixin{}}
+}
+
+// Annotations of the Webhook: not in the GraphQL schema yet.
+func (Webhook) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.Skip(entgql.SkipAll)}
 }
 
 // Fields of the Webhook.

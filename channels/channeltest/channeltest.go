@@ -1,0 +1,377 @@
+// Package channeltest is the conformance suite every channel adapter passes.
+//
+// An adapter's test fills in a Harness that points the adapter at a fake
+// provider (an httptest server speaking the provider's documented protocol,
+// signatures included) and calls Run:
+//
+//	func TestConformance(t *testing.T) {
+//		channeltest.Run(t, channeltest.Harness{
+//			Descriptor: telegram.Descriptor(),
+//			Fake: func(t *testing.T) *channeltest.Fake {
+//				p := newFakeTelegram(t) // httptest server, closed by t.Cleanup
+//				return &channeltest.Fake{Config: p.config(), To: "4242", Sent: p.sent, ...}
+//			},
+//		})
+//	}
+//
+// Every subtest provisions its own adapter against its own fake, and the
+// subtests run in parallel, so Fake must be safe to call concurrently and
+// must not share mutable state between the fakes it returns.
+//
+// The suite checks what the rest of comm relies on: the descriptor is sane
+// and New rejects a malformed configuration clearly; Send delivers what it
+// is given and returns the provider's id; a repeated MessageID makes one
+// provider message where the adapter claims idempotency; Typing reaches the
+// provider; ParseWebhook maps every field, gives a provider id that is
+// stable across repeat deliveries (what makes inbound idempotent
+// downstream), rejects a broken signature with channels.ErrSignature and
+// never panics on garbage; a reply to a parsed message reaches its sender;
+// provider failures come back wrapping channels.ErrTransient or
+// channels.ErrPermanent with a message naming the channel; concurrent use
+// is safe (run with -race); Close releases.
+//
+// ParseWebhook is called the way the gateway calls it: the body has been
+// read, so r.Body is empty and the bytes are in body. An adapter that reads
+// r.Body or r.ParseForm sees nothing.
+//
+// channeltest's own tests hold a worked example: a small HTTP adapter, its
+// fake provider and its Harness (example_test.go).
+package channeltest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/comm-gateway/comm/channels"
+)
+
+// Harness describes an adapter under test.
+type Harness struct {
+	// Descriptor is the adapter's descriptor; New must be set.
+	Descriptor channels.Descriptor
+
+	// Fake starts a fresh fake provider for one subtest and says how to
+	// reach and drive it. Stop the fake with t.Cleanup. Required.
+	Fake func(t *testing.T) *Fake
+
+	// BadConfigs are connection configurations New must reject, besides
+	// the suite's own (broken JSON, JSON that is not an object): a
+	// required field missing, a base URL that is not a URL ...
+	BadConfigs []json.RawMessage
+
+	// Idempotent claims that sending the same Outbound.MessageID twice
+	// makes one provider message and returns the same provider id (the
+	// provider takes an idempotency key, or the adapter remembers). The
+	// suite checks the claim; without it the check is skipped.
+	Idempotent bool
+
+	// Subject and HTML say the channel carries a subject and an HTML body
+	// both ways (email). When false the suite neither sends nor expects
+	// them.
+	Subject, HTML bool
+
+	// Unsigned says why the channel's inbound requests carry no signature
+	// (the test channel: the REST API has authenticated the caller). It is
+	// required when the adapter is a WebhookReceiver and Fake.Tamper is
+	// nil, and is the reason the signature subtest is skipped.
+	Unsigned string
+
+	// BodyUnsigned says why the provider's authenticity check does not
+	// cover the body (Telegram sends a shared secret in a header). It skips
+	// the check that an altered body fails the signature.
+	BodyUnsigned string
+}
+
+// Fake is one fake provider, as a subtest sees it. Functions get the
+// subtest's t (report problems with t.Fatal) and the adapter under test
+// (for adapters that record what they do themselves, like the test
+// channel; fakes of real providers ignore it).
+type Fake struct {
+	// Config is the connection configuration that points the adapter at
+	// this fake (base URLs, credentials the fake accepts).
+	Config json.RawMessage
+
+	// To is a recipient the provider accepts. Sender is the sender of the
+	// inbound messages Inbound builds; it defaults to To.
+	To, Sender string
+
+	// Sent returns the messages the provider accepted so far, in order, as
+	// the provider saw them: To (or ThreadKey, when the protocol addresses
+	// threads) is where it delivered, Text, Subject and HTML what it
+	// delivered. Failed sends are not in it. Required.
+	Sent func(t *testing.T, a channels.Adapter) []channels.Outbound
+
+	// Typings returns the typing indicators the provider was asked to
+	// show, in order. Required when the adapter is a channels.Typer.
+	Typings func(t *testing.T, a channels.Adapter) []channels.Typing
+
+	// Inbound builds the provider's webhook request delivering m,
+	// correctly signed. m.ProviderID is a token chosen by the suite: the
+	// same token must give the provider's same message id (a provider
+	// retry), different tokens different ids; use it verbatim where the
+	// protocol allows. m.ThreadKey is empty: use the sender's natural
+	// thread. Required when the adapter is a channels.WebhookReceiver.
+	Inbound func(t *testing.T, m channels.Inbound) *http.Request
+
+	// Raw builds a correctly signed webhook request carrying body as it
+	// is, so that malformed bodies reach the parser behind the signature
+	// check. Optional: without it the malformed bodies are put in a
+	// request built by Inbound, and a signing adapter stops them at the
+	// signature.
+	Raw func(t *testing.T, body []byte) *http.Request
+
+	// Tamper returns r with its authenticity broken: a wrong or missing
+	// signature header, a wrong secret in the URL, a stale timestamp.
+	// Nil when the channel signs nothing (see Harness.Unsigned).
+	Tamper func(t *testing.T, r *http.Request) *http.Request
+
+	// Fail arranges for the next send to fail as kind and returns the
+	// recipient to send it to, and a detail the adapter's error must
+	// contain (the provider's description or status; "" checks nothing).
+	// An empty to means the fake cannot simulate kind, and that check is
+	// skipped. Failures after the next send are the fake's business; the
+	// suite sends to Fake.To afterwards and expects success. Optional.
+	Fail func(t *testing.T, kind Failure) (to, detail string)
+}
+
+// Failure is a way a provider fails a send.
+type Failure int
+
+// Failures the suite asks a fake to simulate.
+const (
+	// RateLimited: 429 Too Many Requests. Transient.
+	RateLimited Failure = iota + 1
+	// Unavailable: a 5xx answer. Transient.
+	Unavailable
+	// Timeout: no answer until the caller gives up (hold the request until
+	// its context ends). The suite sends with a short deadline. Transient.
+	Timeout
+	// Rejected: a 4xx answer about the message (unknown recipient, text
+	// too long). Permanent.
+	Rejected
+	// Unauthorized: 401/403, credentials revoked. Permanent.
+	Unauthorized
+)
+
+// failures lists every Failure, in order.
+var failures = []Failure{RateLimited, Unavailable, Timeout, Rejected, Unauthorized}
+
+func (f Failure) String() string {
+	switch f {
+	case RateLimited:
+		return "rate-limited"
+	case Unavailable:
+		return "unavailable"
+	case Timeout:
+		return "timeout"
+	case Rejected:
+		return "rejected"
+	case Unauthorized:
+		return "unauthorized"
+	}
+	return fmt.Sprintf("Failure(%d)", int(f))
+}
+
+// Class is the error a send failing as f must wrap: channels.ErrTransient
+// or channels.ErrPermanent.
+func (f Failure) Class() error {
+	if f == Rejected || f == Unauthorized {
+		return channels.ErrPermanent
+	}
+	return channels.ErrTransient
+}
+
+// Run runs the conformance suite against h, one parallel subtest per
+// property.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.Descriptor.New == nil {
+		t.Fatalf("channeltest: Harness.Descriptor.New is nil (channel %q)", h.Descriptor.Channel)
+	}
+	if h.Fake == nil {
+		t.Fatal("channeltest: Harness.Fake is nil")
+	}
+	tests := []struct {
+		name string
+		run  func(*testing.T, Harness)
+	}{
+		{"descriptor", testDescriptor},
+		{"send", testSend},
+		{"idempotent", testIdempotent},
+		{"typing", testTyping},
+		{"inbound", testInbound},
+		{"signature", testSignature},
+		{"malformed", testMalformed},
+		{"errors", testErrors},
+		{"concurrent", testConcurrent},
+		{"close", testClose},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.run(t, h)
+		})
+	}
+}
+
+// env is one subtest's adapter and fake.
+type env struct {
+	h    Harness
+	fake *Fake
+	a    channels.Adapter
+	// close closes a Closer adapter once; it is also registered with
+	// t.Cleanup.
+	close func() error
+}
+
+// setup starts a fake and provisions an adapter against it, checking that
+// the fake provides what the adapter's abilities need.
+func setup(t *testing.T, h Harness) *env {
+	t.Helper()
+	f := h.Fake(t)
+	if f == nil {
+		t.Fatal("channeltest: Harness.Fake returned nil")
+	}
+	if f.Sent == nil {
+		t.Fatal("channeltest: Fake.Sent is nil")
+	}
+	if f.To == "" {
+		t.Fatal("channeltest: Fake.To is empty")
+	}
+	a, err := call(t, "New", func() (channels.Adapter, error) {
+		return h.Descriptor.New(t.Context(), connection(f.Config))
+	})
+	if err != nil {
+		t.Fatalf("New with Fake.Config %s: %v", f.Config, err)
+	}
+	if a == nil {
+		t.Fatal("New returned a nil adapter and no error")
+	}
+	e := &env{h: h, fake: f, a: a, close: func() error { return nil }}
+	if c, ok := a.(channels.Closer); ok {
+		e.close = sync.OnceValue(c.Close)
+		t.Cleanup(func() { _ = e.close() })
+	}
+	if _, ok := a.(channels.Typer); ok && f.Typings == nil {
+		t.Fatal("channeltest: the adapter is a channels.Typer but Fake.Typings is nil")
+	}
+	if _, ok := a.(channels.WebhookReceiver); ok && f.Inbound == nil {
+		t.Fatal("channeltest: the adapter is a channels.WebhookReceiver but Fake.Inbound is nil")
+	}
+	return e
+}
+
+func connection(config json.RawMessage) channels.Connection {
+	return channels.Connection{ID: "conn_channeltest", ProjectID: "proj_channeltest", Config: config}
+}
+
+// call runs f, turning a panic into a test failure with the stack.
+func call[T any](t *testing.T, what string, f func() (T, error)) (T, error) {
+	t.Helper()
+	v, err := safe(what, f)
+	var p *panicked
+	if errors.As(err, &p) {
+		t.Fatal(p)
+	}
+	return v, err
+}
+
+// safe is call for goroutines other than the test's: a panic becomes a
+// *panicked error.
+func safe[T any](what string, f func() (T, error)) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicked{what: what, value: r, stack: debug.Stack()}
+		}
+	}()
+	return f()
+}
+
+// panicked is a panic of the adapter, caught.
+type panicked struct {
+	what  string
+	value any
+	stack []byte
+}
+
+func (p *panicked) Error() string {
+	return fmt.Sprintf("%s panicked: %v\n%s", p.what, p.value, p.stack)
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+
+func testDescriptor(t *testing.T, h Harness) {
+	d := h.Descriptor
+	if !nameRE.MatchString(d.Channel) {
+		t.Errorf("Channel = %q, want a lowercase name like \"telegram\"", d.Channel)
+	}
+	if d.Provider != "" && !nameRE.MatchString(d.Provider) {
+		t.Errorf("Provider = %q, want empty or a lowercase name like \"twilio\"", d.Provider)
+	}
+	if d.Tier != channels.Free && d.Tier != channels.Paid {
+		t.Errorf("Tier = %q, want %q or %q", d.Tier, channels.Free, channels.Paid)
+	}
+	setup(t, h) // New accepts the fake's config
+
+	bad := []json.RawMessage{
+		json.RawMessage(`{`),
+		json.RawMessage(`{"a":`),
+		json.RawMessage(`[1,2]`),
+		json.RawMessage(`"config"`),
+		json.RawMessage(`42`),
+	}
+	bad = append(bad, h.BadConfigs...)
+	for _, c := range bad {
+		a, err := call(t, fmt.Sprintf("New(%s)", c), func() (channels.Adapter, error) {
+			return d.New(t.Context(), connection(c))
+		})
+		if err == nil {
+			if cl, ok := a.(channels.Closer); ok {
+				_ = cl.Close()
+			}
+			t.Errorf("New accepted the malformed config %s", c)
+			continue
+		}
+		if !namesChannel(d, err) {
+			t.Errorf("New(%s) error %q does not name the channel (%s)", c, err, channelNames(d))
+		}
+	}
+}
+
+// namesChannel reports whether err's message names d's channel or
+// provider, as "telegram: send message: ..." does.
+func namesChannel(d channels.Descriptor, err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, d.Channel) || (d.Provider != "" && strings.Contains(msg, d.Provider))
+}
+
+func channelNames(d channels.Descriptor) string {
+	if d.Provider == "" {
+		return fmt.Sprintf("%q", d.Channel)
+	}
+	return fmt.Sprintf("%q or %q", d.Channel, d.Provider)
+}
+
+// className is how a failure class is spelled in Go.
+func className(class error) string {
+	if class == channels.ErrPermanent {
+		return "channels.ErrPermanent"
+	}
+	return "channels.ErrTransient"
+}
+
+// isClass reports whether err wraps class and not the other class.
+func isClass(err, class error) bool {
+	other := channels.ErrPermanent
+	if class == channels.ErrPermanent {
+		other = channels.ErrTransient
+	}
+	return errors.Is(err, class) && !errors.Is(err, other)
+}

@@ -1,0 +1,372 @@
+package channeltest_test
+
+// This file is the template for an adapter's conformance test: a small
+// adapter of a made-up HTTP provider ("example"), the fake provider it is
+// tested against (an httptest server speaking the provider's protocol,
+// signatures included), and the Harness that ties them together. A real
+// adapter lives in its own package with the fake in its test files (or in
+// channeltest, when other packages need it too).
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/channeltest"
+)
+
+func TestExample(t *testing.T) {
+	t.Parallel()
+	channeltest.Run(t, exampleHarness(""))
+}
+
+func exampleHarness(flaw string) channeltest.Harness {
+	return channeltest.Harness{
+		Descriptor: channels.Descriptor{Channel: "example", Tier: channels.Free,
+			New: func(ctx context.Context, c channels.Connection) (channels.Adapter, error) {
+				a, err := newExample(ctx, c)
+				switch {
+				case err != nil && flaw == "lenient-config":
+					return &exampleAdapter{flaw: flaw, client: &http.Client{}}, nil
+				case err != nil:
+					return nil, err
+				}
+				a.flaw = flaw
+				return a, nil
+			}},
+		Fake: newExampleFake,
+		BadConfigs: []json.RawMessage{
+			json.RawMessage(`{}`),
+			json.RawMessage(`{"base_url":"http://127.0.0.1:1","token":"t"}`),
+			json.RawMessage(`{"base_url":"not a url","token":"t","signing_secret":"s"}`),
+			json.RawMessage(`{"base_url":"http://127.0.0.1:1","token":"t","signing_secret":"s","extra":1}`),
+		},
+		Idempotent: true,
+		Subject:    true,
+		HTML:       true,
+	}
+}
+
+// The adapter.
+
+// exampleConfig is the connection configuration of the example provider.
+type exampleConfig struct {
+	// BaseURL is the provider's API root; tests point it at the fake.
+	BaseURL string `json:"base_url"`
+	// Token authenticates our calls.
+	Token string `json:"token"`
+	// SigningSecret verifies the provider's webhooks.
+	SigningSecret string `json:"signing_secret"`
+}
+
+type exampleAdapter struct {
+	cfg    exampleConfig
+	client *http.Client
+	flaw   string // a defect switched on to check the suite catches it
+}
+
+var (
+	_ channels.Typer           = (*exampleAdapter)(nil)
+	_ channels.WebhookReceiver = (*exampleAdapter)(nil)
+	_ channels.Closer          = (*exampleAdapter)(nil)
+)
+
+func newExample(_ context.Context, c channels.Connection) (*exampleAdapter, error) {
+	var cfg exampleConfig
+	dec := json.NewDecoder(bytes.NewReader(c.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("example: config: %w", err)
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	switch {
+	case err != nil || !u.IsAbs():
+		return nil, fmt.Errorf("example: config: base_url %q is not an absolute URL", cfg.BaseURL)
+	case cfg.Token == "":
+		return nil, errors.New("example: config: token is required")
+	case cfg.SigningSecret == "":
+		return nil, errors.New("example: config: signing_secret is required")
+	}
+	return &exampleAdapter{cfg: cfg, client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}, nil
+}
+
+type exampleMessage struct {
+	ID      string  `json:"id,omitempty"`
+	From    string  `json:"from,omitempty"`
+	To      string  `json:"to,omitempty"`
+	Thread  string  `json:"thread,omitempty"`
+	Text    string  `json:"text"`
+	Subject *string `json:"subject,omitempty"`
+	HTML    *string `json:"html,omitempty"`
+	ReplyTo string  `json:"reply_to,omitempty"`
+}
+
+func (a *exampleAdapter) Send(ctx context.Context, msg channels.Outbound) (channels.SendResult, error) {
+	if msg.To == "" {
+		return channels.SendResult{}, a.classify("send", 0, "no recipient", channels.ErrPermanent)
+	}
+	m := exampleMessage{To: msg.To, Thread: msg.ThreadKey, Text: msg.Text, Subject: msg.Subject, HTML: msg.HTML, ReplyTo: msg.InReplyTo}
+	if a.flaw == "drops-subject" {
+		m.Subject = nil
+	}
+	key := msg.MessageID
+	if a.flaw == "not-idempotent" {
+		key = ""
+	}
+	var res struct {
+		ID string `json:"id"`
+	}
+	if err := a.call(ctx, "send", "/v1/messages", key, m, &res); err != nil {
+		return channels.SendResult{}, err
+	}
+	return channels.SendResult{ProviderID: res.ID}, nil
+}
+
+func (a *exampleAdapter) Typing(ctx context.Context, t channels.Typing) error {
+	return a.call(ctx, "typing", "/v1/typing", "", exampleMessage{To: t.To, Thread: t.ThreadKey}, nil)
+}
+
+// call posts body to the provider and classifies what goes wrong.
+func (a *exampleAdapter) call(ctx context.Context, op, path, key string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return a.classify(op, 0, err.Error(), channels.ErrPermanent)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(a.cfg.BaseURL, "/")+path, bytes.NewReader(b))
+	if err != nil {
+		return a.classify(op, 0, err.Error(), channels.ErrPermanent)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.cfg.Token)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return a.classify(op, 0, err.Error(), channels.ErrTransient)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return a.classify(op, resp.StatusCode, err.Error(), channels.ErrTransient)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(data, &e)
+		class := channels.ErrPermanent
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+			class = channels.ErrTransient
+		}
+		return a.classify(op, resp.StatusCode, e.Error.Message, class)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return a.classify(op, resp.StatusCode, "malformed answer: "+err.Error(), channels.ErrTransient)
+	}
+	return nil
+}
+
+func (a *exampleAdapter) classify(op string, status int, detail string, class error) error {
+	where := "example: " + op
+	if a.flaw == "anonymous-errors" {
+		where = op
+	}
+	if status != 0 {
+		detail = fmt.Sprintf("%d %s: %s", status, http.StatusText(status), detail)
+	}
+	if a.flaw == "unclassified" {
+		return fmt.Errorf("%s: %s", where, detail)
+	}
+	return fmt.Errorf("%s: %s: %w", where, detail, class)
+}
+
+// exampleSign is the provider's signature: hex HMAC-SHA256 of the body.
+func exampleSign(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func (a *exampleAdapter) ParseWebhook(r *http.Request, body []byte) ([]channels.Inbound, error) {
+	if a.flaw != "unsigned" {
+		want := exampleSign(a.cfg.SigningSecret, body)
+		if !hmac.Equal([]byte(r.Header.Get("X-Example-Signature")), []byte(want)) {
+			return nil, fmt.Errorf("example: webhook: %w", channels.ErrSignature)
+		}
+	}
+	if a.flaw == "panic" && len(body) == 0 {
+		_ = body[0]
+	}
+	var ev struct {
+		Event   string          `json:"event"`
+		Message *exampleMessage `json:"message"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return nil, fmt.Errorf("example: webhook: %w", err)
+	}
+	if ev.Event != "message" {
+		return nil, nil // delivery receipts and the like
+	}
+	m := ev.Message
+	if m == nil || m.ID == "" || m.From == "" {
+		return nil, errors.New("example: webhook: message without id or sender")
+	}
+	id := m.ID
+	if a.flaw == "unstable-id" {
+		id = fmt.Sprintf("%s-%p", m.ID, &ev)
+	}
+	return []channels.Inbound{{ProviderID: id, ThreadKey: m.Thread, Sender: m.From, Subject: m.Subject, Text: m.Text, HTML: m.HTML}}, nil
+}
+
+func (a *exampleAdapter) Close() error {
+	a.client.CloseIdleConnections()
+	return nil
+}
+
+// The fake provider.
+
+type exampleFake struct {
+	srv    *httptest.Server
+	token  string
+	secret string
+
+	mu      sync.Mutex
+	sent    []channels.Outbound
+	byKey   map[string]string // idempotency key -> message id
+	typings []channels.Typing
+	fail    channeltest.Failure // the next send's failure; 0 for none
+}
+
+func newExampleFake(t *testing.T) *channeltest.Fake {
+	p := &exampleFake{token: "tok_123", secret: "whsec_example", byKey: map[string]string{}}
+	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.srv.Close)
+	cfg, _ := json.Marshal(exampleConfig{BaseURL: p.srv.URL, Token: p.token, SigningSecret: p.secret})
+	return &channeltest.Fake{
+		Config: cfg,
+		To:     "+15550001",
+		Sent: func(*testing.T, channels.Adapter) []channels.Outbound {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return append([]channels.Outbound(nil), p.sent...)
+		},
+		Typings: func(*testing.T, channels.Adapter) []channels.Typing {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return append([]channels.Typing(nil), p.typings...)
+		},
+		Inbound: func(t *testing.T, m channels.Inbound) *http.Request {
+			body, err := json.Marshal(map[string]any{"event": "message", "message": exampleMessage{
+				ID: m.ProviderID, From: m.Sender, Thread: "dm:" + m.Sender, Text: m.Text, Subject: m.Subject, HTML: m.HTML,
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p.webhook(body)
+		},
+		Raw: func(_ *testing.T, body []byte) *http.Request { return p.webhook(body) },
+		Tamper: func(_ *testing.T, r *http.Request) *http.Request {
+			r.Header.Set("X-Example-Signature", exampleSign("not the secret", nil))
+			return r
+		},
+		Fail: func(_ *testing.T, kind channeltest.Failure) (string, string) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.fail = kind
+			return "+15550001", exampleFailures[kind].message
+		},
+	}
+}
+
+// webhook is a signed webhook request carrying body.
+func (p *exampleFake) webhook(body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/hooks/example/conn_channeltest", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-Example-Signature", exampleSign(p.secret, body))
+	return r
+}
+
+var exampleFailures = map[channeltest.Failure]struct {
+	status  int
+	message string
+}{
+	channeltest.RateLimited:  {http.StatusTooManyRequests, "slow down"},
+	channeltest.Unavailable:  {http.StatusServiceUnavailable, "down for maintenance"},
+	channeltest.Timeout:      {0, ""},
+	channeltest.Rejected:     {http.StatusBadRequest, "recipient does not exist"},
+	channeltest.Unauthorized: {http.StatusUnauthorized, "token revoked"},
+}
+
+func (p *exampleFake) serve(w http.ResponseWriter, r *http.Request) {
+	answer := func(status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	problem := func(status int, msg string) {
+		answer(status, map[string]any{"error": map[string]string{"message": msg}})
+	}
+	if r.Header.Get("Authorization") != "Bearer "+p.token {
+		problem(http.StatusUnauthorized, "bad token")
+		return
+	}
+	var m exampleMessage
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		problem(http.StatusBadRequest, err.Error())
+		return
+	}
+	switch r.URL.Path {
+	case "/v1/typing":
+		p.mu.Lock()
+		p.typings = append(p.typings, channels.Typing{To: m.To, ThreadKey: m.Thread})
+		p.mu.Unlock()
+		answer(http.StatusOK, map[string]bool{"ok": true})
+	case "/v1/messages":
+		p.mu.Lock()
+		fail := p.fail
+		p.fail = 0
+		p.mu.Unlock()
+		if fail == channeltest.Timeout {
+			<-r.Context().Done()
+			return
+		}
+		if fail != 0 {
+			problem(exampleFailures[fail].status, exampleFailures[fail].message)
+			return
+		}
+		if m.To == "" {
+			problem(http.StatusBadRequest, "to is required")
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		key := r.Header.Get("Idempotency-Key")
+		if id, ok := p.byKey[key]; ok && key != "" {
+			answer(http.StatusOK, map[string]string{"id": id})
+			return
+		}
+		id := fmt.Sprintf("ex_%d", len(p.sent)+1)
+		p.byKey[key] = id
+		p.sent = append(p.sent, channels.Outbound{To: m.To, ThreadKey: m.Thread, Text: m.Text, Subject: m.Subject, HTML: m.HTML, InReplyTo: m.ReplyTo})
+		answer(http.StatusOK, map[string]string{"id": id})
+	default:
+		problem(http.StatusNotFound, "no such method")
+	}
+}

@@ -1,0 +1,104 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/99designs/gqlgen/graphql/playground"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/comm-gateway/comm/ent"
+	"github.com/comm-gateway/comm/messaging"
+)
+
+// Options configure the GraphQL endpoint.
+type Options struct {
+	// Introspection enables schema introspection queries.
+	Introspection bool
+	// ComplexityLimit bounds a query's complexity (default 500).
+	ComplexityLimit int
+	// Logger receives internal errors.
+	Logger *slog.Logger
+}
+
+// NewHandler returns the GraphQL endpoint (POST, and GET for queries). The
+// caller authenticates the request and puts the principal in its context
+// (messaging.WithPrincipal).
+func NewHandler(svc *messaging.Service, client *ent.Client, opts Options) http.Handler {
+	if opts.ComplexityLimit <= 0 {
+		opts.ComplexityLimit = 500
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client}}))
+	srv.AddTransport(transport.GET{})
+	srv.AddTransport(transport.POST{})
+	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	srv.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
+	if opts.Introspection {
+		srv.Use(extension.Introspection{})
+	}
+	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
+	srv.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error {
+		return present(ctx, err, logger)
+	})
+	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
+		logger.Error("graphql: panic", "panic", v)
+		return errors.New("internal error")
+	})
+	return srv
+}
+
+// Playground returns a GraphiQL page for the endpoint at path.
+func Playground(path string) http.Handler {
+	return playground.Handler("comm GraphQL", path)
+}
+
+// present maps errors to GraphQL errors carrying the REST error codes in
+// extensions.code.
+func present(ctx context.Context, err error, logger *slog.Logger) *gqlerror.Error {
+	gerr := graphql.DefaultErrorPresenter(ctx, err)
+	var (
+		e       *messaging.Error
+		invalid *ent.ValidationError
+		gq      *gqlerror.Error
+	)
+	switch {
+	case errors.As(err, &e):
+		gerr.Message = e.Message
+		gerr.Extensions = map[string]any{"code": e.Code}
+		if e.Param != "" {
+			gerr.Extensions["param"] = e.Param
+		}
+	case ent.IsNotFound(err):
+		gerr.Message = "not found"
+		gerr.Extensions = map[string]any{"code": messaging.ErrNotFound.Code}
+	case errors.As(err, &invalid):
+		gerr.Message = invalid.Error()
+		gerr.Extensions = map[string]any{"code": messaging.ErrInvalid.Code, "param": invalid.Name}
+	case errors.As(err, &gq) && gq.Extensions != nil:
+		// gqlgen's own errors (parse, validation, complexity) keep their
+		// codes; entgql's pagination errors are invalid parameters.
+		if gq.Extensions["code"] == "INVALID_PAGINATION" {
+			gerr.Extensions["code"] = messaging.ErrInvalid.Code
+		}
+	case errors.As(err, &gq):
+		gerr.Extensions = map[string]any{"code": messaging.ErrInvalid.Code}
+	default:
+		logger.Error("graphql: resolver failed", "path", fmt.Sprint(gerr.Path), "err", err)
+		gerr.Message = "internal error"
+		gerr.Extensions = map[string]any{"code": "internal_error"}
+	}
+	return gerr
+}

@@ -1,0 +1,102 @@
+// Package graph is comm's GraphQL front door: gqlgen resolvers over the
+// same domain functions as REST (package messaging), so the two cannot
+// disagree. Resolvers decode, call the domain, and encode; reads of ent
+// types go through ent with the caller's project in the context, where the
+// tenant interceptor filters them. generated.go and models_gen.go are
+// generated (go generate ./ent).
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/comm-gateway/comm/ent"
+	"github.com/comm-gateway/comm/ent/connection"
+	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/ent/project"
+	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/messaging"
+)
+
+// Resolver is the root resolver.
+type Resolver struct {
+	Service *messaging.Service
+	// Ent reads; the tenant interceptor scopes every query to the caller.
+	Ent *ent.Client
+}
+
+// principal returns the authenticated caller.
+func principal(ctx context.Context) (*messaging.Principal, error) {
+	return messaging.PrincipalFrom(ctx)
+}
+
+// nodeType maps an id's prefix to its table. A project id other than the
+// caller's own is not found, like any other project's id.
+func nodeType(ctx context.Context, id string) (string, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return "", err
+	}
+	prefix, _, _ := strings.Cut(id, "_")
+	table := map[string]string{
+		ident.Project:      project.Table,
+		ident.Connection:   connection.Table,
+		ident.Conversation: conversation.Table,
+		ident.Message:      message.Table,
+	}[prefix]
+	if table == "" || ident.Check(id, prefix) != nil || (prefix == ident.Project && id != p.ProjectID) {
+		return "", messaging.NotFound("node", id)
+	}
+	return table, nil
+}
+
+func notFoundAsDomain(err error, what, id string) error {
+	if ent.IsNotFound(err) {
+		return messaging.NotFound(what, id)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return nil
+}
+
+func (r *Resolver) connection(ctx context.Context, id string) (*ent.Connection, error) {
+	c, err := r.Ent.Connection.Get(ctx, id)
+	return c, notFoundAsDomain(err, "connection", id)
+}
+
+func (r *Resolver) message(ctx context.Context, id string) (*ent.Message, error) {
+	m, err := r.Ent.Message.Get(ctx, id)
+	return m, notFoundAsDomain(err, "message", id)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefInt(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
+// renameParams maps the REST parameter names of a domain error to the
+// GraphQL argument names.
+func renameParams(err error) error {
+	var e *messaging.Error
+	if errors.As(err, &e) {
+		if name, ok := map[string]string{"after_seq": "afterSeq", "limit": "first"}[e.Param]; ok {
+			c := *e
+			c.Param = name
+			return &c
+		}
+	}
+	return err
+}
