@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -41,23 +42,56 @@ func NewHandler(svc *messaging.Service, client *ent.Client, opts Options) http.H
 	if logger == nil {
 		logger = slog.Default()
 	}
-	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client}}))
+	es := NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client}})
+	srv := handler.New(es)
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	srv.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
-	if opts.Introspection {
-		srv.Use(extension.Introspection{})
+	configure(srv, opts, logger)
+	return srv
+}
+
+// NewExecutor returns an executor configured like the endpoint, for
+// operations arriving over other transports (the websocket in package live).
+func NewExecutor(svc *messaging.Service, client *ent.Client, opts Options) *executor.Executor {
+	if opts.ComplexityLimit <= 0 {
+		opts.ComplexityLimit = 500
 	}
-	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
-	srv.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	x := executor.New(NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client}}))
+	configure(x, opts, logger)
+	return x
+}
+
+// configurable is what handler.Server and executor.Executor share.
+type configurable interface {
+	Use(graphql.HandlerExtension)
+	SetQueryCache(graphql.Cache[*ast.QueryDocument])
+	SetErrorPresenter(graphql.ErrorPresenterFunc)
+	SetRecoverFunc(graphql.RecoverFunc)
+}
+
+func configure(x configurable, opts Options, logger *slog.Logger) {
+	x.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	x.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
+	if opts.Introspection {
+		x.Use(extension.Introspection{})
+	}
+	x.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error {
 		return present(ctx, err, logger)
 	})
-	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
+	x.SetRecoverFunc(func(ctx context.Context, v any) error {
 		logger.Error("graphql: panic", "panic", v)
 		return errors.New("internal error")
 	})
-	return srv
+}
+
+// Present maps an error to a GraphQL error with the REST error code in
+// extensions.code.
+func Present(ctx context.Context, err error, logger *slog.Logger) *gqlerror.Error {
+	return present(ctx, err, logger)
 }
 
 // Playground returns a GraphiQL page for the endpoint at path.

@@ -75,6 +75,13 @@ type SendInput struct {
 	Subject      *string `json:"subject,omitempty"`
 }
 
+// Live event feeds, over a websocket at /graphql (subprotocols graphql-transport-ws
+// and graphql-ws; the API key goes in the connection_init payload as
+// {"Authorization": "Bearer <key>"} or {"apiKey": "<key>"}, or in an Authorization
+// header on the upgrade).
+type Subscription struct {
+}
+
 // A typing indicator's lease.
 type TypingState struct {
 	ConversationID string    `json:"conversationID"`

@@ -100,3 +100,9 @@ func renameParams(err error) error {
 	}
 	return err
 }
+
+// errSubscriptionTransport: subscriptions are served by package live, which
+// fans out each event's stored bytes instead of executing a resolver per
+// subscriber; gqlgen's executor never runs them.
+var errSubscriptionTransport = &messaging.Error{Code: messaging.ErrInvalid.Code,
+	Message: "subscriptions are served over the websocket at /graphql (graphql-transport-ws or graphql-ws)"}

@@ -142,7 +142,23 @@ func (r *queryResolver) Events(ctx context.Context, afterSeq *int, first *int, t
 	return out, nil
 }
 
+// Events is the resolver for the events field.
+func (r *subscriptionResolver) Events(ctx context.Context, afterSeq *int, typeArg *string) (<-chan *Event, error) {
+	return nil, errSubscriptionTransport
+}
+
+// EventBatches is the resolver for the eventBatches field.
+func (r *subscriptionResolver) EventBatches(ctx context.Context, afterSeq *int, typeArg *string, max *int) (<-chan []*Event, error) {
+	return nil, errSubscriptionTransport
+}
+
 // Mutation returns MutationResolver implementation.
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
-type mutationResolver struct{ *Resolver }
+// Subscription returns SubscriptionResolver implementation.
+func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
+
+type (
+	mutationResolver     struct{ *Resolver }
+	subscriptionResolver struct{ *Resolver }
+)

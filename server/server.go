@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/comm-gateway/comm/graph"
+	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -31,6 +32,8 @@ type Options struct {
 	GraphQL graph.Options
 	// Playground serves a GraphiQL page at GET /graphql/playground.
 	Playground bool
+	// Live configures GraphQL over websockets at /graphql.
+	Live live.Options
 }
 
 // Server routes HTTP requests to the domain.
@@ -39,7 +42,15 @@ type Server struct {
 	mux     *http.ServeMux
 	logger  *slog.Logger
 	maxBody int64
+	live    *live.Server
 }
+
+// Close closes the websockets (hijacked connections, which
+// http.Server.Shutdown does not track).
+func (s *Server) Close() { s.live.Close() }
+
+// Live returns the websocket endpoint.
+func (s *Server) Live() *live.Server { return s.live }
 
 // New returns the HTTP handler of the gateway.
 func New(svc *messaging.Service, opts Options) *Server {
@@ -59,8 +70,16 @@ func New(svc *messaging.Service, opts Options) *Server {
 		gql.ServeHTTP(w, r)
 		return nil
 	})
+	// Websockets authenticate in connection_init, inside the protocol.
+	s.live = live.NewServer(svc, graph.NewExecutor(svc, svc.Ent(), opts.GraphQL), opts.Live)
 	s.mux.Handle("POST /graphql", serveGQL)
-	s.mux.Handle("GET /graphql", serveGQL)
+	s.mux.Handle("GET /graphql", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if live.IsUpgrade(r) {
+			s.live.ServeHTTP(w, r)
+			return
+		}
+		serveGQL.ServeHTTP(w, r)
+	}))
 	if opts.Playground {
 		s.mux.Handle("GET /graphql/playground", graph.Playground("/graphql"))
 	}

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 
 	"github.com/comm-gateway/comm/store"
@@ -68,35 +69,17 @@ func (s *readStmts) close() {
 // afterSeq, in seq order, of type typ if it is not empty. The caller is
 // responsible for naming only the authenticated project.
 func (l *Log) Read(ctx context.Context, project string, afterSeq int64, limit int, typ string) ([]Event, error) {
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if typ == "" {
-		rows, err = l.read.all.QueryContext(ctx, project, afterSeq, limit)
-	} else {
-		rows, err = l.read.typed.QueryContext(ctx, project, typ, afterSeq, limit)
-	}
+	envs, err := l.ReadEnvelopes(ctx, project, afterSeq, limit, typ)
 	if err != nil {
-		return nil, fmt.Errorf("stream: read: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := make([]Event, 0, min(limit, 128))
-	for rows.Next() {
-		var (
-			e    Event
-			body []byte
-		)
-		if err := rows.Scan(&e.Seq, &e.Type, &body); err != nil {
-			return nil, fmt.Errorf("stream: read: %w", err)
-		}
-		if e.Data, err = unwrapEnvelope(body, e.Seq, e.Type); err != nil {
+	out := make([]Event, len(envs))
+	for i, e := range envs {
+		data, err := e.Data()
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("stream: read: %w", err)
+		out[i] = Event{Seq: e.Seq, Type: e.Type, Data: data}
 	}
 	return out, nil
 }
@@ -128,3 +111,43 @@ func (l *Log) Head(ctx context.Context, project string) (int64, error) {
 	}
 	return head, nil
 }
+
+// Envelope is a stored event as its JSON envelope, {"seq","type","data"},
+// ready to be sent as it is.
+type Envelope struct {
+	Seq  int64
+	Type string
+	Body []byte
+}
+
+// ReadEnvelopes is Read without decoding: the events' stored envelopes.
+func (l *Log) ReadEnvelopes(ctx context.Context, project string, afterSeq int64, limit int, typ string) ([]Envelope, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if typ == "" {
+		rows, err = l.read.all.QueryContext(ctx, project, afterSeq, limit)
+	} else {
+		rows, err = l.read.typed.QueryContext(ctx, project, typ, afterSeq, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream: read: %w", err)
+	}
+	defer rows.Close()
+	out := make([]Envelope, 0, min(limit, 128))
+	for rows.Next() {
+		var e Envelope
+		if err := rows.Scan(&e.Seq, &e.Type, &e.Body); err != nil {
+			return nil, fmt.Errorf("stream: read: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("stream: read: %w", err)
+	}
+	return out, nil
+}
+
+// Data returns the event's data, the "data" member of the envelope.
+func (e Envelope) Data() (json.RawMessage, error) { return unwrapEnvelope(e.Body, e.Seq, e.Type) }

@@ -82,11 +82,13 @@ func serve(args []string) error {
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
+	front := server.New(svc, server.Options{
+		MaxBodyBytes: int64(body), Logger: logger, Playground: *playground == "true",
+		GraphQL: graph.Options{Introspection: *introspection == "true"},
+	})
+	defer front.Close()
 	srv := &http.Server{
-		Handler: server.New(svc, server.Options{
-			MaxBodyBytes: int64(body), Logger: logger, Playground: *playground == "true",
-			GraphQL: graph.Options{Introspection: *introspection == "true"},
-		}),
+		Handler:           front,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,

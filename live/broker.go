@@ -1,0 +1,177 @@
+// Package live serves GraphQL subscriptions to the event stream over
+// websockets (graphql-transport-ws and the legacy graphql-ws protocol).
+//
+// It does not run a resolver per subscriber. Each project with subscribers
+// has one feed: woken after a commit (stream.Hub, and across replicas
+// PostgreSQL NOTIFY), it reads the new events once and hands their stored
+// JSON envelopes to every live subscriber, which frames them for its socket.
+// A subscriber first replays the backlog after its afterSeq from the
+// database on a goroutine of its own, then joins the feed; one that falls
+// behind (its socket's queue is full) leaves the feed and pages from the
+// database again. Idle subscriptions hold no goroutine. Every event reaches
+// a subscriber exactly once, in order: each subscriber keeps the seq of the
+// last event it was given and skips anything at or below it.
+package live
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/comm-gateway/comm/stream"
+)
+
+// Broker runs the per-project feeds.
+type Broker struct {
+	log    *stream.Log
+	logger *slog.Logger
+	// poll is the safety net: feeds re-read this often even without a
+	// wake-up (wake-ups are hints).
+	poll time.Duration
+
+	mu    sync.Mutex
+	feeds map[string]*feed
+}
+
+// NewBroker returns a broker over the log.
+func NewBroker(log *stream.Log, logger *slog.Logger) *Broker {
+	return &Broker{log: log, logger: logger, poll: time.Second, feeds: map[string]*feed{}}
+}
+
+// feed fans one project's new events out to its live subscribers.
+type feed struct {
+	b       *Broker
+	project string
+	refs    int // guarded by b.mu
+	stop    chan struct{}
+
+	mu   sync.Mutex
+	subs map[*sub]struct{}
+	head int64 // seq of the last event handed out
+	// ready is closed once head is known.
+	ready chan struct{}
+}
+
+// join returns the project's feed, starting it for the first subscriber.
+func (b *Broker) join(project string) *feed {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f := b.feeds[project]
+	if f == nil {
+		f = &feed{b: b, project: project, stop: make(chan struct{}), subs: map[*sub]struct{}{}, ready: make(chan struct{})}
+		b.feeds[project] = f
+		go f.run()
+	}
+	f.refs++
+	return f
+}
+
+// leave drops a subscriber's reference; the last one stops the feed.
+func (b *Broker) leave(f *feed) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f.refs--
+	if f.refs == 0 {
+		delete(b.feeds, f.project)
+		close(f.stop)
+	}
+}
+
+// Feeds returns the number of running feeds.
+func (b *Broker) Feeds() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.feeds)
+}
+
+const feedPage = 1000
+
+func (f *feed) run() {
+	w := f.b.log.Hub().Watch(f.project)
+	defer w.Close()
+	ctx := context.Background()
+	// Start at the head: subscribers replay anything older themselves.
+	for {
+		head, err := f.b.log.Head(ctx, f.project)
+		if err == nil {
+			f.mu.Lock()
+			f.head = head
+			f.mu.Unlock()
+			close(f.ready)
+			break
+		}
+		f.b.logger.Warn("live: feed head", "project", f.project, "err", err)
+		select {
+		case <-f.stop:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	tick := time.NewTicker(f.b.poll)
+	defer tick.Stop()
+	for {
+		ch := w.C()
+		f.mu.Lock()
+		after := f.head
+		f.mu.Unlock()
+		envs, err := f.b.log.ReadEnvelopes(ctx, f.project, after, feedPage, "")
+		if err != nil {
+			f.b.logger.Warn("live: feed read", "project", f.project, "err", err)
+		}
+		if len(envs) > 0 {
+			f.distribute(envs)
+			if len(envs) == feedPage {
+				continue
+			}
+		}
+		select {
+		case <-f.stop:
+			return
+		case <-ch:
+		case <-tick.C:
+		}
+	}
+}
+
+// distribute hands events to every live subscriber. A subscriber whose
+// socket cannot take them leaves the feed and replays from the database.
+func (f *feed) distribute(envs []stream.Envelope) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.subs {
+		if !s.deliver(envs) {
+			delete(f.subs, s)
+			go s.replay()
+		}
+	}
+	f.head = envs[len(envs)-1].Seq
+}
+
+// tryJoin adds s to the live set if it has seen everything the feed has
+// handed out; otherwise s must read more from the database first.
+func (f *feed) tryJoin(s *sub, scanned int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if scanned < f.head {
+		return false
+	}
+	s.mu.Lock()
+	s.cursor = max(s.cursor, scanned)
+	s.mu.Unlock()
+	f.subs[s] = struct{}{}
+	return true
+}
+
+func (f *feed) remove(s *sub) {
+	f.mu.Lock()
+	delete(f.subs, s)
+	f.mu.Unlock()
+}
+
+// headNow returns the feed's head.
+func (f *feed) headNow() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.head
+}

@@ -1,0 +1,434 @@
+package live_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/testchan"
+	"github.com/comm-gateway/comm/live"
+	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/server"
+	"github.com/comm-gateway/comm/store"
+	"github.com/comm-gateway/comm/store/storetest"
+	"github.com/comm-gateway/comm/stream"
+)
+
+type gateway struct {
+	URL string
+	Log *stream.Log
+	Svc *messaging.Service
+	Srv *server.Server
+}
+
+func start(t *testing.T, cfg store.Config, opts live.Options) *gateway {
+	t.Helper()
+	db := storetest.Open(t, cfg)
+	l, err := stream.Open(db, stream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	reg := channels.NewRegistry(channels.Known()...)
+	reg.Add(testchan.Descriptor())
+	svc, err := messaging.New(l, messaging.Options{Channels: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := server.New(svc, server.Options{Live: opts})
+	hs := httptest.NewServer(front)
+	t.Cleanup(func() { front.Close(); hs.Close() })
+	return &gateway{URL: hs.URL, Log: l, Svc: svc, Srv: front}
+}
+
+func (g *gateway) sandbox(t *testing.T) *messaging.Sandbox {
+	t.Helper()
+	sb, err := g.Svc.CreateSandbox(context.Background(), "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
+func (g *gateway) append(t *testing.T, project string, n int, typ string) {
+	t.Helper()
+	for i := range n {
+		if _, err := g.Log.Append(context.Background(), project, typ, map[string]int{"i": i}); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// client is a minimal GraphQL-over-websocket client written from the
+// protocols' documents.
+type client struct {
+	t      *testing.T
+	ws     *websocket.Conn
+	legacy bool
+}
+
+func dial(t *testing.T, url, proto string, header http.Header) (*client, *http.Response, error) {
+	d := websocket.Dialer{Subprotocols: []string{proto}, HandshakeTimeout: 5 * time.Second}
+	ws, resp, err := d.Dial("ws"+strings.TrimPrefix(url, "http")+"/graphql", header)
+	if err != nil {
+		return nil, resp, err
+	}
+	t.Cleanup(func() { ws.Close() })
+	return &client{t: t, ws: ws, legacy: proto == live.ProtocolLegacy}, resp, nil
+}
+
+type msg struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+func (c *client) write(m msg) {
+	c.t.Helper()
+	if err := c.ws.WriteJSON(m); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// next reads the next protocol message other than keep-alives.
+func (c *client) next(timeout time.Duration) (msg, error) {
+	for {
+		c.ws.SetReadDeadline(time.Now().Add(timeout))
+		var m msg
+		if err := c.ws.ReadJSON(&m); err != nil {
+			return m, err
+		}
+		if m.Type != "ka" && m.Type != "ping" && m.Type != "pong" {
+			return m, nil
+		}
+	}
+}
+
+func (c *client) init(payload any) {
+	c.t.Helper()
+	b, _ := json.Marshal(payload)
+	c.write(msg{Type: "connection_init", Payload: b})
+	m, err := c.next(5 * time.Second)
+	if err != nil || m.Type != "connection_ack" {
+		c.t.Fatalf("init: %v %+v", err, m)
+	}
+}
+
+func (c *client) subscribe(id, query string, vars map[string]any) {
+	b, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	kind := "subscribe"
+	if c.legacy {
+		kind = "start"
+	}
+	c.write(msg{ID: id, Type: kind, Payload: b})
+}
+
+type event struct {
+	Seq  int64           `json:"seq"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// events reads data messages of subscription id until n events arrived.
+func (c *client) events(id string, n int) ([]event, error) {
+	var out []event
+	for len(out) < n {
+		m, err := c.next(10 * time.Second)
+		if err != nil {
+			return out, err
+		}
+		if m.ID != id {
+			continue // another subscription's
+		}
+		if m.Type != "next" && m.Type != "data" {
+			return out, fmt.Errorf("unexpected message %s %s %s", m.ID, m.Type, m.Payload)
+		}
+		var p struct {
+			Data map[string]json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(m.Payload, &p); err != nil {
+			return out, err
+		}
+		for _, raw := range p.Data {
+			if raw[0] == '[' {
+				var evs []event
+				if err := json.Unmarshal(raw, &evs); err != nil {
+					return out, err
+				}
+				out = append(out, evs...)
+			} else {
+				var e event
+				if err := json.Unmarshal(raw, &e); err != nil {
+					return out, err
+				}
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
+}
+
+const subEvents = `subscription($after: Int, $type: String) { events(afterSeq: $after, type: $type) { seq type data } }`
+
+// TestReplayLiveReconnect: subscribe from 0 on a project with a backlog
+// while events are appended concurrently; drop the socket mid-stream;
+// resubscribe from the last seq received. The union is exactly 1..N.
+func TestReplayLiveReconnect(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		for _, proto := range []string{live.ProtocolTransportWS, live.ProtocolLegacy} {
+			t.Run(proto, func(t *testing.T) {
+				g := start(t, cfg, live.Options{})
+				sb := g.sandbox(t)
+				const backlog, more = 1500, 1500
+				g.append(t, sb.ProjectID, backlog, stream.MessageReceived)
+				done := make(chan struct{})
+				go func() { defer close(done); g.append(t, sb.ProjectID, more, stream.MessageSent) }()
+
+				var got []event
+				var last int64
+				for round := 0; len(got) < backlog+more; round++ {
+					c, _, err := dial(t, g.URL, proto, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.init(map[string]string{"Authorization": "Bearer " + sb.APIKey})
+					c.subscribe("s", subEvents, map[string]any{"after": last})
+					want := min(700, backlog+more-len(got))
+					evs, err := c.events("s", want)
+					if err != nil {
+						t.Fatalf("round %d: %v", round, err)
+					}
+					for _, e := range evs {
+						if e.Seq != last+1 {
+							t.Fatalf("round %d: seq %d after %d", round, e.Seq, last)
+						}
+						last = e.Seq
+					}
+					got = append(got, evs...)
+					c.ws.Close() // abrupt: no complete, no close frame
+				}
+				<-done
+				if len(got) != backlog+more || last != backlog+more {
+					t.Fatalf("received %d events, last %d", len(got), last)
+				}
+			})
+		}
+	})
+}
+
+// TestTypeFilterBatchesAndShape: a typed subscription sees only its type;
+// eventBatches delivers the same stream in batches; aliases and partial
+// selections are honoured.
+func TestTypeFilterBatchesAndShape(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{})
+	sb := g.sandbox(t)
+	for i := range 30 {
+		typ := stream.MessageReceived
+		if i%3 == 0 {
+			typ = stream.MessageSent
+		}
+		g.append(t, sb.ProjectID, 1, typ)
+	}
+	c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(map[string]string{"apiKey": sb.APIKey})
+	c.subscribe("typed", subEvents, map[string]any{"type": "message.sent"})
+	evs, err := c.events("typed", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range evs {
+		if e.Type != stream.MessageSent || e.Seq != int64(3*i+1) {
+			t.Fatalf("typed event %d: %+v", i, e)
+		}
+	}
+	c.subscribe("b", `subscription { eventBatches(afterSeq: 5, max: 7) { seq type data } }`, nil)
+	evs, err = c.events("b", 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].Seq != 6 || evs[24].Seq != 30 {
+		t.Fatalf("batches: %d..%d", evs[0].Seq, evs[24].Seq)
+	}
+	c.subscribe("alias", `subscription { e: events(afterSeq: 29) { n: seq __typename } }`, nil)
+	m, err := c.next(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"data":{"e":{"n":30,"__typename":"Event"}}}`; string(m.Payload) != want {
+		t.Fatalf("aliased payload %s, want %s", m.Payload, want)
+	}
+	// Live: a new event reaches all three subscriptions.
+	g.append(t, sb.ProjectID, 1, stream.MessageSent)
+	seen := map[string]bool{}
+	for len(seen) < 3 {
+		m, err := c.next(5 * time.Second)
+		if err != nil {
+			t.Fatalf("live: %v (seen %v)", err, seen)
+		}
+		if !strings.Contains(string(m.Payload), "31") {
+			t.Fatalf("live payload %s", m.Payload)
+		}
+		seen[m.ID] = true
+	}
+}
+
+// TestBadInput: bad keys close with 4403; bad arguments and documents get
+// error messages with codes while the connection and other subscriptions
+// go on.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{MaxSubscriptions: 3})
+	sb := g.sandbox(t)
+	for _, payload := range []any{
+		map[string]string{"Authorization": "Bearer comm_sandbox_nope"},
+		map[string]string{"apiKey": ""},
+		nil,
+	} {
+		c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(payload)
+		c.write(msg{Type: "connection_init", Payload: b})
+		_, err = c.next(5 * time.Second)
+		var ce *websocket.CloseError
+		if !errorsAs(err, &ce) || ce.Code != 4403 {
+			t.Errorf("init %v: %v, want close 4403", payload, err)
+		}
+	}
+	// A key in the upgrade's header works too.
+	h := http.Header{"Authorization": {"Bearer " + sb.APIKey}}
+	c, _, err := dial(t, g.URL, live.ProtocolTransportWS, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(nil)
+	c.subscribe("ok", subEvents, nil)
+	for _, tc := range []struct{ query, code string }{
+		{`subscription { events(afterSeq: -1) { seq } }`, "invalid_parameter"},
+		{`subscription { events(type: "nope") { seq } }`, "invalid_parameter"},
+		{`subscription { eventBatches(max: 0) { seq } }`, "invalid_parameter"},
+		{`subscription { events { nope } }`, "GRAPHQL_VALIDATION_FAILED"},
+		{`subscription {`, "GRAPHQL_PARSE_FAILED"},
+		{`subscription { a: events { seq } b: events { seq } }`, "invalid_parameter"},
+	} {
+		c.subscribe("bad", tc.query, nil)
+		m, err := c.next(5 * time.Second)
+		if err != nil || m.Type != "error" || m.ID != "bad" || !strings.Contains(string(m.Payload), tc.code) {
+			t.Errorf("%s: %v %s %s", tc.query, err, m.Type, m.Payload)
+		}
+	}
+	// Too many operations on one connection.
+	c.subscribe("2", subEvents, nil)
+	c.subscribe("3", subEvents, nil)
+	c.subscribe("4", subEvents, nil)
+	m, err := c.next(5 * time.Second)
+	if err != nil || m.ID != "4" || !strings.Contains(string(m.Payload), "rate_limited") {
+		t.Errorf("fourth subscription: %v %+v", err, m)
+	}
+	// The good subscriptions still work.
+	g.append(t, sb.ProjectID, 1, stream.MessageSent)
+	ids := map[string]bool{}
+	for len(ids) < 3 {
+		m, err := c.next(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[m.ID] = true
+	}
+	// Queries and mutations run over the socket too (once a slot is free).
+	c.write(msg{ID: "3", Type: "complete"})
+	c.subscribe("q", `query { project { id } }`, nil)
+	m, err = c.next(5 * time.Second)
+	if err != nil || m.Type != "next" || !strings.Contains(string(m.Payload), sb.ProjectID) {
+		t.Fatalf("query over socket: %v %+v", err, m)
+	}
+	if m, err = c.next(5 * time.Second); err != nil || m.Type != "complete" {
+		t.Fatalf("query complete: %v %+v", err, m)
+	}
+	// A duplicate id closes with 4409.
+	c.subscribe("ok", subEvents, nil)
+	_, err = c.next(5 * time.Second)
+	var ce *websocket.CloseError
+	if !errorsAs(err, &ce) || ce.Code != 4409 {
+		t.Errorf("duplicate id: %v", err)
+	}
+}
+
+// TestInitTimeoutAndOrigin: a client that never initialises is closed with
+// 4408; a foreign browser origin is refused at the upgrade.
+func TestInitTimeoutAndOrigin(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{InitTimeout: 300 * time.Millisecond})
+	c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.next(5 * time.Second)
+	var ce *websocket.CloseError
+	if !errorsAs(err, &ce) || ce.Code != 4408 {
+		t.Errorf("no init: %v, want 4408", err)
+	}
+	_, resp, err := dial(t, g.URL, live.ProtocolTransportWS, http.Header{"Origin": {"https://evil.example"}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign origin: %v %v", err, resp)
+	}
+}
+
+// TestGoroutinesReturnToBaseline: many subscribe/unsubscribe cycles and
+// abrupt disconnects leave no goroutine or feed behind.
+func TestGoroutinesReturnToBaseline(t *testing.T) {
+	g := start(t, storetest.SQLite(t), live.Options{})
+	sb := g.sandbox(t)
+	g.append(t, sb.ProjectID, 50, stream.MessageSent)
+	runtime.GC()
+	base := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c.init(map[string]string{"apiKey": sb.APIKey})
+			c.subscribe("a", subEvents, nil)
+			c.subscribe("b", subEvents, map[string]any{"after": 45})
+			if _, err := c.events("a", 10); err != nil {
+				t.Error(err)
+			}
+			if i%2 == 0 {
+				c.write(msg{ID: "a", Type: "complete"})
+			}
+			c.ws.Close()
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if runtime.NumGoroutine() <= base+2 && g.Srv.Live().Conns() == 0 && g.Srv.Live().Broker().Feeds() == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("goroutines %d (baseline %d), conns %d, feeds %d", runtime.NumGoroutine(), base,
+		g.Srv.Live().Conns(), g.Srv.Live().Broker().Feeds())
+}
