@@ -54,6 +54,9 @@ type DB struct {
 	Ent *ent.Client
 	// Where describes the database for the start-up line, without secrets.
 	Where string
+	// URL is the PostgreSQL URL (empty for SQLite), for dedicated
+	// connections such as LISTEN.
+	URL string
 
 	stopCheckpoint context.CancelFunc
 	wg             sync.WaitGroup
@@ -135,7 +138,7 @@ func openPostgres(cfg Config) (*DB, error) {
 	p.SetConnMaxIdleTime(5 * time.Minute)
 	where := "postgresql://" + u.Host + u.Path
 	return &DB{
-		Dialect: dialect.Postgres, W: p, R: p, Where: where,
+		Dialect: dialect.Postgres, W: p, R: p, Where: where, URL: cfg.URL,
 		Ent: ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, p))),
 	}, nil
 }

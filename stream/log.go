@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,8 @@ type Options struct {
 	MaxBatch int
 	// Hub receives a wake-up after every commit; a new one is made if nil.
 	Hub *Hub
+	// Logger receives warnings; slog.Default() if nil.
+	Logger *slog.Logger
 }
 
 // Log reads and appends the event streams of all projects.
@@ -46,6 +49,11 @@ type Log struct {
 	mu     sync.RWMutex
 	closed bool
 	wg     sync.WaitGroup
+
+	// PostgreSQL only: announce commits to other replicas, hear theirs.
+	notify     *notifier
+	stopListen chan struct{}
+	listenDone chan struct{}
 }
 
 // Open starts the log's writers on db.
@@ -63,9 +71,19 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	if opts.Hub == nil {
 		opts.Hub = NewHub()
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	l := &Log{db: db, hub: opts.Hub}
 	if err := l.read.prepare(db); err != nil {
 		return nil, err
+	}
+	if db.IsPostgres() && db.URL != "" {
+		l.notify = &notifier{log: l, logger: opts.Logger, pending: map[string]int64{},
+			kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		go l.notify.run()
+		l.stopListen, l.listenDone = make(chan struct{}), make(chan struct{})
+		go l.listen(opts.Logger, l.stopListen, l.listenDone)
 	}
 	for range n {
 		w := &writer{log: l, queue: make(chan *unit, 4*opts.MaxBatch), maxBatch: opts.MaxBatch}
@@ -95,6 +113,12 @@ func (l *Log) Close() {
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
+	if l.notify != nil {
+		close(l.notify.stop)
+		<-l.notify.done
+		close(l.stopListen)
+		<-l.listenDone
+	}
 	l.read.close()
 }
 
@@ -240,6 +264,9 @@ func (w *writer) commit(batch []*unit) {
 	}
 	for p, head := range heads {
 		w.log.hub.Publish(p, head)
+		if w.log.notify != nil {
+			w.log.notify.note(p, head)
+		}
 	}
 }
 

@@ -350,3 +350,33 @@ func TestRestartContinuesSeq(t *testing.T) {
 		}
 	})
 }
+
+// TestNotifyAcrossReplicas: on PostgreSQL, a commit through one log wakes
+// watchers of another log (another replica) on the same database, through
+// LISTEN/NOTIFY, well before any polling would.
+func TestNotifyAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.Postgres(t)
+	a := openLog(t, cfg, stream.Options{})
+	b := openLog(t, cfg, stream.Options{})
+	p := newProject(t, a)
+	time.Sleep(200 * time.Millisecond) // b's LISTEN is up
+	w := b.Hub().Watch(p)
+	defer w.Close()
+	for i := range 20 {
+		ch := w.C()
+		t0 := time.Now()
+		seq, err := a.Append(context.Background(), p, stream.MessageSent, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ch:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("event %d: replica b not woken", seq)
+		}
+		if d := time.Since(t0); d > 500*time.Millisecond {
+			t.Errorf("event %d: woken after %s", seq, d)
+		}
+	}
+}
