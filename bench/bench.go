@@ -52,6 +52,12 @@ func (l *latencies) add(ds []time.Duration) {
 }
 
 func (l *latencies) percentiles() (p50, p99 time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.percentilesLocked()
+}
+
+func (l *latencies) percentilesLocked() (p50, p99 time.Duration) {
 	if len(l.all) == 0 {
 		return 0, 0
 	}

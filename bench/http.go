@@ -67,6 +67,8 @@ func (a *API) Do(ctx context.Context, method, path, key string, in, out any) (in
 // TestConnection is a sandbox project with a test-channel connection.
 type TestConnection struct {
 	Key, ConnectionID string
+	// Head is the project's last seq when it was made.
+	Head int64
 }
 
 // NewTestConnections makes n sandbox projects, each with a test connection.
@@ -85,7 +87,7 @@ func NewTestConnections(ctx context.Context, a *API, n int) ([]TestConnection, e
 		if _, err := a.Do(ctx, "POST", "/v1/connections", sb.APIKey, map[string]string{"channel": "test"}, &c); err != nil {
 			return nil, err
 		}
-		out[i] = TestConnection{Key: sb.APIKey, ConnectionID: c.ID}
+		out[i] = TestConnection{Key: sb.APIKey, ConnectionID: c.ID, Head: 1} // connection.active
 	}
 	return out, nil
 }

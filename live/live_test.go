@@ -432,3 +432,36 @@ func TestGoroutinesReturnToBaseline(t *testing.T) {
 	t.Fatalf("goroutines %d (baseline %d), conns %d, feeds %d", runtime.NumGoroutine(), base,
 		g.Srv.Live().Conns(), g.Srv.Live().Broker().Feeds())
 }
+
+// TestSlowSubscriberPagesFromDatabase: a subscriber that stops reading
+// while thousands of events commit is dropped from the live feed (its queue
+// is bounded) and catches up from the database once it reads again: still
+// exactly 1..N, in order.
+func TestSlowSubscriberPagesFromDatabase(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{MaxQueueBytes: 8 << 10})
+	sb := g.sandbox(t)
+	c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(map[string]string{"apiKey": sb.APIKey})
+	c.subscribe("s", subEvents, nil)
+	time.Sleep(100 * time.Millisecond) // joined the live feed
+	const n = 6000
+	big := strings.Repeat("x", 400)
+	for i := range n {
+		if _, err := g.Log.Append(context.Background(), sb.ProjectID, stream.MessageSent, map[string]any{"i": i, "pad": big}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := c.events("s", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("position %d: seq %d", i, e.Seq)
+		}
+	}
+}

@@ -24,12 +24,16 @@ func runBench(args []string) error {
 		"The load runs in this process and shares its CPU with what is measured.")
 	dbURL := s.add("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.add("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.add("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), read (GET /v1/events over HTTP)")
+	what := s.add("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite)")
 	dur := s.add("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.add("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.add("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
 	clients := s.add("clients", "COMM_BENCH_CLIENTS", "8", "concurrent HTTP readers")
 	writers := s.add("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL")
+	subs := s.add("subscribers", "COMM_BENCH_SUBSCRIBERS", "10000", "subscriptions for the subscribe benchmark (one websocket each)")
+	rates := s.add("rates", "COMM_BENCH_RATES", "250,400,600", "event rates (events/s) for the subscribe benchmark")
+	backlog := s.add("backlog", "COMM_BENCH_BACKLOG", "1000000", "events a subscriber catches up in the subscribe benchmark (0 skips it)")
+	serverGOGC := s.add("server-gogc", "COMM_BENCH_SERVER_GOGC", "100", "GOGC of the server process in the subscribe benchmark")
 	cpuprofile := s.add("cpuprofile", "COMM_BENCH_CPUPROFILE", "", "write a CPU profile of the run to this file")
 	if err := s.parse(args); err != nil {
 		return err
@@ -133,6 +137,28 @@ func runBench(args []string) error {
 			}
 			r.Engine = engine
 			results = append(results, r)
+		case "subscribe":
+			nSubs, err := parseInt("--subscribers", *subs)
+			if err != nil {
+				return err
+			}
+			nBacklog, err := parseInt("--backlog", *backlog)
+			if err != nil {
+				return err
+			}
+			var rs []int
+			for _, r := range strings.Split(*rates, ",") {
+				n, err := parseInt("--rates", r)
+				if err != nil || n == 0 {
+					return fmt.Errorf("--rates: %q is not a positive rate", r)
+				}
+				rs = append(rs, n)
+			}
+			got, err := subscribeBench{subs: nSubs, projects: 100, rates: rs, d: d, backlog: nBacklog, serverGOGC: *serverGOGC}.run(ctx)
+			if err != nil {
+				return err
+			}
+			results = append(results, got...)
 		case "read":
 			r, err := benchRead(ctx, open, nEv, nCl, d)
 			if err != nil {
