@@ -195,4 +195,3 @@ func CatchUp(ctx context.Context, base, key string, events int64, max int) (time
 	}
 	return time.Since(t0), nil
 }
-
