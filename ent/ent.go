@@ -18,6 +18,7 @@ import (
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/webhook"
+	"github.com/comm-gateway/comm/ent/webhookattempt"
 )
 
 // ent aliases to avoid import conflicts in user's code.
@@ -78,12 +79,13 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apikey.Table:       apikey.ValidColumn,
-			connection.Table:   connection.ValidColumn,
-			conversation.Table: conversation.ValidColumn,
-			message.Table:      message.ValidColumn,
-			project.Table:      project.ValidColumn,
-			webhook.Table:      webhook.ValidColumn,
+			apikey.Table:         apikey.ValidColumn,
+			connection.Table:     connection.ValidColumn,
+			conversation.Table:   conversation.ValidColumn,
+			message.Table:        message.ValidColumn,
+			project.Table:        project.ValidColumn,
+			webhook.Table:        webhook.ValidColumn,
+			webhookattempt.Table: webhookattempt.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

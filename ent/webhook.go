@@ -23,16 +23,26 @@ type Webhook struct {
 	ProjectID string `json:"project_id,omitempty"`
 	// URL holds the value of the "url" field.
 	URL string `json:"url,omitempty"`
-	// encrypted at rest; never returned
+	// sealed (AES-GCM) at rest; never returned
 	Secret []byte `json:"-"`
 	// Status holds the value of the "status" field.
 	Status webhook.Status `json:"status,omitempty"`
-	// Cursor holds the value of the "cursor" field.
+	// last acknowledged seq
 	Cursor int64 `json:"cursor,omitempty"`
 	// LastError holds the value of the "last_error" field.
 	LastError *string `json:"last_error,omitempty"`
 	// FailingSince holds the value of the "failing_since" field.
 	FailingSince *time.Time `json:"failing_since,omitempty"`
+	// consecutive failed attempts
+	Failures int `json:"failures,omitempty"`
+	// backoff: no attempt before
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	// replica delivering to this endpoint
+	LeaseOwner string `json:"lease_owner,omitempty"`
+	// LeaseUntil holds the value of the "lease_until" field.
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	// DisabledReason holds the value of the "disabled_reason" field.
+	DisabledReason *string `json:"disabled_reason,omitempty"`
 	// UpdatedAt holds the value of the "updated_at" field.
 	UpdatedAt    time.Time `json:"updated_at,omitempty"`
 	selectValues sql.SelectValues
@@ -45,11 +55,11 @@ func (*Webhook) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case webhook.FieldSecret:
 			values[i] = new([]byte)
-		case webhook.FieldCursor:
+		case webhook.FieldCursor, webhook.FieldFailures:
 			values[i] = new(sql.NullInt64)
-		case webhook.FieldID, webhook.FieldProjectID, webhook.FieldURL, webhook.FieldStatus, webhook.FieldLastError:
+		case webhook.FieldID, webhook.FieldProjectID, webhook.FieldURL, webhook.FieldStatus, webhook.FieldLastError, webhook.FieldLeaseOwner, webhook.FieldDisabledReason:
 			values[i] = new(sql.NullString)
-		case webhook.FieldCreatedAt, webhook.FieldFailingSince, webhook.FieldUpdatedAt:
+		case webhook.FieldCreatedAt, webhook.FieldFailingSince, webhook.FieldNextAttemptAt, webhook.FieldLeaseUntil, webhook.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -122,6 +132,39 @@ func (_m *Webhook) assignValues(columns []string, values []any) error {
 				_m.FailingSince = new(time.Time)
 				*_m.FailingSince = value.Time
 			}
+		case webhook.FieldFailures:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field failures", values[i])
+			} else if value.Valid {
+				_m.Failures = int(value.Int64)
+			}
+		case webhook.FieldNextAttemptAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field next_attempt_at", values[i])
+			} else if value.Valid {
+				_m.NextAttemptAt = new(time.Time)
+				*_m.NextAttemptAt = value.Time
+			}
+		case webhook.FieldLeaseOwner:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field lease_owner", values[i])
+			} else if value.Valid {
+				_m.LeaseOwner = value.String
+			}
+		case webhook.FieldLeaseUntil:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field lease_until", values[i])
+			} else if value.Valid {
+				_m.LeaseUntil = new(time.Time)
+				*_m.LeaseUntil = value.Time
+			}
+		case webhook.FieldDisabledReason:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field disabled_reason", values[i])
+			} else if value.Valid {
+				_m.DisabledReason = new(string)
+				*_m.DisabledReason = value.String
+			}
 		case webhook.FieldUpdatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field updated_at", values[i])
@@ -189,6 +232,27 @@ func (_m *Webhook) String() string {
 	if v := _m.FailingSince; v != nil {
 		builder.WriteString("failing_since=")
 		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	builder.WriteString("failures=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Failures))
+	builder.WriteString(", ")
+	if v := _m.NextAttemptAt; v != nil {
+		builder.WriteString("next_attempt_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	builder.WriteString("lease_owner=")
+	builder.WriteString(_m.LeaseOwner)
+	builder.WriteString(", ")
+	if v := _m.LeaseUntil; v != nil {
+		builder.WriteString("lease_until=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.DisabledReason; v != nil {
+		builder.WriteString("disabled_reason=")
+		builder.WriteString(*v)
 	}
 	builder.WriteString(", ")
 	builder.WriteString("updated_at=")

@@ -111,6 +111,76 @@ func (_c *WebhookCreate) SetNillableFailingSince(v *time.Time) *WebhookCreate {
 	return _c
 }
 
+// SetFailures sets the "failures" field.
+func (_c *WebhookCreate) SetFailures(v int) *WebhookCreate {
+	_c.mutation.SetFailures(v)
+	return _c
+}
+
+// SetNillableFailures sets the "failures" field if the given value is not nil.
+func (_c *WebhookCreate) SetNillableFailures(v *int) *WebhookCreate {
+	if v != nil {
+		_c.SetFailures(*v)
+	}
+	return _c
+}
+
+// SetNextAttemptAt sets the "next_attempt_at" field.
+func (_c *WebhookCreate) SetNextAttemptAt(v time.Time) *WebhookCreate {
+	_c.mutation.SetNextAttemptAt(v)
+	return _c
+}
+
+// SetNillableNextAttemptAt sets the "next_attempt_at" field if the given value is not nil.
+func (_c *WebhookCreate) SetNillableNextAttemptAt(v *time.Time) *WebhookCreate {
+	if v != nil {
+		_c.SetNextAttemptAt(*v)
+	}
+	return _c
+}
+
+// SetLeaseOwner sets the "lease_owner" field.
+func (_c *WebhookCreate) SetLeaseOwner(v string) *WebhookCreate {
+	_c.mutation.SetLeaseOwner(v)
+	return _c
+}
+
+// SetNillableLeaseOwner sets the "lease_owner" field if the given value is not nil.
+func (_c *WebhookCreate) SetNillableLeaseOwner(v *string) *WebhookCreate {
+	if v != nil {
+		_c.SetLeaseOwner(*v)
+	}
+	return _c
+}
+
+// SetLeaseUntil sets the "lease_until" field.
+func (_c *WebhookCreate) SetLeaseUntil(v time.Time) *WebhookCreate {
+	_c.mutation.SetLeaseUntil(v)
+	return _c
+}
+
+// SetNillableLeaseUntil sets the "lease_until" field if the given value is not nil.
+func (_c *WebhookCreate) SetNillableLeaseUntil(v *time.Time) *WebhookCreate {
+	if v != nil {
+		_c.SetLeaseUntil(*v)
+	}
+	return _c
+}
+
+// SetDisabledReason sets the "disabled_reason" field.
+func (_c *WebhookCreate) SetDisabledReason(v string) *WebhookCreate {
+	_c.mutation.SetDisabledReason(v)
+	return _c
+}
+
+// SetNillableDisabledReason sets the "disabled_reason" field if the given value is not nil.
+func (_c *WebhookCreate) SetNillableDisabledReason(v *string) *WebhookCreate {
+	if v != nil {
+		_c.SetDisabledReason(*v)
+	}
+	return _c
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_c *WebhookCreate) SetUpdatedAt(v time.Time) *WebhookCreate {
 	_c.mutation.SetUpdatedAt(v)
@@ -191,6 +261,10 @@ func (_c *WebhookCreate) defaults() error {
 		v := webhook.DefaultCursor
 		_c.mutation.SetCursor(v)
 	}
+	if _, ok := _c.mutation.Failures(); !ok {
+		v := webhook.DefaultFailures
+		_c.mutation.SetFailures(v)
+	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
 		if webhook.DefaultUpdatedAt == nil {
 			return fmt.Errorf("ent: uninitialized webhook.DefaultUpdatedAt (forgotten import ent/runtime?)")
@@ -242,6 +316,9 @@ func (_c *WebhookCreate) check() error {
 		if err := webhook.CursorValidator(v); err != nil {
 			return &ValidationError{Name: "cursor", err: fmt.Errorf(`ent: validator failed for field "Webhook.cursor": %w`, err)}
 		}
+	}
+	if _, ok := _c.mutation.Failures(); !ok {
+		return &ValidationError{Name: "failures", err: errors.New(`ent: missing required field "Webhook.failures"`)}
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
 		return &ValidationError{Name: "updated_at", err: errors.New(`ent: missing required field "Webhook.updated_at"`)}
@@ -318,6 +395,26 @@ func (_c *WebhookCreate) createSpec() (*Webhook, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.FailingSince(); ok {
 		_spec.SetField(webhook.FieldFailingSince, field.TypeTime, value)
 		_node.FailingSince = &value
+	}
+	if value, ok := _c.mutation.Failures(); ok {
+		_spec.SetField(webhook.FieldFailures, field.TypeInt, value)
+		_node.Failures = value
+	}
+	if value, ok := _c.mutation.NextAttemptAt(); ok {
+		_spec.SetField(webhook.FieldNextAttemptAt, field.TypeTime, value)
+		_node.NextAttemptAt = &value
+	}
+	if value, ok := _c.mutation.LeaseOwner(); ok {
+		_spec.SetField(webhook.FieldLeaseOwner, field.TypeString, value)
+		_node.LeaseOwner = value
+	}
+	if value, ok := _c.mutation.LeaseUntil(); ok {
+		_spec.SetField(webhook.FieldLeaseUntil, field.TypeTime, value)
+		_node.LeaseUntil = &value
+	}
+	if value, ok := _c.mutation.DisabledReason(); ok {
+		_spec.SetField(webhook.FieldDisabledReason, field.TypeString, value)
+		_node.DisabledReason = &value
 	}
 	if value, ok := _c.mutation.UpdatedAt(); ok {
 		_spec.SetField(webhook.FieldUpdatedAt, field.TypeTime, value)
@@ -462,6 +559,96 @@ func (u *WebhookUpsert) UpdateFailingSince() *WebhookUpsert {
 // ClearFailingSince clears the value of the "failing_since" field.
 func (u *WebhookUpsert) ClearFailingSince() *WebhookUpsert {
 	u.SetNull(webhook.FieldFailingSince)
+	return u
+}
+
+// SetFailures sets the "failures" field.
+func (u *WebhookUpsert) SetFailures(v int) *WebhookUpsert {
+	u.Set(webhook.FieldFailures, v)
+	return u
+}
+
+// UpdateFailures sets the "failures" field to the value that was provided on create.
+func (u *WebhookUpsert) UpdateFailures() *WebhookUpsert {
+	u.SetExcluded(webhook.FieldFailures)
+	return u
+}
+
+// AddFailures adds v to the "failures" field.
+func (u *WebhookUpsert) AddFailures(v int) *WebhookUpsert {
+	u.Add(webhook.FieldFailures, v)
+	return u
+}
+
+// SetNextAttemptAt sets the "next_attempt_at" field.
+func (u *WebhookUpsert) SetNextAttemptAt(v time.Time) *WebhookUpsert {
+	u.Set(webhook.FieldNextAttemptAt, v)
+	return u
+}
+
+// UpdateNextAttemptAt sets the "next_attempt_at" field to the value that was provided on create.
+func (u *WebhookUpsert) UpdateNextAttemptAt() *WebhookUpsert {
+	u.SetExcluded(webhook.FieldNextAttemptAt)
+	return u
+}
+
+// ClearNextAttemptAt clears the value of the "next_attempt_at" field.
+func (u *WebhookUpsert) ClearNextAttemptAt() *WebhookUpsert {
+	u.SetNull(webhook.FieldNextAttemptAt)
+	return u
+}
+
+// SetLeaseOwner sets the "lease_owner" field.
+func (u *WebhookUpsert) SetLeaseOwner(v string) *WebhookUpsert {
+	u.Set(webhook.FieldLeaseOwner, v)
+	return u
+}
+
+// UpdateLeaseOwner sets the "lease_owner" field to the value that was provided on create.
+func (u *WebhookUpsert) UpdateLeaseOwner() *WebhookUpsert {
+	u.SetExcluded(webhook.FieldLeaseOwner)
+	return u
+}
+
+// ClearLeaseOwner clears the value of the "lease_owner" field.
+func (u *WebhookUpsert) ClearLeaseOwner() *WebhookUpsert {
+	u.SetNull(webhook.FieldLeaseOwner)
+	return u
+}
+
+// SetLeaseUntil sets the "lease_until" field.
+func (u *WebhookUpsert) SetLeaseUntil(v time.Time) *WebhookUpsert {
+	u.Set(webhook.FieldLeaseUntil, v)
+	return u
+}
+
+// UpdateLeaseUntil sets the "lease_until" field to the value that was provided on create.
+func (u *WebhookUpsert) UpdateLeaseUntil() *WebhookUpsert {
+	u.SetExcluded(webhook.FieldLeaseUntil)
+	return u
+}
+
+// ClearLeaseUntil clears the value of the "lease_until" field.
+func (u *WebhookUpsert) ClearLeaseUntil() *WebhookUpsert {
+	u.SetNull(webhook.FieldLeaseUntil)
+	return u
+}
+
+// SetDisabledReason sets the "disabled_reason" field.
+func (u *WebhookUpsert) SetDisabledReason(v string) *WebhookUpsert {
+	u.Set(webhook.FieldDisabledReason, v)
+	return u
+}
+
+// UpdateDisabledReason sets the "disabled_reason" field to the value that was provided on create.
+func (u *WebhookUpsert) UpdateDisabledReason() *WebhookUpsert {
+	u.SetExcluded(webhook.FieldDisabledReason)
+	return u
+}
+
+// ClearDisabledReason clears the value of the "disabled_reason" field.
+func (u *WebhookUpsert) ClearDisabledReason() *WebhookUpsert {
+	u.SetNull(webhook.FieldDisabledReason)
 	return u
 }
 
@@ -633,6 +820,111 @@ func (u *WebhookUpsertOne) UpdateFailingSince() *WebhookUpsertOne {
 func (u *WebhookUpsertOne) ClearFailingSince() *WebhookUpsertOne {
 	return u.Update(func(s *WebhookUpsert) {
 		s.ClearFailingSince()
+	})
+}
+
+// SetFailures sets the "failures" field.
+func (u *WebhookUpsertOne) SetFailures(v int) *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetFailures(v)
+	})
+}
+
+// AddFailures adds v to the "failures" field.
+func (u *WebhookUpsertOne) AddFailures(v int) *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.AddFailures(v)
+	})
+}
+
+// UpdateFailures sets the "failures" field to the value that was provided on create.
+func (u *WebhookUpsertOne) UpdateFailures() *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateFailures()
+	})
+}
+
+// SetNextAttemptAt sets the "next_attempt_at" field.
+func (u *WebhookUpsertOne) SetNextAttemptAt(v time.Time) *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetNextAttemptAt(v)
+	})
+}
+
+// UpdateNextAttemptAt sets the "next_attempt_at" field to the value that was provided on create.
+func (u *WebhookUpsertOne) UpdateNextAttemptAt() *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateNextAttemptAt()
+	})
+}
+
+// ClearNextAttemptAt clears the value of the "next_attempt_at" field.
+func (u *WebhookUpsertOne) ClearNextAttemptAt() *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.ClearNextAttemptAt()
+	})
+}
+
+// SetLeaseOwner sets the "lease_owner" field.
+func (u *WebhookUpsertOne) SetLeaseOwner(v string) *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetLeaseOwner(v)
+	})
+}
+
+// UpdateLeaseOwner sets the "lease_owner" field to the value that was provided on create.
+func (u *WebhookUpsertOne) UpdateLeaseOwner() *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateLeaseOwner()
+	})
+}
+
+// ClearLeaseOwner clears the value of the "lease_owner" field.
+func (u *WebhookUpsertOne) ClearLeaseOwner() *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.ClearLeaseOwner()
+	})
+}
+
+// SetLeaseUntil sets the "lease_until" field.
+func (u *WebhookUpsertOne) SetLeaseUntil(v time.Time) *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetLeaseUntil(v)
+	})
+}
+
+// UpdateLeaseUntil sets the "lease_until" field to the value that was provided on create.
+func (u *WebhookUpsertOne) UpdateLeaseUntil() *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateLeaseUntil()
+	})
+}
+
+// ClearLeaseUntil clears the value of the "lease_until" field.
+func (u *WebhookUpsertOne) ClearLeaseUntil() *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.ClearLeaseUntil()
+	})
+}
+
+// SetDisabledReason sets the "disabled_reason" field.
+func (u *WebhookUpsertOne) SetDisabledReason(v string) *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetDisabledReason(v)
+	})
+}
+
+// UpdateDisabledReason sets the "disabled_reason" field to the value that was provided on create.
+func (u *WebhookUpsertOne) UpdateDisabledReason() *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateDisabledReason()
+	})
+}
+
+// ClearDisabledReason clears the value of the "disabled_reason" field.
+func (u *WebhookUpsertOne) ClearDisabledReason() *WebhookUpsertOne {
+	return u.Update(func(s *WebhookUpsert) {
+		s.ClearDisabledReason()
 	})
 }
 
@@ -973,6 +1265,111 @@ func (u *WebhookUpsertBulk) UpdateFailingSince() *WebhookUpsertBulk {
 func (u *WebhookUpsertBulk) ClearFailingSince() *WebhookUpsertBulk {
 	return u.Update(func(s *WebhookUpsert) {
 		s.ClearFailingSince()
+	})
+}
+
+// SetFailures sets the "failures" field.
+func (u *WebhookUpsertBulk) SetFailures(v int) *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetFailures(v)
+	})
+}
+
+// AddFailures adds v to the "failures" field.
+func (u *WebhookUpsertBulk) AddFailures(v int) *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.AddFailures(v)
+	})
+}
+
+// UpdateFailures sets the "failures" field to the value that was provided on create.
+func (u *WebhookUpsertBulk) UpdateFailures() *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateFailures()
+	})
+}
+
+// SetNextAttemptAt sets the "next_attempt_at" field.
+func (u *WebhookUpsertBulk) SetNextAttemptAt(v time.Time) *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetNextAttemptAt(v)
+	})
+}
+
+// UpdateNextAttemptAt sets the "next_attempt_at" field to the value that was provided on create.
+func (u *WebhookUpsertBulk) UpdateNextAttemptAt() *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateNextAttemptAt()
+	})
+}
+
+// ClearNextAttemptAt clears the value of the "next_attempt_at" field.
+func (u *WebhookUpsertBulk) ClearNextAttemptAt() *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.ClearNextAttemptAt()
+	})
+}
+
+// SetLeaseOwner sets the "lease_owner" field.
+func (u *WebhookUpsertBulk) SetLeaseOwner(v string) *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetLeaseOwner(v)
+	})
+}
+
+// UpdateLeaseOwner sets the "lease_owner" field to the value that was provided on create.
+func (u *WebhookUpsertBulk) UpdateLeaseOwner() *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateLeaseOwner()
+	})
+}
+
+// ClearLeaseOwner clears the value of the "lease_owner" field.
+func (u *WebhookUpsertBulk) ClearLeaseOwner() *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.ClearLeaseOwner()
+	})
+}
+
+// SetLeaseUntil sets the "lease_until" field.
+func (u *WebhookUpsertBulk) SetLeaseUntil(v time.Time) *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetLeaseUntil(v)
+	})
+}
+
+// UpdateLeaseUntil sets the "lease_until" field to the value that was provided on create.
+func (u *WebhookUpsertBulk) UpdateLeaseUntil() *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateLeaseUntil()
+	})
+}
+
+// ClearLeaseUntil clears the value of the "lease_until" field.
+func (u *WebhookUpsertBulk) ClearLeaseUntil() *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.ClearLeaseUntil()
+	})
+}
+
+// SetDisabledReason sets the "disabled_reason" field.
+func (u *WebhookUpsertBulk) SetDisabledReason(v string) *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.SetDisabledReason(v)
+	})
+}
+
+// UpdateDisabledReason sets the "disabled_reason" field to the value that was provided on create.
+func (u *WebhookUpsertBulk) UpdateDisabledReason() *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.UpdateDisabledReason()
+	})
+}
+
+// ClearDisabledReason clears the value of the "disabled_reason" field.
+func (u *WebhookUpsertBulk) ClearDisabledReason() *WebhookUpsertBulk {
+	return u.Update(func(s *WebhookUpsert) {
+		s.ClearDisabledReason()
 	})
 }
 

@@ -123,6 +123,107 @@ func (_u *WebhookUpdate) ClearFailingSince() *WebhookUpdate {
 	return _u
 }
 
+// SetFailures sets the "failures" field.
+func (_u *WebhookUpdate) SetFailures(v int) *WebhookUpdate {
+	_u.mutation.ResetFailures()
+	_u.mutation.SetFailures(v)
+	return _u
+}
+
+// SetNillableFailures sets the "failures" field if the given value is not nil.
+func (_u *WebhookUpdate) SetNillableFailures(v *int) *WebhookUpdate {
+	if v != nil {
+		_u.SetFailures(*v)
+	}
+	return _u
+}
+
+// AddFailures adds value to the "failures" field.
+func (_u *WebhookUpdate) AddFailures(v int) *WebhookUpdate {
+	_u.mutation.AddFailures(v)
+	return _u
+}
+
+// SetNextAttemptAt sets the "next_attempt_at" field.
+func (_u *WebhookUpdate) SetNextAttemptAt(v time.Time) *WebhookUpdate {
+	_u.mutation.SetNextAttemptAt(v)
+	return _u
+}
+
+// SetNillableNextAttemptAt sets the "next_attempt_at" field if the given value is not nil.
+func (_u *WebhookUpdate) SetNillableNextAttemptAt(v *time.Time) *WebhookUpdate {
+	if v != nil {
+		_u.SetNextAttemptAt(*v)
+	}
+	return _u
+}
+
+// ClearNextAttemptAt clears the value of the "next_attempt_at" field.
+func (_u *WebhookUpdate) ClearNextAttemptAt() *WebhookUpdate {
+	_u.mutation.ClearNextAttemptAt()
+	return _u
+}
+
+// SetLeaseOwner sets the "lease_owner" field.
+func (_u *WebhookUpdate) SetLeaseOwner(v string) *WebhookUpdate {
+	_u.mutation.SetLeaseOwner(v)
+	return _u
+}
+
+// SetNillableLeaseOwner sets the "lease_owner" field if the given value is not nil.
+func (_u *WebhookUpdate) SetNillableLeaseOwner(v *string) *WebhookUpdate {
+	if v != nil {
+		_u.SetLeaseOwner(*v)
+	}
+	return _u
+}
+
+// ClearLeaseOwner clears the value of the "lease_owner" field.
+func (_u *WebhookUpdate) ClearLeaseOwner() *WebhookUpdate {
+	_u.mutation.ClearLeaseOwner()
+	return _u
+}
+
+// SetLeaseUntil sets the "lease_until" field.
+func (_u *WebhookUpdate) SetLeaseUntil(v time.Time) *WebhookUpdate {
+	_u.mutation.SetLeaseUntil(v)
+	return _u
+}
+
+// SetNillableLeaseUntil sets the "lease_until" field if the given value is not nil.
+func (_u *WebhookUpdate) SetNillableLeaseUntil(v *time.Time) *WebhookUpdate {
+	if v != nil {
+		_u.SetLeaseUntil(*v)
+	}
+	return _u
+}
+
+// ClearLeaseUntil clears the value of the "lease_until" field.
+func (_u *WebhookUpdate) ClearLeaseUntil() *WebhookUpdate {
+	_u.mutation.ClearLeaseUntil()
+	return _u
+}
+
+// SetDisabledReason sets the "disabled_reason" field.
+func (_u *WebhookUpdate) SetDisabledReason(v string) *WebhookUpdate {
+	_u.mutation.SetDisabledReason(v)
+	return _u
+}
+
+// SetNillableDisabledReason sets the "disabled_reason" field if the given value is not nil.
+func (_u *WebhookUpdate) SetNillableDisabledReason(v *string) *WebhookUpdate {
+	if v != nil {
+		_u.SetDisabledReason(*v)
+	}
+	return _u
+}
+
+// ClearDisabledReason clears the value of the "disabled_reason" field.
+func (_u *WebhookUpdate) ClearDisabledReason() *WebhookUpdate {
+	_u.mutation.ClearDisabledReason()
+	return _u
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *WebhookUpdate) SetUpdatedAt(v time.Time) *WebhookUpdate {
 	_u.mutation.SetUpdatedAt(v)
@@ -229,6 +330,36 @@ func (_u *WebhookUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.FailingSinceCleared() {
 		_spec.ClearField(webhook.FieldFailingSince, field.TypeTime)
+	}
+	if value, ok := _u.mutation.Failures(); ok {
+		_spec.SetField(webhook.FieldFailures, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedFailures(); ok {
+		_spec.AddField(webhook.FieldFailures, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.NextAttemptAt(); ok {
+		_spec.SetField(webhook.FieldNextAttemptAt, field.TypeTime, value)
+	}
+	if _u.mutation.NextAttemptAtCleared() {
+		_spec.ClearField(webhook.FieldNextAttemptAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.LeaseOwner(); ok {
+		_spec.SetField(webhook.FieldLeaseOwner, field.TypeString, value)
+	}
+	if _u.mutation.LeaseOwnerCleared() {
+		_spec.ClearField(webhook.FieldLeaseOwner, field.TypeString)
+	}
+	if value, ok := _u.mutation.LeaseUntil(); ok {
+		_spec.SetField(webhook.FieldLeaseUntil, field.TypeTime, value)
+	}
+	if _u.mutation.LeaseUntilCleared() {
+		_spec.ClearField(webhook.FieldLeaseUntil, field.TypeTime)
+	}
+	if value, ok := _u.mutation.DisabledReason(); ok {
+		_spec.SetField(webhook.FieldDisabledReason, field.TypeString, value)
+	}
+	if _u.mutation.DisabledReasonCleared() {
+		_spec.ClearField(webhook.FieldDisabledReason, field.TypeString)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(webhook.FieldUpdatedAt, field.TypeTime, value)
@@ -345,6 +476,107 @@ func (_u *WebhookUpdateOne) SetNillableFailingSince(v *time.Time) *WebhookUpdate
 // ClearFailingSince clears the value of the "failing_since" field.
 func (_u *WebhookUpdateOne) ClearFailingSince() *WebhookUpdateOne {
 	_u.mutation.ClearFailingSince()
+	return _u
+}
+
+// SetFailures sets the "failures" field.
+func (_u *WebhookUpdateOne) SetFailures(v int) *WebhookUpdateOne {
+	_u.mutation.ResetFailures()
+	_u.mutation.SetFailures(v)
+	return _u
+}
+
+// SetNillableFailures sets the "failures" field if the given value is not nil.
+func (_u *WebhookUpdateOne) SetNillableFailures(v *int) *WebhookUpdateOne {
+	if v != nil {
+		_u.SetFailures(*v)
+	}
+	return _u
+}
+
+// AddFailures adds value to the "failures" field.
+func (_u *WebhookUpdateOne) AddFailures(v int) *WebhookUpdateOne {
+	_u.mutation.AddFailures(v)
+	return _u
+}
+
+// SetNextAttemptAt sets the "next_attempt_at" field.
+func (_u *WebhookUpdateOne) SetNextAttemptAt(v time.Time) *WebhookUpdateOne {
+	_u.mutation.SetNextAttemptAt(v)
+	return _u
+}
+
+// SetNillableNextAttemptAt sets the "next_attempt_at" field if the given value is not nil.
+func (_u *WebhookUpdateOne) SetNillableNextAttemptAt(v *time.Time) *WebhookUpdateOne {
+	if v != nil {
+		_u.SetNextAttemptAt(*v)
+	}
+	return _u
+}
+
+// ClearNextAttemptAt clears the value of the "next_attempt_at" field.
+func (_u *WebhookUpdateOne) ClearNextAttemptAt() *WebhookUpdateOne {
+	_u.mutation.ClearNextAttemptAt()
+	return _u
+}
+
+// SetLeaseOwner sets the "lease_owner" field.
+func (_u *WebhookUpdateOne) SetLeaseOwner(v string) *WebhookUpdateOne {
+	_u.mutation.SetLeaseOwner(v)
+	return _u
+}
+
+// SetNillableLeaseOwner sets the "lease_owner" field if the given value is not nil.
+func (_u *WebhookUpdateOne) SetNillableLeaseOwner(v *string) *WebhookUpdateOne {
+	if v != nil {
+		_u.SetLeaseOwner(*v)
+	}
+	return _u
+}
+
+// ClearLeaseOwner clears the value of the "lease_owner" field.
+func (_u *WebhookUpdateOne) ClearLeaseOwner() *WebhookUpdateOne {
+	_u.mutation.ClearLeaseOwner()
+	return _u
+}
+
+// SetLeaseUntil sets the "lease_until" field.
+func (_u *WebhookUpdateOne) SetLeaseUntil(v time.Time) *WebhookUpdateOne {
+	_u.mutation.SetLeaseUntil(v)
+	return _u
+}
+
+// SetNillableLeaseUntil sets the "lease_until" field if the given value is not nil.
+func (_u *WebhookUpdateOne) SetNillableLeaseUntil(v *time.Time) *WebhookUpdateOne {
+	if v != nil {
+		_u.SetLeaseUntil(*v)
+	}
+	return _u
+}
+
+// ClearLeaseUntil clears the value of the "lease_until" field.
+func (_u *WebhookUpdateOne) ClearLeaseUntil() *WebhookUpdateOne {
+	_u.mutation.ClearLeaseUntil()
+	return _u
+}
+
+// SetDisabledReason sets the "disabled_reason" field.
+func (_u *WebhookUpdateOne) SetDisabledReason(v string) *WebhookUpdateOne {
+	_u.mutation.SetDisabledReason(v)
+	return _u
+}
+
+// SetNillableDisabledReason sets the "disabled_reason" field if the given value is not nil.
+func (_u *WebhookUpdateOne) SetNillableDisabledReason(v *string) *WebhookUpdateOne {
+	if v != nil {
+		_u.SetDisabledReason(*v)
+	}
+	return _u
+}
+
+// ClearDisabledReason clears the value of the "disabled_reason" field.
+func (_u *WebhookUpdateOne) ClearDisabledReason() *WebhookUpdateOne {
+	_u.mutation.ClearDisabledReason()
 	return _u
 }
 
@@ -484,6 +716,36 @@ func (_u *WebhookUpdateOne) sqlSave(ctx context.Context) (_node *Webhook, err er
 	}
 	if _u.mutation.FailingSinceCleared() {
 		_spec.ClearField(webhook.FieldFailingSince, field.TypeTime)
+	}
+	if value, ok := _u.mutation.Failures(); ok {
+		_spec.SetField(webhook.FieldFailures, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedFailures(); ok {
+		_spec.AddField(webhook.FieldFailures, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.NextAttemptAt(); ok {
+		_spec.SetField(webhook.FieldNextAttemptAt, field.TypeTime, value)
+	}
+	if _u.mutation.NextAttemptAtCleared() {
+		_spec.ClearField(webhook.FieldNextAttemptAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.LeaseOwner(); ok {
+		_spec.SetField(webhook.FieldLeaseOwner, field.TypeString, value)
+	}
+	if _u.mutation.LeaseOwnerCleared() {
+		_spec.ClearField(webhook.FieldLeaseOwner, field.TypeString)
+	}
+	if value, ok := _u.mutation.LeaseUntil(); ok {
+		_spec.SetField(webhook.FieldLeaseUntil, field.TypeTime, value)
+	}
+	if _u.mutation.LeaseUntilCleared() {
+		_spec.ClearField(webhook.FieldLeaseUntil, field.TypeTime)
+	}
+	if value, ok := _u.mutation.DisabledReason(); ok {
+		_spec.SetField(webhook.FieldDisabledReason, field.TypeString, value)
+	}
+	if _u.mutation.DisabledReasonCleared() {
+		_spec.ClearField(webhook.FieldDisabledReason, field.TypeString)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(webhook.FieldUpdatedAt, field.TypeTime, value)

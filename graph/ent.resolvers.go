@@ -9,19 +9,65 @@ import (
 	"context"
 
 	"entgo.io/contrib/entgql"
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/ent/connection"
+	"github.com/comm-gateway/comm/messaging"
 )
+
+// Provider is the resolver for the provider field.
+func (r *connectionResolver) Provider(ctx context.Context, obj *ent.Connection) (*string, error) {
+	return nullable(obj.Provider), nil
+}
+
+// Name is the resolver for the name field.
+func (r *connectionResolver) Name(ctx context.Context, obj *ent.Connection) (*string, error) {
+	return nullable(obj.Name), nil
+}
+
+// Address is the resolver for the address field.
+func (r *connectionResolver) Address(ctx context.Context, obj *ent.Connection) (*string, error) {
+	return nullable(obj.Address), nil
+}
+
+// Recipient is the resolver for the recipient field.
+func (r *messageResolver) Recipient(ctx context.Context, obj *ent.Message) (*string, error) {
+	return nullable(obj.Recipient), nil
+}
 
 // Node is the resolver for the node field.
 func (r *queryResolver) Node(ctx context.Context, id string) (ent.Noder, error) {
 	n, err := r.Ent.Noder(ctx, id, ent.WithNodeType(nodeType))
-	return n, notFoundAsDomain(err, "node", id)
+	if err != nil {
+		return nil, notFoundAsDomain(err, "node", id)
+	}
+	gone, err := r.deleted(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if gone[id] {
+		return nil, messaging.NotFound("node", id)
+	}
+	return n, nil
 }
 
 // Nodes is the resolver for the nodes field.
 func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]ent.Noder, error) {
-	return r.Ent.Noders(ctx, ids, ent.WithNodeType(nodeType))
+	ns, err := r.Ent.Noders(ctx, ids, ent.WithNodeType(nodeType))
+	if err != nil {
+		return nil, err
+	}
+	gone, err := r.deleted(ctx, ns...)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range ns {
+		if n != nil && gone[ids[i]] {
+			ns[i] = nil
+			graphql.AddError(graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i)), messaging.NotFound("node", ids[i]))
+		}
+	}
+	return ns, nil
 }
 
 // Connections is the resolver for the connections field.
@@ -42,7 +88,17 @@ func (r *queryResolver) Messages(ctx context.Context, after *entgql.Cursor[strin
 		Paginate(ctx, after, first, before, last, ent.WithMessageOrder(orderBy), ent.WithMessageFilter(where.Filter))
 }
 
+// Connection returns ConnectionResolver implementation.
+func (r *Resolver) Connection() ConnectionResolver { return &connectionResolver{r} }
+
+// Message returns MessageResolver implementation.
+func (r *Resolver) Message() MessageResolver { return &messageResolver{r} }
+
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
-type queryResolver struct{ *Resolver }
+type (
+	connectionResolver struct{ *Resolver }
+	messageResolver    struct{ *Resolver }
+	queryResolver      struct{ *Resolver }
+)

@@ -124,8 +124,11 @@ func present(ctx context.Context, err error, logger *slog.Logger) *gqlerror.Erro
 	case errors.As(err, &gq) && gq.Extensions != nil:
 		// gqlgen's own errors (parse, validation, complexity) keep their
 		// codes; entgql's pagination errors are invalid parameters.
-		if gq.Extensions["code"] == "INVALID_PAGINATION" {
+		switch gq.Extensions["code"] {
+		case "INVALID_PAGINATION":
 			gerr.Extensions["code"] = messaging.ErrInvalid.Code
+		case "NOT_FOUND": // entgql's unresolved ids in nodes
+			gerr.Extensions["code"] = messaging.ErrNotFound.Code
 		}
 	case errors.As(err, &gq):
 		gerr.Extensions = map[string]any{"code": messaging.ErrInvalid.Code}

@@ -53,6 +53,31 @@ func nodeType(ctx context.Context, id string) (string, error) {
 	return table, nil
 }
 
+// deleted returns the ids of the deleted connections among ns: they are
+// gone from reads, as on REST, though their conversations and messages
+// stay. (The nodes hold only the columns the query selected, so the
+// deletion time is read here.)
+func (r *Resolver) deleted(ctx context.Context, ns ...ent.Noder) (map[string]bool, error) {
+	var ids []string
+	for _, n := range ns {
+		if c, ok := n.(*ent.Connection); ok {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	gone, err := r.Ent.Connection.Query().Where(connection.IDIn(ids...), connection.DeletedAtNotNil()).IDs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("deleted connections: %w", err)
+	}
+	out := make(map[string]bool, len(gone))
+	for _, id := range gone {
+		out[id] = true
+	}
+	return out, nil
+}
+
 func notFoundAsDomain(err error, what, id string) error {
 	if ent.IsNotFound(err) {
 		return messaging.NotFound(what, id)
@@ -73,11 +98,34 @@ func (r *Resolver) message(ctx context.Context, id string) (*ent.Message, error)
 	return m, notFoundAsDomain(err, "message", id)
 }
 
+// outbound is the message a reply or send stored, as the mutation
+// committed it (queued), like REST's answer: reading the row again would
+// race the delivery worker, which may already be sending it.
+func outbound(p *messaging.Principal, m *messaging.Message) *ent.Message {
+	next := m.CreatedAt // a queued message is due when stored
+	return &ent.Message{
+		ID: m.ID, CreatedAt: m.CreatedAt, ProjectID: p.ProjectID, ConversationID: m.ConversationID,
+		ConnectionID: m.ConnectionID, Channel: m.Channel, Direction: message.Direction(m.Direction),
+		Status: message.Status(m.Status), Sender: m.Sender, Recipient: deref(m.Recipient), Subject: m.Subject,
+		Text: m.Text, HTML: m.HTML, InReplyTo: m.InReplyTo, Error: m.Error, Attempts: m.Attempts,
+		NextAttemptAt: &next, SentAt: m.SentAt,
+	}
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
+}
+
+// nullable is an optional string field as the REST API shows it: ent
+// stores an absent value as "", which GraphQL answers as null.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func derefInt(n *int) int {
@@ -87,12 +135,19 @@ func derefInt(n *int) int {
 	return *n
 }
 
+// graphParams are the GraphQL names of the REST parameters whose names
+// differ.
+var graphParams = map[string]string{
+	"after_seq": "afterSeq", "limit": "first",
+	"connection_id": "connectionID", "customer_id": "customerID", "agent_id": "agentID",
+}
+
 // renameParams maps the REST parameter names of a domain error to the
 // GraphQL argument names.
 func renameParams(err error) error {
 	var e *messaging.Error
 	if errors.As(err, &e) {
-		if name, ok := map[string]string{"after_seq": "afterSeq", "limit": "first"}[e.Param]; ok {
+		if name, ok := graphParams[e.Param]; ok {
 			c := *e
 			c.Param = name
 			return &c

@@ -24,7 +24,7 @@ func (r *mutationResolver) Connect(ctx context.Context, input ConnectInput) (*en
 		AgentID: deref(input.AgentID), Name: deref(input.Name), Config: json.RawMessage(input.Config),
 	})
 	if err != nil {
-		return nil, err
+		return nil, renameParams(err)
 	}
 	return r.connection(ctx, c.ID)
 }
@@ -69,7 +69,7 @@ func (r *mutationResolver) Reply(ctx context.Context, messageID string, input Re
 	if err != nil {
 		return nil, err
 	}
-	return r.message(ctx, m.ID)
+	return outbound(p, m), nil
 }
 
 // Typing is the resolver for the typing field.
@@ -95,9 +95,9 @@ func (r *mutationResolver) Send(ctx context.Context, input SendInput) (*ent.Mess
 		ConnectionID: input.ConnectionID, To: input.To, Text: deref(input.Text), HTML: input.HTML, Subject: input.Subject,
 	})
 	if err != nil {
-		return nil, err
+		return nil, renameParams(err)
 	}
-	return r.message(ctx, m.ID)
+	return outbound(p, m), nil
 }
 
 // Project is the resolver for the project field.

@@ -17,15 +17,16 @@ import (
 
 // Prefixes of every kind of identifier comm hands out.
 const (
-	Project      = "proj"
-	Customer     = "cus"
-	Agent        = "agt"
-	APIKey       = "key"
-	Connection   = "conn"
-	Conversation = "conv"
-	Message      = "msg"
-	Webhook      = "whk"
-	Device       = "dev"
+	Project        = "proj"
+	Customer       = "cus"
+	Agent          = "agt"
+	APIKey         = "key"
+	Connection     = "conn"
+	Conversation   = "conv"
+	Message        = "msg"
+	Webhook        = "whk"
+	WebhookAttempt = "wha"
+	Device         = "dev"
 )
 
 // ErrMalformed is wrapped by every parse failure.

@@ -6,8 +6,10 @@ package messaging
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"github.com/comm-gateway/comm/sealed"
 	"log/slog"
 	"sync"
 	"time"
@@ -30,6 +32,10 @@ type Service struct {
 	channels  *channels.Registry
 	adapters  adapterSet
 	outbox    chan struct{}
+	webhooks  chan struct{}
+	box       *sealed.Box
+
+	webhookAllowPrivate bool
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last recorded use
@@ -41,6 +47,12 @@ type Options struct {
 	Channels *channels.Registry
 	// Logger receives warnings; slog.Default() if nil.
 	Logger *slog.Logger
+	// Box seals secrets at rest; a box with a random key (secrets lost at
+	// exit) if nil, which suits tests.
+	Box *sealed.Box
+	// WebhookAllowPrivate accepts webhook URLs on loopback and private
+	// networks, and plain http (tests, LAN installs).
+	WebhookAllowPrivate bool
 }
 
 // New returns the service over an open log.
@@ -53,6 +65,12 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if reg == nil {
 		reg = channels.NewRegistry(channels.Known()...)
 	}
+	box := opts.Box
+	if box == nil {
+		key := make([]byte, sealed.KeySize)
+		rand.Read(key)
+		box, _ = sealed.New(key)
+	}
 	db := log.DB()
 	keyByHash, err := db.R.Prepare(db.Rebind(
 		"SELECT id, project_id, kind, revoked_at IS NOT NULL FROM api_keys WHERE hash = ?"))
@@ -61,7 +79,8 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	}
 	return &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
-		channels: reg, outbox: make(chan struct{}, 1),
+		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}, 1),
+		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
 		now:     func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },

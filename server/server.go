@@ -10,7 +10,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -67,6 +69,19 @@ func New(svc *messaging.Service, opts Options) *Server {
 	}
 	gql := graph.NewHandler(svc, svc.Ent(), opts.GraphQL)
 	serveGQL := s.authed(func(w http.ResponseWriter, r *http.Request, _ *messaging.Principal) error {
+		if r.Method == http.MethodPost {
+			// Read the body here: gqlgen would answer a body over the
+			// limit with a GraphQL error and 200, not 413.
+			body, err := io.ReadAll(r.Body)
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				return decodeError(err)
+			}
+			if err != nil {
+				return err
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		gql.ServeHTTP(w, r)
 		return nil
 	})
@@ -101,6 +116,12 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/conversations", s.authed(s.listConversations))
 	s.mux.Handle("GET /v1/conversations/{id}", s.authed(s.getConversation))
 	s.mux.Handle("GET /v1/conversations/{id}/messages", s.authed(s.conversationMessages))
+
+	s.mux.Handle("PUT /v1/webhook", s.authed(s.setWebhook))
+	s.mux.Handle("GET /v1/webhook", s.authed(s.getWebhook))
+	s.mux.Handle("DELETE /v1/webhook", s.authed(s.deleteWebhook))
+	s.mux.Handle("POST /v1/webhook/replay", s.authed(s.replayWebhook))
+	s.mux.Handle("GET /v1/webhook/attempts", s.authed(s.webhookAttempts))
 
 	s.mux.Handle("POST /v1/messages", s.authed(s.send))
 	s.mux.Handle("GET /v1/messages/{id}", s.authed(s.getMessage))

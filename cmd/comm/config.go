@@ -89,3 +89,11 @@ func parseDuration(name, v string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+func parseBool(name, v string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("%s must be true or false, not %q", name, v)
+	}
+	return b, nil
+}

@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/netguard"
+	"github.com/comm-gateway/comm/sealed"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
@@ -31,6 +34,9 @@ func serve(args []string) error {
 	maxBody := s.add("max-body", "COMM_MAX_BODY_BYTES", "1048576", "largest request body accepted, in bytes")
 	introspection := s.add("graphql-introspection", "COMM_GRAPHQL_INTROSPECTION", "false", "allow GraphQL introspection queries")
 	playground := s.add("graphql-playground", "COMM_GRAPHQL_PLAYGROUND", "false", "serve a GraphiQL page at /graphql/playground")
+	allowPrivate := s.add("webhook-allow-private", "COMM_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on loopback and private networks, and plain http (tests, LAN installs)")
+	disableAfter := s.add("webhook-disable-after", "COMM_WEBHOOK_DISABLE_AFTER", "72h", "disable a webhook endpoint failing continuously this long")
+	encKey := s.add("encryption-key", "COMM_ENCRYPTION_KEY", "", "base64 of 32 bytes sealing secrets at rest; default: a key file in the data dir (replicas must share one key)")
 	grace := s.add("shutdown-grace", "COMM_SHUTDOWN_GRACE", "30s", "how long in-flight requests may finish on SIGINT/SIGTERM")
 	if err := s.parse(args); err != nil {
 		return err
@@ -62,7 +68,27 @@ func serve(args []string) error {
 		return err
 	}
 	defer log.Close()
-	svc, err := messaging.New(log, messaging.Options{Channels: registry(), Logger: logger})
+	box, err := sealed.Load(*encKey, filepath.Join(*dataDir, "encryption.key"))
+	if err != nil {
+		return err
+	}
+	disableD, err := parseDuration("--webhook-disable-after", *disableAfter)
+	if err != nil {
+		return err
+	}
+	private, err := parseBool("--webhook-allow-private", *allowPrivate)
+	if err != nil {
+		return err
+	}
+	introspect, err := parseBool("--graphql-introspection", *introspection)
+	if err != nil {
+		return err
+	}
+	withPlayground, err := parseBool("--graphql-playground", *playground)
+	if err != nil {
+		return err
+	}
+	svc, err := messaging.New(log, messaging.Options{Channels: registry(), Logger: logger, Box: box, WebhookAllowPrivate: private})
 	if err != nil {
 		return err
 	}
@@ -72,7 +98,11 @@ func serve(args []string) error {
 	outbox := &delivery.Outbox{Service: svc, Logger: logger}
 	outboxDone := make(chan struct{})
 	go func() { outbox.Run(workers); close(outboxDone) }()
-	defer func() { stopWorkers(); <-outboxDone }()
+	hooks := &delivery.Webhooks{Service: svc, Logger: logger, DisableAfter: disableD,
+		Client: netguard.NewClient(netguard.Options{AllowPrivate: private})}
+	hooksDone := make(chan struct{})
+	go func() { hooks.Run(workers); close(hooksDone) }()
+	defer func() { stopWorkers(); <-outboxDone; <-hooksDone }()
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -83,8 +113,8 @@ func serve(args []string) error {
 		base = "http://" + ln.Addr().String()
 	}
 	front := server.New(svc, server.Options{
-		MaxBodyBytes: int64(body), Logger: logger, Playground: *playground == "true",
-		GraphQL: graph.Options{Introspection: *introspection == "true"},
+		MaxBodyBytes: int64(body), Logger: logger, Playground: withPlayground,
+		GraphQL: graph.Options{Introspection: introspect},
 	})
 	defer front.Close()
 	srv := &http.Server{

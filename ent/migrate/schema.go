@@ -170,6 +170,11 @@ var (
 		{Name: "cursor", Type: field.TypeInt64, Default: 0},
 		{Name: "last_error", Type: field.TypeString, Nullable: true},
 		{Name: "failing_since", Type: field.TypeTime, Nullable: true},
+		{Name: "failures", Type: field.TypeInt, Default: 0},
+		{Name: "next_attempt_at", Type: field.TypeTime, Nullable: true},
+		{Name: "lease_owner", Type: field.TypeString, Nullable: true},
+		{Name: "lease_until", Type: field.TypeTime, Nullable: true},
+		{Name: "disabled_reason", Type: field.TypeString, Nullable: true},
 		{Name: "updated_at", Type: field.TypeTime},
 	}
 	// WebhooksTable holds the schema information for the "webhooks" table.
@@ -183,6 +188,42 @@ var (
 				Unique:  false,
 				Columns: []*schema.Column{WebhooksColumns[2]},
 			},
+			{
+				Name:    "webhooks_one_per_project",
+				Unique:  true,
+				Columns: []*schema.Column{WebhooksColumns[2]},
+			},
+		},
+	}
+	// WebhookAttemptsColumns holds the columns for the "webhook_attempts" table.
+	WebhookAttemptsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "project_id", Type: field.TypeString},
+		{Name: "webhook_id", Type: field.TypeString},
+		{Name: "url", Type: field.TypeString},
+		{Name: "seq", Type: field.TypeInt64},
+		{Name: "status_code", Type: field.TypeInt, Nullable: true},
+		{Name: "latency_ms", Type: field.TypeInt},
+		{Name: "error", Type: field.TypeString, Nullable: true},
+		{Name: "ok", Type: field.TypeBool},
+	}
+	// WebhookAttemptsTable holds the schema information for the "webhook_attempts" table.
+	WebhookAttemptsTable = &schema.Table{
+		Name:       "webhook_attempts",
+		Columns:    WebhookAttemptsColumns,
+		PrimaryKey: []*schema.Column{WebhookAttemptsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "webhookattempt_project_id",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookAttemptsColumns[2]},
+			},
+			{
+				Name:    "webhookattempt_webhook_id",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookAttemptsColumns[3]},
+			},
 		},
 	}
 	// Tables holds all the tables in the schema.
@@ -193,6 +234,7 @@ var (
 		MessagesTable,
 		ProjectsTable,
 		WebhooksTable,
+		WebhookAttemptsTable,
 	}
 )
 

@@ -12,6 +12,7 @@ import (
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/schema"
 	"github.com/comm-gateway/comm/ent/webhook"
+	"github.com/comm-gateway/comm/ent/webhookattempt"
 )
 
 // The init function reads all schema descriptors with runtime code
@@ -214,8 +215,12 @@ func init() {
 	webhook.DefaultCursor = webhookDescCursor.Default.(int64)
 	// webhook.CursorValidator is a validator for the "cursor" field. It is called by the builders before save.
 	webhook.CursorValidator = webhookDescCursor.Validators[0].(func(int64) error)
+	// webhookDescFailures is the schema descriptor for failures field.
+	webhookDescFailures := webhookFields[6].Descriptor()
+	// webhook.DefaultFailures holds the default value on creation for the failures field.
+	webhook.DefaultFailures = webhookDescFailures.Default.(int)
 	// webhookDescUpdatedAt is the schema descriptor for updated_at field.
-	webhookDescUpdatedAt := webhookFields[6].Descriptor()
+	webhookDescUpdatedAt := webhookFields[11].Descriptor()
 	// webhook.DefaultUpdatedAt holds the default value on creation for the updated_at field.
 	webhook.DefaultUpdatedAt = webhookDescUpdatedAt.Default.(func() time.Time)
 	// webhook.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
@@ -226,6 +231,33 @@ func init() {
 	webhook.DefaultID = webhookDescID.Default.(func() string)
 	// webhook.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	webhook.IDValidator = webhookDescID.Validators[0].(func(string) error)
+	webhookattemptMixin := schema.WebhookAttempt{}.Mixin()
+	webhookattemptMixinHooks2 := webhookattemptMixin[2].Hooks()
+	webhookattempt.Hooks[0] = webhookattemptMixinHooks2[0]
+	webhookattemptMixinInters2 := webhookattemptMixin[2].Interceptors()
+	webhookattempt.Interceptors[0] = webhookattemptMixinInters2[0]
+	webhookattemptMixinFields0 := webhookattemptMixin[0].Fields()
+	_ = webhookattemptMixinFields0
+	webhookattemptMixinFields1 := webhookattemptMixin[1].Fields()
+	_ = webhookattemptMixinFields1
+	webhookattemptMixinFields2 := webhookattemptMixin[2].Fields()
+	_ = webhookattemptMixinFields2
+	webhookattemptFields := schema.WebhookAttempt{}.Fields()
+	_ = webhookattemptFields
+	// webhookattemptDescCreatedAt is the schema descriptor for created_at field.
+	webhookattemptDescCreatedAt := webhookattemptMixinFields1[0].Descriptor()
+	// webhookattempt.DefaultCreatedAt holds the default value on creation for the created_at field.
+	webhookattempt.DefaultCreatedAt = webhookattemptDescCreatedAt.Default.(func() time.Time)
+	// webhookattemptDescProjectID is the schema descriptor for project_id field.
+	webhookattemptDescProjectID := webhookattemptMixinFields2[0].Descriptor()
+	// webhookattempt.ProjectIDValidator is a validator for the "project_id" field. It is called by the builders before save.
+	webhookattempt.ProjectIDValidator = webhookattemptDescProjectID.Validators[0].(func(string) error)
+	// webhookattemptDescID is the schema descriptor for id field.
+	webhookattemptDescID := webhookattemptMixinFields0[0].Descriptor()
+	// webhookattempt.DefaultID holds the default value on creation for the id field.
+	webhookattempt.DefaultID = webhookattemptDescID.Default.(func() string)
+	// webhookattempt.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	webhookattempt.IDValidator = webhookattemptDescID.Validators[0].(func(string) error)
 }
 
 const (

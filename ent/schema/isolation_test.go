@@ -15,7 +15,7 @@ import (
 	entconversation "github.com/comm-gateway/comm/ent/conversation"
 	entmessage "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/schema"
-	entwebhook "github.com/comm-gateway/comm/ent/webhook"
+	entwebhookattempt "github.com/comm-gateway/comm/ent/webhookattempt"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
@@ -214,9 +214,9 @@ func kinds() []kind {
 			},
 		},
 		{
-			name: "Webhook",
+			name: "WebhookAttempt",
 			create: func(ctx context.Context, c *ent.Client, as string) (string, error) {
-				b := c.Webhook.Create().SetURL("https://example.com/hook").SetSecret([]byte("secret"))
+				b := c.WebhookAttempt.Create().SetWebhookID("whk_x").SetURL("https://example.com/hook").SetSeq(1).SetLatencyMs(1).SetOk(true)
 				if as != "" {
 					b.SetProjectID(as)
 				}
@@ -224,31 +224,31 @@ func kinds() []kind {
 				return idOf(e, err)
 			},
 			list: func(ctx context.Context, c *ent.Client) ([]row, error) {
-				return rows(c.Webhook.Query().All(ctx))
+				return rows(c.WebhookAttempt.Query().All(ctx))
 			},
 			get: func(ctx context.Context, c *ent.Client, id string) (row, error) {
-				return rowOf(c.Webhook.Get(ctx, id))
+				return rowOf(c.WebhookAttempt.Get(ctx, id))
 			},
 			count: func(ctx context.Context, c *ent.Client, id string) (int, bool, error) {
-				return countExist(ctx, c.Webhook.Query().Where(entwebhook.ID(id)))
+				return countExist(ctx, c.WebhookAttempt.Query().Where(entwebhookattempt.ID(id)))
 			},
 			updateOne: func(ctx context.Context, c *ent.Client, id string) error {
-				return c.Webhook.UpdateOneID(id).SetURL("https://attacker.example/").Exec(ctx)
+				return c.WebhookAttempt.UpdateOneID(id).SetError("tampered").Exec(ctx)
 			},
 			update: func(ctx context.Context, c *ent.Client, id string) (int, error) {
-				u := c.Webhook.Update().SetURL("https://attacker.example/")
+				u := c.WebhookAttempt.Update().SetError("tampered")
 				if id != "" {
-					u.Where(entwebhook.ID(id))
+					u.Where(entwebhookattempt.ID(id))
 				}
 				return u.Save(ctx)
 			},
 			deleteOne: func(ctx context.Context, c *ent.Client, id string) error {
-				return c.Webhook.DeleteOneID(id).Exec(ctx)
+				return c.WebhookAttempt.DeleteOneID(id).Exec(ctx)
 			},
 			delete: func(ctx context.Context, c *ent.Client, id string) (int, error) {
-				d := c.Webhook.Delete()
+				d := c.WebhookAttempt.Delete()
 				if id != "" {
-					d.Where(entwebhook.ID(id))
+					d.Where(entwebhookattempt.ID(id))
 				}
 				return d.Exec(ctx)
 			},
@@ -293,6 +293,8 @@ func rowFrom(e any) row {
 	case *ent.Message:
 		return row{e.ID, e.ProjectID, e.String()}
 	case *ent.Webhook:
+		return row{e.ID, e.ProjectID, e.String()}
+	case *ent.WebhookAttempt:
 		return row{e.ID, e.ProjectID, e.String()}
 	}
 	panic("rowFrom: unknown entity")

@@ -25,6 +25,7 @@ import (
 	_ "github.com/comm-gateway/comm/ent/runtime" // schema hooks and interceptors
 	"github.com/comm-gateway/comm/ent/schema"
 	entwebhook "github.com/comm-gateway/comm/ent/webhook"
+	entwebhookattempt "github.com/comm-gateway/comm/ent/webhookattempt"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
@@ -41,12 +42,13 @@ var notTenantOwned = map[string]string{
 // schemas maps every ent table to its schema type. A new ent type makes
 // TestSchemaTenantMixin fail until it is added here, and so checked.
 var schemas = map[string]entgo.Interface{
-	entapikey.Table:       schema.APIKey{},
-	entconnection.Table:   schema.Connection{},
-	entconversation.Table: schema.Conversation{},
-	entmessage.Table:      schema.Message{},
-	entproject.Table:      schema.Project{},
-	entwebhook.Table:      schema.Webhook{},
+	entapikey.Table:         schema.APIKey{},
+	entconnection.Table:     schema.Connection{},
+	entconversation.Table:   schema.Conversation{},
+	entmessage.Table:        schema.Message{},
+	entproject.Table:        schema.Project{},
+	entwebhook.Table:        schema.Webhook{},
+	entwebhookattempt.Table: schema.WebhookAttempt{},
 }
 
 // TestSchemaTenantMixin walks the generated table list: every table with a

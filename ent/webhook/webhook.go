@@ -33,6 +33,16 @@ const (
 	FieldLastError = "last_error"
 	// FieldFailingSince holds the string denoting the failing_since field in the database.
 	FieldFailingSince = "failing_since"
+	// FieldFailures holds the string denoting the failures field in the database.
+	FieldFailures = "failures"
+	// FieldNextAttemptAt holds the string denoting the next_attempt_at field in the database.
+	FieldNextAttemptAt = "next_attempt_at"
+	// FieldLeaseOwner holds the string denoting the lease_owner field in the database.
+	FieldLeaseOwner = "lease_owner"
+	// FieldLeaseUntil holds the string denoting the lease_until field in the database.
+	FieldLeaseUntil = "lease_until"
+	// FieldDisabledReason holds the string denoting the disabled_reason field in the database.
+	FieldDisabledReason = "disabled_reason"
 	// FieldUpdatedAt holds the string denoting the updated_at field in the database.
 	FieldUpdatedAt = "updated_at"
 	// Table holds the table name of the webhook in the database.
@@ -50,6 +60,11 @@ var Columns = []string{
 	FieldCursor,
 	FieldLastError,
 	FieldFailingSince,
+	FieldFailures,
+	FieldNextAttemptAt,
+	FieldLeaseOwner,
+	FieldLeaseUntil,
+	FieldDisabledReason,
 	FieldUpdatedAt,
 }
 
@@ -79,6 +94,8 @@ var (
 	DefaultCursor int64
 	// CursorValidator is a validator for the "cursor" field. It is called by the builders before save.
 	CursorValidator func(int64) error
+	// DefaultFailures holds the default value on creation for the "failures" field.
+	DefaultFailures int
 	// DefaultUpdatedAt holds the default value on creation for the "updated_at" field.
 	DefaultUpdatedAt func() time.Time
 	// UpdateDefaultUpdatedAt holds the default value on update for the "updated_at" field.
@@ -157,6 +174,31 @@ func ByLastError(opts ...sql.OrderTermOption) OrderOption {
 // ByFailingSince orders the results by the failing_since field.
 func ByFailingSince(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldFailingSince, opts...).ToFunc()
+}
+
+// ByFailures orders the results by the failures field.
+func ByFailures(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldFailures, opts...).ToFunc()
+}
+
+// ByNextAttemptAt orders the results by the next_attempt_at field.
+func ByNextAttemptAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldNextAttemptAt, opts...).ToFunc()
+}
+
+// ByLeaseOwner orders the results by the lease_owner field.
+func ByLeaseOwner(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLeaseOwner, opts...).ToFunc()
+}
+
+// ByLeaseUntil orders the results by the lease_until field.
+func ByLeaseUntil(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLeaseUntil, opts...).ToFunc()
+}
+
+// ByDisabledReason orders the results by the disabled_reason field.
+func ByDisabledReason(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDisabledReason, opts...).ToFunc()
 }
 
 // ByUpdatedAt orders the results by the updated_at field.

@@ -99,6 +99,31 @@ func FailingSince(v time.Time) predicate.Webhook {
 	return predicate.Webhook(sql.FieldEQ(FieldFailingSince, v))
 }
 
+// Failures applies equality check predicate on the "failures" field. It's identical to FailuresEQ.
+func Failures(v int) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldFailures, v))
+}
+
+// NextAttemptAt applies equality check predicate on the "next_attempt_at" field. It's identical to NextAttemptAtEQ.
+func NextAttemptAt(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldNextAttemptAt, v))
+}
+
+// LeaseOwner applies equality check predicate on the "lease_owner" field. It's identical to LeaseOwnerEQ.
+func LeaseOwner(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldLeaseOwner, v))
+}
+
+// LeaseUntil applies equality check predicate on the "lease_until" field. It's identical to LeaseUntilEQ.
+func LeaseUntil(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldLeaseUntil, v))
+}
+
+// DisabledReason applies equality check predicate on the "disabled_reason" field. It's identical to DisabledReasonEQ.
+func DisabledReason(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldDisabledReason, v))
+}
+
 // UpdatedAt applies equality check predicate on the "updated_at" field. It's identical to UpdatedAtEQ.
 func UpdatedAt(v time.Time) predicate.Webhook {
 	return predicate.Webhook(sql.FieldEQ(FieldUpdatedAt, v))
@@ -497,6 +522,296 @@ func FailingSinceIsNil() predicate.Webhook {
 // FailingSinceNotNil applies the NotNil predicate on the "failing_since" field.
 func FailingSinceNotNil() predicate.Webhook {
 	return predicate.Webhook(sql.FieldNotNull(FieldFailingSince))
+}
+
+// FailuresEQ applies the EQ predicate on the "failures" field.
+func FailuresEQ(v int) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldFailures, v))
+}
+
+// FailuresNEQ applies the NEQ predicate on the "failures" field.
+func FailuresNEQ(v int) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNEQ(FieldFailures, v))
+}
+
+// FailuresIn applies the In predicate on the "failures" field.
+func FailuresIn(vs ...int) predicate.Webhook {
+	return predicate.Webhook(sql.FieldIn(FieldFailures, vs...))
+}
+
+// FailuresNotIn applies the NotIn predicate on the "failures" field.
+func FailuresNotIn(vs ...int) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNotIn(FieldFailures, vs...))
+}
+
+// FailuresGT applies the GT predicate on the "failures" field.
+func FailuresGT(v int) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGT(FieldFailures, v))
+}
+
+// FailuresGTE applies the GTE predicate on the "failures" field.
+func FailuresGTE(v int) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGTE(FieldFailures, v))
+}
+
+// FailuresLT applies the LT predicate on the "failures" field.
+func FailuresLT(v int) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLT(FieldFailures, v))
+}
+
+// FailuresLTE applies the LTE predicate on the "failures" field.
+func FailuresLTE(v int) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLTE(FieldFailures, v))
+}
+
+// NextAttemptAtEQ applies the EQ predicate on the "next_attempt_at" field.
+func NextAttemptAtEQ(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldNextAttemptAt, v))
+}
+
+// NextAttemptAtNEQ applies the NEQ predicate on the "next_attempt_at" field.
+func NextAttemptAtNEQ(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNEQ(FieldNextAttemptAt, v))
+}
+
+// NextAttemptAtIn applies the In predicate on the "next_attempt_at" field.
+func NextAttemptAtIn(vs ...time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldIn(FieldNextAttemptAt, vs...))
+}
+
+// NextAttemptAtNotIn applies the NotIn predicate on the "next_attempt_at" field.
+func NextAttemptAtNotIn(vs ...time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNotIn(FieldNextAttemptAt, vs...))
+}
+
+// NextAttemptAtGT applies the GT predicate on the "next_attempt_at" field.
+func NextAttemptAtGT(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGT(FieldNextAttemptAt, v))
+}
+
+// NextAttemptAtGTE applies the GTE predicate on the "next_attempt_at" field.
+func NextAttemptAtGTE(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGTE(FieldNextAttemptAt, v))
+}
+
+// NextAttemptAtLT applies the LT predicate on the "next_attempt_at" field.
+func NextAttemptAtLT(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLT(FieldNextAttemptAt, v))
+}
+
+// NextAttemptAtLTE applies the LTE predicate on the "next_attempt_at" field.
+func NextAttemptAtLTE(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLTE(FieldNextAttemptAt, v))
+}
+
+// NextAttemptAtIsNil applies the IsNil predicate on the "next_attempt_at" field.
+func NextAttemptAtIsNil() predicate.Webhook {
+	return predicate.Webhook(sql.FieldIsNull(FieldNextAttemptAt))
+}
+
+// NextAttemptAtNotNil applies the NotNil predicate on the "next_attempt_at" field.
+func NextAttemptAtNotNil() predicate.Webhook {
+	return predicate.Webhook(sql.FieldNotNull(FieldNextAttemptAt))
+}
+
+// LeaseOwnerEQ applies the EQ predicate on the "lease_owner" field.
+func LeaseOwnerEQ(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerNEQ applies the NEQ predicate on the "lease_owner" field.
+func LeaseOwnerNEQ(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNEQ(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerIn applies the In predicate on the "lease_owner" field.
+func LeaseOwnerIn(vs ...string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldIn(FieldLeaseOwner, vs...))
+}
+
+// LeaseOwnerNotIn applies the NotIn predicate on the "lease_owner" field.
+func LeaseOwnerNotIn(vs ...string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNotIn(FieldLeaseOwner, vs...))
+}
+
+// LeaseOwnerGT applies the GT predicate on the "lease_owner" field.
+func LeaseOwnerGT(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGT(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerGTE applies the GTE predicate on the "lease_owner" field.
+func LeaseOwnerGTE(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGTE(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerLT applies the LT predicate on the "lease_owner" field.
+func LeaseOwnerLT(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLT(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerLTE applies the LTE predicate on the "lease_owner" field.
+func LeaseOwnerLTE(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLTE(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerContains applies the Contains predicate on the "lease_owner" field.
+func LeaseOwnerContains(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldContains(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerHasPrefix applies the HasPrefix predicate on the "lease_owner" field.
+func LeaseOwnerHasPrefix(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldHasPrefix(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerHasSuffix applies the HasSuffix predicate on the "lease_owner" field.
+func LeaseOwnerHasSuffix(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldHasSuffix(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerIsNil applies the IsNil predicate on the "lease_owner" field.
+func LeaseOwnerIsNil() predicate.Webhook {
+	return predicate.Webhook(sql.FieldIsNull(FieldLeaseOwner))
+}
+
+// LeaseOwnerNotNil applies the NotNil predicate on the "lease_owner" field.
+func LeaseOwnerNotNil() predicate.Webhook {
+	return predicate.Webhook(sql.FieldNotNull(FieldLeaseOwner))
+}
+
+// LeaseOwnerEqualFold applies the EqualFold predicate on the "lease_owner" field.
+func LeaseOwnerEqualFold(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEqualFold(FieldLeaseOwner, v))
+}
+
+// LeaseOwnerContainsFold applies the ContainsFold predicate on the "lease_owner" field.
+func LeaseOwnerContainsFold(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldContainsFold(FieldLeaseOwner, v))
+}
+
+// LeaseUntilEQ applies the EQ predicate on the "lease_until" field.
+func LeaseUntilEQ(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldLeaseUntil, v))
+}
+
+// LeaseUntilNEQ applies the NEQ predicate on the "lease_until" field.
+func LeaseUntilNEQ(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNEQ(FieldLeaseUntil, v))
+}
+
+// LeaseUntilIn applies the In predicate on the "lease_until" field.
+func LeaseUntilIn(vs ...time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldIn(FieldLeaseUntil, vs...))
+}
+
+// LeaseUntilNotIn applies the NotIn predicate on the "lease_until" field.
+func LeaseUntilNotIn(vs ...time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNotIn(FieldLeaseUntil, vs...))
+}
+
+// LeaseUntilGT applies the GT predicate on the "lease_until" field.
+func LeaseUntilGT(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGT(FieldLeaseUntil, v))
+}
+
+// LeaseUntilGTE applies the GTE predicate on the "lease_until" field.
+func LeaseUntilGTE(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGTE(FieldLeaseUntil, v))
+}
+
+// LeaseUntilLT applies the LT predicate on the "lease_until" field.
+func LeaseUntilLT(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLT(FieldLeaseUntil, v))
+}
+
+// LeaseUntilLTE applies the LTE predicate on the "lease_until" field.
+func LeaseUntilLTE(v time.Time) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLTE(FieldLeaseUntil, v))
+}
+
+// LeaseUntilIsNil applies the IsNil predicate on the "lease_until" field.
+func LeaseUntilIsNil() predicate.Webhook {
+	return predicate.Webhook(sql.FieldIsNull(FieldLeaseUntil))
+}
+
+// LeaseUntilNotNil applies the NotNil predicate on the "lease_until" field.
+func LeaseUntilNotNil() predicate.Webhook {
+	return predicate.Webhook(sql.FieldNotNull(FieldLeaseUntil))
+}
+
+// DisabledReasonEQ applies the EQ predicate on the "disabled_reason" field.
+func DisabledReasonEQ(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEQ(FieldDisabledReason, v))
+}
+
+// DisabledReasonNEQ applies the NEQ predicate on the "disabled_reason" field.
+func DisabledReasonNEQ(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNEQ(FieldDisabledReason, v))
+}
+
+// DisabledReasonIn applies the In predicate on the "disabled_reason" field.
+func DisabledReasonIn(vs ...string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldIn(FieldDisabledReason, vs...))
+}
+
+// DisabledReasonNotIn applies the NotIn predicate on the "disabled_reason" field.
+func DisabledReasonNotIn(vs ...string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldNotIn(FieldDisabledReason, vs...))
+}
+
+// DisabledReasonGT applies the GT predicate on the "disabled_reason" field.
+func DisabledReasonGT(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGT(FieldDisabledReason, v))
+}
+
+// DisabledReasonGTE applies the GTE predicate on the "disabled_reason" field.
+func DisabledReasonGTE(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldGTE(FieldDisabledReason, v))
+}
+
+// DisabledReasonLT applies the LT predicate on the "disabled_reason" field.
+func DisabledReasonLT(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLT(FieldDisabledReason, v))
+}
+
+// DisabledReasonLTE applies the LTE predicate on the "disabled_reason" field.
+func DisabledReasonLTE(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldLTE(FieldDisabledReason, v))
+}
+
+// DisabledReasonContains applies the Contains predicate on the "disabled_reason" field.
+func DisabledReasonContains(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldContains(FieldDisabledReason, v))
+}
+
+// DisabledReasonHasPrefix applies the HasPrefix predicate on the "disabled_reason" field.
+func DisabledReasonHasPrefix(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldHasPrefix(FieldDisabledReason, v))
+}
+
+// DisabledReasonHasSuffix applies the HasSuffix predicate on the "disabled_reason" field.
+func DisabledReasonHasSuffix(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldHasSuffix(FieldDisabledReason, v))
+}
+
+// DisabledReasonIsNil applies the IsNil predicate on the "disabled_reason" field.
+func DisabledReasonIsNil() predicate.Webhook {
+	return predicate.Webhook(sql.FieldIsNull(FieldDisabledReason))
+}
+
+// DisabledReasonNotNil applies the NotNil predicate on the "disabled_reason" field.
+func DisabledReasonNotNil() predicate.Webhook {
+	return predicate.Webhook(sql.FieldNotNull(FieldDisabledReason))
+}
+
+// DisabledReasonEqualFold applies the EqualFold predicate on the "disabled_reason" field.
+func DisabledReasonEqualFold(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldEqualFold(FieldDisabledReason, v))
+}
+
+// DisabledReasonContainsFold applies the ContainsFold predicate on the "disabled_reason" field.
+func DisabledReasonContainsFold(v string) predicate.Webhook {
+	return predicate.Webhook(sql.FieldContainsFold(FieldDisabledReason, v))
 }
 
 // UpdatedAtEQ applies the EQ predicate on the "updated_at" field.

@@ -1,0 +1,258 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/netguard"
+	"github.com/comm-gateway/comm/signature"
+	"github.com/comm-gateway/comm/stream"
+)
+
+// Webhooks pushes each project's event stream to its registered URL: one
+// goroutine per endpoint this replica leases, in seq order, from the
+// endpoint's acknowledged cursor, woken right after each commit.
+type Webhooks struct {
+	Service *messaging.Service
+	// Client posts deliveries; it must refuse private targets unless they
+	// are allowed (netguard.NewClient).
+	Client *http.Client
+	Logger *slog.Logger
+	// Owner names this replica in leases; random if empty.
+	Owner string
+	// Lease is how long a claim lasts without renewal (default 15 s): a
+	// replica that dies hands its endpoints over within it.
+	Lease time.Duration
+	// DisableAfter disables an endpoint failing continuously this long
+	// (default 72 h).
+	DisableAfter time.Duration
+	// PollInterval is the safety-net poll (default 1 s).
+	PollInterval time.Duration
+}
+
+// Run delivers until ctx ends, then releases its leases.
+func (d *Webhooks) Run(ctx context.Context) {
+	if d.Owner == "" {
+		b := make([]byte, 8)
+		rand.Read(b)
+		d.Owner = "replica-" + hex.EncodeToString(b)
+	}
+	if d.Lease <= 0 {
+		d.Lease = 15 * time.Second
+	}
+	if d.DisableAfter <= 0 {
+		d.DisableAfter = 72 * time.Hour
+	}
+	if d.PollInterval <= 0 {
+		d.PollInterval = time.Second
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	var (
+		mu      sync.Mutex
+		running = map[string]bool{}
+		wg      sync.WaitGroup
+	)
+	defer wg.Wait()
+	tick := time.NewTicker(d.PollInterval)
+	defer tick.Stop()
+	for {
+		ids, err := d.Service.ClaimWebhooks(ctx, d.Owner, d.Lease, func(id string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return running[id]
+		})
+		if err != nil && ctx.Err() == nil {
+			d.Logger.Warn("webhooks: claim", "err", err)
+		}
+		for _, id := range ids {
+			mu.Lock()
+			running[id] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d.endpoint(ctx, id)
+				mu.Lock()
+				delete(running, id)
+				mu.Unlock()
+			}()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.Service.WebhookWake():
+		case <-tick.C:
+		}
+	}
+}
+
+const deliveryPage = 100
+
+// endpoint delivers to one endpoint while this replica holds its lease.
+func (d *Webhooks) endpoint(ctx context.Context, id string) {
+	log := d.Service.Log()
+	var (
+		ep      *messaging.Endpoint
+		watcher *stream.Watcher
+		renewed = time.Now()
+	)
+	defer func() {
+		if watcher != nil {
+			watcher.Close()
+		}
+		if ep != nil && ctx.Err() != nil {
+			d.Service.ReleaseWebhook(context.WithoutCancel(ctx), ep, d.Owner) //nolint:errcheck // the lease runs out anyway
+		}
+	}()
+	tick := time.NewTicker(d.PollInterval)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		state, err := d.Service.WebhookState(ctx, id, d.Owner)
+		if err != nil || state == nil {
+			if err != nil && ctx.Err() == nil {
+				d.Logger.Warn("webhooks: state", "webhook", id, "err", err)
+			}
+			return
+		}
+		if ep != nil && ep.URL == state.URL {
+			state = carry(ep, state)
+		}
+		ep = state
+		if watcher == nil {
+			watcher = log.Hub().Watch(ep.ProjectID)
+		}
+		ch := watcher.C()
+		if ep.NextAttemptAt != nil && time.Now().Before(*ep.NextAttemptAt) {
+			if !d.wait(ctx, time.Until(*ep.NextAttemptAt), nil) {
+				return
+			}
+			continue
+		}
+		envs, err := log.ReadEnvelopes(ctx, ep.ProjectID, ep.Cursor, deliveryPage, "")
+		if err != nil {
+			if ctx.Err() == nil {
+				d.Logger.Warn("webhooks: read", "webhook", id, "err", err)
+			}
+			d.wait(ctx, d.PollInterval, nil)
+			continue
+		}
+		if len(envs) == 0 {
+			if time.Since(renewed) > d.Lease/3 {
+				if ok, err := d.Service.RenewWebhook(ctx, ep, d.Owner, d.Lease); err != nil || !ok {
+					return
+				}
+				renewed = time.Now()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+			case <-tick.C:
+			case <-d.Service.WebhookWake():
+			}
+			continue
+		}
+		for _, e := range envs {
+			a := d.post(ctx, ep, e)
+			if ctx.Err() != nil {
+				return
+			}
+			current, err := d.Service.RecordAttempt(ctx, ep, d.Owner, d.Lease, d.DisableAfter, a)
+			if err != nil {
+				d.Logger.Warn("webhooks: record", "webhook", id, "err", err)
+				d.wait(ctx, d.PollInterval, nil)
+				break
+			}
+			renewed = time.Now()
+			if !current || !a.OK {
+				break // re-read: backoff, replay, new registration, or lease lost
+			}
+		}
+	}
+}
+
+// carry keeps in-memory bookkeeping across re-reads of the same endpoint.
+func carry(old, cur *messaging.Endpoint) *messaging.Endpoint {
+	*old = messaging.Endpoint{ID: cur.ID, ProjectID: cur.ProjectID, URL: cur.URL, Key: cur.Key, Cursor: cur.Cursor,
+		NextAttemptAt: cur.NextAttemptAt, FailingSince: cur.FailingSince}
+	return old
+}
+
+func (d *Webhooks) wait(ctx context.Context, dur time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(min(dur, d.PollInterval*5))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-wake:
+	case <-d.Service.WebhookWake():
+	}
+	return true
+}
+
+// responsePrefix is all of a receiver's answer that is ever read.
+const responsePrefix = 4 << 10
+
+// post delivers one event: the body is exactly its {seq, type, data}.
+func (d *Webhooks) post(ctx context.Context, ep *messaging.Endpoint, e stream.Envelope) messaging.Attempt {
+	a := messaging.Attempt{Seq: e.Seq}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(e.Body))
+	if err != nil {
+		a.Err = "bad url: " + err.Error()
+		return a
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "comm-webhooks/1")
+	signature.SetHeaders(req.Header, ep.Key, ep.ProjectID+"_"+strconv.FormatInt(e.Seq, 10), time.Now(), e.Body)
+	t0 := time.Now()
+	resp, err := d.Client.Do(req)
+	a.Latency = time.Since(t0)
+	if err != nil {
+		a.Err = err.Error()
+		return a
+	}
+	netguard.ReadLimited(resp.Body, responsePrefix) //nolint:errcheck // the answer's body is not used
+	resp.Body.Close()
+	a.StatusCode = resp.StatusCode
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		a.OK = true
+	case resp.StatusCode == http.StatusGone:
+		a.Gone = true
+		a.Err = "410 Gone"
+	default:
+		a.Err = fmt.Sprintf("receiver answered %d", resp.StatusCode)
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			a.Err += " (redirects are not followed)"
+		}
+		a.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+	}
+	return a
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date), capped
+// at an hour.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return min(time.Duration(s)*time.Second, time.Hour)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(time.Until(t), 0), time.Hour)
+	}
+	return 0
+}

@@ -1,0 +1,248 @@
+package messaging
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"time"
+
+	"github.com/comm-gateway/comm/ent"
+	entwh "github.com/comm-gateway/comm/ent/webhook"
+	entwha "github.com/comm-gateway/comm/ent/webhookattempt"
+	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/netguard"
+	"github.com/comm-gateway/comm/signature"
+	"github.com/comm-gateway/comm/stream"
+)
+
+// Webhook is a project's push endpoint as the API shows it. Secret is set
+// only in the answer that generated it.
+type Webhook struct {
+	ID             string     `json:"id"`
+	URL            string     `json:"url"`
+	Status         string     `json:"status"`
+	Cursor         int64      `json:"cursor"`
+	LastError      *string    `json:"last_error"`
+	FailingSince   *time.Time `json:"failing_since"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+	DisabledReason *string    `json:"disabled_reason"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	Secret         string     `json:"secret,omitempty"`
+}
+
+func webhookOf(w *ent.Webhook) *Webhook {
+	return &Webhook{
+		ID: w.ID, URL: w.URL, Status: string(w.Status), Cursor: w.Cursor, LastError: w.LastError,
+		FailingSince: utc(w.FailingSince), NextAttemptAt: utc(w.NextAttemptAt), DisabledReason: w.DisabledReason,
+		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+	}
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// WebhookInput is the body of PUT /v1/webhook.
+type WebhookInput struct {
+	URL string `json:"url"`
+	// Secret signs deliveries; a "whsec_" secret is base64 after the
+	// prefix. Generated (and shown once) when empty.
+	Secret string `json:"secret"`
+	// FromSeq starts (or moves) the cursor: deliveries resume after it.
+	// Default: a new registration starts at the stream's head; a
+	// re-registration keeps its cursor.
+	FromSeq *int64 `json:"from_seq"`
+}
+
+// webhookEvent is the data of webhook.disabled and webhook.enabled.
+type webhookEvent struct {
+	Webhook *Webhook `json:"webhook"`
+	Reason  string   `json:"reason,omitempty"`
+}
+
+// SetWebhook registers (or replaces) the project's push endpoint.
+func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput) (*Webhook, error) {
+	if in.URL == "" {
+		return nil, Invalid("url", "required")
+	}
+	if _, err := netguard.CheckURL(in.URL, s.webhookAllowPrivate); err != nil {
+		return nil, Invalid("url", "%v", err)
+	}
+	generated := in.Secret == ""
+	if generated {
+		b := make([]byte, 24)
+		rand.Read(b)
+		in.Secret = "whsec_" + base64.StdEncoding.EncodeToString(b)
+	} else if len(in.Secret) > 256 {
+		return nil, Invalid("secret", "at most 256 bytes")
+	}
+	if _, err := signature.Key(in.Secret); err != nil {
+		return nil, Invalid("secret", "%v", err)
+	}
+	head, err := s.log.Head(ctx, p.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	if in.FromSeq != nil && (*in.FromSeq < 0 || *in.FromSeq > head) {
+		return nil, Invalid("from_seq", "must be between 0 and the stream's head, %d", head)
+	}
+	sealedSecret := s.box.Seal([]byte(in.Secret))
+	var saved *ent.Webhook
+	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		old, err := cl.Webhook.Query().Only(tctx)
+		switch {
+		case ent.IsNotFound(err):
+			cursor := head
+			if in.FromSeq != nil {
+				cursor = *in.FromSeq
+			}
+			saved, err = cl.Webhook.Create().SetURL(in.URL).SetSecret(sealedSecret).SetCursor(cursor).Save(tctx)
+			return err
+		case err != nil:
+			return err
+		}
+		upd := cl.Webhook.UpdateOne(old).SetURL(in.URL).SetSecret(sealedSecret).SetStatus(entwh.StatusActive).
+			SetFailures(0).ClearNextAttemptAt().ClearFailingSince().ClearLastError().ClearDisabledReason()
+		if in.FromSeq != nil {
+			upd.SetCursor(*in.FromSeq)
+		}
+		if saved, err = upd.Save(tctx); err != nil {
+			return err
+		}
+		if old.Status == entwh.StatusDisabled {
+			return tx.Append(stream.WebhookEnabled, webhookEvent{Webhook: webhookOf(saved), Reason: "registered again"})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.wakeWebhooks()
+	out := webhookOf(saved)
+	if generated {
+		out.Secret = in.Secret
+	}
+	return out, nil
+}
+
+func noWebhook() *Error {
+	return &Error{Code: ErrNotFound.Code, Message: "no webhook registered; PUT /v1/webhook {url, secret} registers one"}
+}
+
+// GetWebhook returns the project's push endpoint, without its secret.
+func (s *Service) GetWebhook(ctx context.Context, p *Principal) (*Webhook, error) {
+	w, err := s.read.Webhook.Query().Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, noWebhook()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return webhookOf(w), nil
+}
+
+// DeleteWebhook removes the project's push endpoint and its attempts.
+func (s *Service) DeleteWebhook(ctx context.Context, p *Principal) error {
+	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		n, err := cl.Webhook.Delete().Exec(tctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return noWebhook()
+		}
+		_, err = cl.WebhookAttempt.Delete().Exec(tctx)
+		return err
+	})
+	if err == nil {
+		s.wakeWebhooks()
+	}
+	return err
+}
+
+// ReplayWebhook moves the cursor back (or forward) to fromSeq: deliveries
+// resume with the event after it.
+func (s *Service) ReplayWebhook(ctx context.Context, p *Principal, fromSeq *int64) (*Webhook, error) {
+	if fromSeq == nil {
+		return nil, Invalid("from_seq", "required")
+	}
+	head, err := s.log.Head(ctx, p.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	if *fromSeq < 0 || *fromSeq > head {
+		return nil, Invalid("from_seq", "must be between 0 and the stream's head, %d", head)
+	}
+	var saved *ent.Webhook
+	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		w, err := cl.Webhook.Query().Only(tctx)
+		if ent.IsNotFound(err) {
+			return noWebhook()
+		}
+		if err != nil {
+			return err
+		}
+		saved, err = cl.Webhook.UpdateOne(w).SetCursor(*fromSeq).ClearNextAttemptAt().Save(tctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.wakeWebhooks()
+	return webhookOf(saved), nil
+}
+
+// WebhookAttempt is one recorded delivery attempt.
+type WebhookAttempt struct {
+	ID         string    `json:"id"`
+	URL        string    `json:"url"`
+	Seq        int64     `json:"seq"`
+	OK         bool      `json:"ok"`
+	StatusCode int       `json:"status_code"`
+	LatencyMS  int       `json:"latency_ms"`
+	Error      *string   `json:"error"`
+	At         time.Time `json:"at"`
+}
+
+// MaxAttemptHistory bounds the attempts kept per webhook.
+const MaxAttemptHistory = 1000
+
+// WebhookAttempts lists the latest delivery attempts, newest first; page
+// with after (an attempt id) and limit.
+func (s *Service) WebhookAttempts(ctx context.Context, p *Principal, pg Page) ([]*WebhookAttempt, error) {
+	if err := pg.validate(ident.WebhookAttempt); err != nil {
+		return nil, err
+	}
+	q := s.read.WebhookAttempt.Query().Order(ent.Desc(entwha.FieldID)).Limit(pg.Limit)
+	if pg.After != "" {
+		q = q.Where(entwha.IDLT(pg.After))
+	}
+	as, err := q.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*WebhookAttempt, len(as))
+	for i, a := range as {
+		out[i] = &WebhookAttempt{ID: a.ID, URL: a.URL, Seq: a.Seq, OK: a.Ok, StatusCode: a.StatusCode,
+			LatencyMS: a.LatencyMs, Error: a.Error, At: a.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// WebhookWake is signalled when a registration changes.
+func (s *Service) WebhookWake() <-chan struct{} { return s.webhooks }
+
+func (s *Service) wakeWebhooks() {
+	select {
+	case s.webhooks <- struct{}{}:
+	default:
+	}
+}

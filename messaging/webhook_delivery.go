@@ -1,0 +1,225 @@
+package messaging
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/comm-gateway/comm/ent"
+	entwh "github.com/comm-gateway/comm/ent/webhook"
+	entwha "github.com/comm-gateway/comm/ent/webhookattempt"
+	"github.com/comm-gateway/comm/signature"
+	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+// Endpoint is a webhook as the replica delivering to it sees it.
+type Endpoint struct {
+	ID, ProjectID, URL string
+	// Key signs deliveries (the opened secret).
+	Key           []byte
+	Cursor        int64
+	NextAttemptAt *time.Time
+	FailingSince  *time.Time
+
+	attemptsSincePrune int
+}
+
+// ClaimWebhooks leases the endpoints no replica is delivering to (or whose
+// replica's lease ran out) to owner, and returns their ids. Endpoints for
+// which skip returns true are left alone.
+func (s *Service) ClaimWebhooks(ctx context.Context, owner string, lease time.Duration, skip func(id string) bool) ([]string, error) {
+	now := s.now()
+	ws, err := s.read.Webhook.Query().Where(entwh.StatusNEQ(entwh.StatusDisabled),
+		entwh.Or(entwh.LeaseUntilIsNil(), entwh.LeaseUntilLT(now), entwh.LeaseOwner(owner))).
+		Select(entwh.FieldID, entwh.FieldProjectID).All(tenant.System(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: claim: %w", err)
+	}
+	var ids []string
+	for _, w := range ws {
+		if skip(w.ID) {
+			continue
+		}
+		claimed := false
+		_, err := s.log.Write(tenant.WithProject(ctx, w.ProjectID), w.ProjectID, func(tx *stream.Tx) error {
+			n, err := tx.Client().Webhook.Update().Where(entwh.ID(w.ID), entwh.StatusNEQ(entwh.StatusDisabled),
+				entwh.Or(entwh.LeaseUntilIsNil(), entwh.LeaseUntilLT(now), entwh.LeaseOwner(owner))).
+				SetLeaseOwner(owner).SetLeaseUntil(now.Add(lease)).Save(tx.Context())
+			claimed = n == 1
+			return err
+		})
+		if err != nil {
+			return ids, fmt.Errorf("webhooks: claim %s: %w", w.ID, err)
+		}
+		if claimed {
+			ids = append(ids, w.ID)
+		}
+	}
+	return ids, nil
+}
+
+// WebhookState reads an endpoint leased to owner; nil when it was deleted,
+// disabled, or is leased to another replica now.
+func (s *Service) WebhookState(ctx context.Context, id, owner string) (*Endpoint, error) {
+	w, err := s.read.Webhook.Get(tenant.System(ctx), id)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if w.Status == entwh.StatusDisabled || w.LeaseOwner != owner || w.LeaseUntil == nil || w.LeaseUntil.Before(s.now()) {
+		return nil, nil
+	}
+	plain, err := s.box.Open(w.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("webhook %s: %w", id, err)
+	}
+	key, err := signature.Key(string(plain))
+	if err != nil {
+		return nil, fmt.Errorf("webhook %s: %w", id, err)
+	}
+	return &Endpoint{ID: w.ID, ProjectID: w.ProjectID, URL: w.URL, Key: key, Cursor: w.Cursor,
+		NextAttemptAt: w.NextAttemptAt, FailingSince: w.FailingSince}, nil
+}
+
+// Attempt is the outcome of one delivery.
+type Attempt struct {
+	Seq        int64
+	OK         bool
+	StatusCode int
+	Latency    time.Duration
+	Err        string
+	// Gone: the receiver answered 410; the endpoint is disabled at once.
+	Gone bool
+	// RetryAfter is the receiver's Retry-After, if any.
+	RetryAfter time.Duration
+}
+
+// RecordAttempt stores an attempt and its consequence: the cursor advances
+// past an acknowledged event; a failure schedules a retry with backoff, or
+// disables the endpoint (410, or failing for longer than disableAfter,
+// with webhook.disabled in the stream). It extends owner's lease. It
+// reports false when the endpoint changed meanwhile (replayed,
+// re-registered, deleted, lease lost): the caller re-reads it.
+func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string, lease, disableAfter time.Duration, a Attempt) (bool, error) {
+	now := s.now()
+	ctx = tenant.WithProject(ctx, ep.ProjectID)
+	current := false
+	var disabled *ent.Webhook
+	failingSince := now
+	if ep.FailingSince != nil {
+		failingSince = *ep.FailingSince
+	}
+	prune := ep.attemptsSincePrune+1 >= 100
+	_, err := s.log.Write(ctx, ep.ProjectID, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		disabled, current = nil, false
+		var errText *string
+		if a.Err != "" {
+			errText = &a.Err
+		}
+		if err := cl.WebhookAttempt.Create().SetWebhookID(ep.ID).SetURL(ep.URL).SetSeq(a.Seq).SetOk(a.OK).
+			SetStatusCode(a.StatusCode).SetLatencyMs(int(a.Latency / time.Millisecond)).SetNillableError(errText).
+			Exec(tctx); err != nil {
+			return err
+		}
+		if prune {
+			if err := pruneAttempts(tctx, cl, ep.ID); err != nil {
+				return err
+			}
+		}
+		upd := cl.Webhook.Update().Where(entwh.ID(ep.ID), entwh.LeaseOwner(owner), entwh.Cursor(ep.Cursor),
+			entwh.StatusNEQ(entwh.StatusDisabled)).SetLeaseUntil(now.Add(lease))
+		if a.OK {
+			upd.SetCursor(a.Seq).SetFailures(0).SetStatus(entwh.StatusActive).
+				ClearFailingSince().ClearNextAttemptAt().ClearLastError()
+			n, err := upd.Save(tctx)
+			current = n == 1
+			return err
+		}
+		reason := ""
+		switch {
+		case a.Gone:
+			reason = "the receiver answered 410 Gone"
+		case now.Sub(failingSince) >= disableAfter:
+			reason = fmt.Sprintf("deliveries failed continuously for %s", now.Sub(failingSince).Round(time.Second))
+		}
+		upd.AddFailures(1).SetFailingSince(failingSince).SetLastError(a.Err)
+		if reason != "" {
+			upd.SetStatus(entwh.StatusDisabled).SetDisabledReason(reason).ClearLeaseOwner().ClearLeaseUntil()
+		} else {
+			wait := max(a.RetryAfter, webhookBackoff(tx, ep))
+			upd.SetStatus(entwh.StatusFailing).SetNextAttemptAt(now.Add(wait))
+		}
+		n, err := upd.Save(tctx)
+		if err != nil || n == 0 {
+			return err
+		}
+		current = true
+		if reason == "" {
+			return nil
+		}
+		if disabled, err = cl.Webhook.Get(tctx, ep.ID); err != nil {
+			return err
+		}
+		return tx.Append(stream.WebhookDisabled, webhookEvent{Webhook: webhookOf(disabled), Reason: reason})
+	})
+	if err != nil {
+		return false, err
+	}
+	ep.attemptsSincePrune++
+	if prune {
+		ep.attemptsSincePrune = 0
+	}
+	if current && a.OK {
+		ep.Cursor, ep.FailingSince, ep.NextAttemptAt = a.Seq, nil, nil
+	}
+	return current && disabled == nil, nil
+}
+
+// webhookBackoff is the wait before the next attempt after a failure:
+// exponential from 1 s with jitter, capped at 10 minutes. It reads the
+// failure count in the transaction.
+func webhookBackoff(tx *stream.Tx, ep *Endpoint) time.Duration {
+	w, err := tx.Client().Webhook.Get(tx.Context(), ep.ID)
+	n := 1
+	if err == nil {
+		n = w.Failures + 1
+	}
+	return backoff(n)
+}
+
+func pruneAttempts(ctx context.Context, cl *ent.Client, webhookID string) error {
+	ids, err := cl.WebhookAttempt.Query().Where(entwha.WebhookID(webhookID)).
+		Order(ent.Desc(entwha.FieldID)).Offset(MaxAttemptHistory).Limit(1).IDs(ctx)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	_, err = cl.WebhookAttempt.Delete().Where(entwha.WebhookID(webhookID), entwha.IDLTE(ids[0])).Exec(ctx)
+	return err
+}
+
+// RenewWebhook extends owner's lease of an idle endpoint; false when the
+// lease is lost.
+func (s *Service) RenewWebhook(ctx context.Context, ep *Endpoint, owner string, lease time.Duration) (bool, error) {
+	ok := false
+	_, err := s.log.Write(tenant.WithProject(ctx, ep.ProjectID), ep.ProjectID, func(tx *stream.Tx) error {
+		n, err := tx.Client().Webhook.Update().Where(entwh.ID(ep.ID), entwh.LeaseOwner(owner),
+			entwh.StatusNEQ(entwh.StatusDisabled)).SetLeaseUntil(s.now().Add(lease)).Save(tx.Context())
+		ok = n == 1
+		return err
+	})
+	return ok, err
+}
+
+// ReleaseWebhook gives up owner's lease (at shutdown), so another replica
+// can take over at once.
+func (s *Service) ReleaseWebhook(ctx context.Context, ep *Endpoint, owner string) error {
+	_, err := s.log.Write(tenant.WithProject(ctx, ep.ProjectID), ep.ProjectID, func(tx *stream.Tx) error {
+		return tx.Client().Webhook.Update().Where(entwh.ID(ep.ID), entwh.LeaseOwner(owner)).
+			ClearLeaseOwner().ClearLeaseUntil().Exec(tx.Context())
+	})
+	return err
+}

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/comm-gateway/comm/messaging"
+)
+
+func (s *Server) setWebhook(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	var in messaging.WebhookInput
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	wh, err := s.svc.SetWebhook(r.Context(), p, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, wh)
+	return nil
+}
+
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	wh, err := s.svc.GetWebhook(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, wh)
+	return nil
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	if err := s.svc.DeleteWebhook(r.Context(), p); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) replayWebhook(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	var in struct {
+		FromSeq *int64 `json:"from_seq"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	wh, err := s.svc.ReplayWebhook(r.Context(), p, in.FromSeq)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, wh)
+	return nil
+}
+
+func (s *Server) webhookAttempts(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	q := newQuery(r)
+	pg := page(q)
+	if err := q.done(); err != nil {
+		return err
+	}
+	as, err := s.svc.WebhookAttempts(r.Context(), p, pg)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, as)
+	return nil
+}
