@@ -17,6 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/messaging"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -147,9 +148,12 @@ type ComplexityRoot struct {
 	Mutation struct {
 		Connect          func(childComplexity int, input ConnectInput) int
 		DeleteConnection func(childComplexity int, id string) int
+		DeleteWebhook    func(childComplexity int) int
 		InjectInbound    func(childComplexity int, connectionID string, input InjectInput) int
+		ReplayWebhook    func(childComplexity int, fromSeq int) int
 		Reply            func(childComplexity int, messageID string, input ReplyInput) int
 		Send             func(childComplexity int, input SendInput) int
+		SetWebhook       func(childComplexity int, input WebhookInput) int
 		Typing           func(childComplexity int, messageID string) int
 	}
 
@@ -170,13 +174,15 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Connections   func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConnectionOrder, where *ent.ConnectionWhereInput) int
-		Conversations func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConversationOrder, where *ent.ConversationWhereInput) int
-		Events        func(childComplexity int, afterSeq *int, first *int, typeArg *string) int
-		Messages      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.MessageOrder, where *ent.MessageWhereInput) int
-		Node          func(childComplexity int, id string) int
-		Nodes         func(childComplexity int, ids []string) int
-		Project       func(childComplexity int) int
+		Connections     func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConnectionOrder, where *ent.ConnectionWhereInput) int
+		Conversations   func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConversationOrder, where *ent.ConversationWhereInput) int
+		Events          func(childComplexity int, afterSeq *int, first *int, typeArg *string) int
+		Messages        func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.MessageOrder, where *ent.MessageWhereInput) int
+		Node            func(childComplexity int, id string) int
+		Nodes           func(childComplexity int, ids []string) int
+		Project         func(childComplexity int) int
+		Webhook         func(childComplexity int) int
+		WebhookAttempts func(childComplexity int, after *string, first *int) int
 	}
 
 	Subscription struct {
@@ -187,6 +193,31 @@ type ComplexityRoot struct {
 	TypingState struct {
 		ConversationID func(childComplexity int) int
 		TypingUntil    func(childComplexity int) int
+	}
+
+	WebhookAttempt struct {
+		At         func(childComplexity int) int
+		Error      func(childComplexity int) int
+		ID         func(childComplexity int) int
+		LatencyMS  func(childComplexity int) int
+		OK         func(childComplexity int) int
+		Seq        func(childComplexity int) int
+		StatusCode func(childComplexity int) int
+		URL        func(childComplexity int) int
+	}
+
+	WebhookEndpoint struct {
+		CreatedAt      func(childComplexity int) int
+		Cursor         func(childComplexity int) int
+		DisabledReason func(childComplexity int) int
+		FailingSince   func(childComplexity int) int
+		ID             func(childComplexity int) int
+		LastError      func(childComplexity int) int
+		NextAttemptAt  func(childComplexity int) int
+		Secret         func(childComplexity int) int
+		Status         func(childComplexity int) int
+		URL            func(childComplexity int) int
+		UpdatedAt      func(childComplexity int) int
 	}
 }
 
@@ -210,6 +241,9 @@ type MutationResolver interface {
 	Reply(ctx context.Context, messageID string, input ReplyInput) (*ent.Message, error)
 	Typing(ctx context.Context, messageID string) (*TypingState, error)
 	Send(ctx context.Context, input SendInput) (*ent.Message, error)
+	SetWebhook(ctx context.Context, input WebhookInput) (*messaging.Webhook, error)
+	DeleteWebhook(ctx context.Context) (bool, error)
+	ReplayWebhook(ctx context.Context, fromSeq int) (*messaging.Webhook, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (ent.Noder, error)
@@ -219,6 +253,8 @@ type QueryResolver interface {
 	Messages(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.MessageOrder, where *ent.MessageWhereInput) (*ent.MessageConnection, error)
 	Project(ctx context.Context) (*ent.Project, error)
 	Events(ctx context.Context, afterSeq *int, first *int, typeArg *string) (*EventConnection, error)
+	Webhook(ctx context.Context) (*messaging.Webhook, error)
+	WebhookAttempts(ctx context.Context, after *string, first *int) ([]*messaging.WebhookAttempt, error)
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, afterSeq *int, typeArg *string) (<-chan *Event, error)
@@ -639,6 +675,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteConnection(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteWebhook":
+		if e.ComplexityRoot.Mutation.DeleteWebhook == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteWebhook(childComplexity), true
 	case "Mutation.injectInbound":
 		if e.ComplexityRoot.Mutation.InjectInbound == nil {
 			break
@@ -650,6 +692,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.InjectInbound(childComplexity, args["connectionID"].(string), args["input"].(InjectInput)), true
+	case "Mutation.replayWebhook":
+		if e.ComplexityRoot.Mutation.ReplayWebhook == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_replayWebhook_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReplayWebhook(childComplexity, args["fromSeq"].(int)), true
 	case "Mutation.reply":
 		if e.ComplexityRoot.Mutation.Reply == nil {
 			break
@@ -672,6 +725,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Send(childComplexity, args["input"].(SendInput)), true
+	case "Mutation.setWebhook":
+		if e.ComplexityRoot.Mutation.SetWebhook == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setWebhook_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetWebhook(childComplexity, args["input"].(WebhookInput)), true
 	case "Mutation.typing":
 		if e.ComplexityRoot.Mutation.Typing == nil {
 			break
@@ -819,6 +883,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Project(childComplexity), true
+	case "Query.webhook":
+		if e.ComplexityRoot.Query.Webhook == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Webhook(childComplexity), true
+	case "Query.webhookAttempts":
+		if e.ComplexityRoot.Query.WebhookAttempts == nil {
+			break
+		}
+
+		args, err := ec.field_Query_webhookAttempts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.WebhookAttempts(childComplexity, args["after"].(*string), args["first"].(*int)), true
 
 	case "Subscription.eventBatches":
 		if e.ComplexityRoot.Subscription.EventBatches == nil {
@@ -856,6 +937,122 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TypingState.TypingUntil(childComplexity), true
 
+	case "WebhookAttempt.at":
+		if e.ComplexityRoot.WebhookAttempt.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookAttempt.At(childComplexity), true
+	case "WebhookAttempt.error":
+		if e.ComplexityRoot.WebhookAttempt.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookAttempt.Error(childComplexity), true
+	case "WebhookAttempt.id":
+		if e.ComplexityRoot.WebhookAttempt.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookAttempt.ID(childComplexity), true
+	case "WebhookAttempt.latencyMs":
+		if e.ComplexityRoot.WebhookAttempt.LatencyMS == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookAttempt.LatencyMS(childComplexity), true
+	case "WebhookAttempt.ok":
+		if e.ComplexityRoot.WebhookAttempt.OK == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookAttempt.OK(childComplexity), true
+	case "WebhookAttempt.seq":
+		if e.ComplexityRoot.WebhookAttempt.Seq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookAttempt.Seq(childComplexity), true
+	case "WebhookAttempt.statusCode":
+		if e.ComplexityRoot.WebhookAttempt.StatusCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookAttempt.StatusCode(childComplexity), true
+	case "WebhookAttempt.url":
+		if e.ComplexityRoot.WebhookAttempt.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookAttempt.URL(childComplexity), true
+
+	case "WebhookEndpoint.createdAt":
+		if e.ComplexityRoot.WebhookEndpoint.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.CreatedAt(childComplexity), true
+	case "WebhookEndpoint.cursor":
+		if e.ComplexityRoot.WebhookEndpoint.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.Cursor(childComplexity), true
+	case "WebhookEndpoint.disabledReason":
+		if e.ComplexityRoot.WebhookEndpoint.DisabledReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.DisabledReason(childComplexity), true
+	case "WebhookEndpoint.failingSince":
+		if e.ComplexityRoot.WebhookEndpoint.FailingSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.FailingSince(childComplexity), true
+	case "WebhookEndpoint.id":
+		if e.ComplexityRoot.WebhookEndpoint.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.ID(childComplexity), true
+	case "WebhookEndpoint.lastError":
+		if e.ComplexityRoot.WebhookEndpoint.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.LastError(childComplexity), true
+	case "WebhookEndpoint.nextAttemptAt":
+		if e.ComplexityRoot.WebhookEndpoint.NextAttemptAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.NextAttemptAt(childComplexity), true
+	case "WebhookEndpoint.secret":
+		if e.ComplexityRoot.WebhookEndpoint.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.Secret(childComplexity), true
+	case "WebhookEndpoint.status":
+		if e.ComplexityRoot.WebhookEndpoint.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.Status(childComplexity), true
+	case "WebhookEndpoint.url":
+		if e.ComplexityRoot.WebhookEndpoint.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.URL(childComplexity), true
+	case "WebhookEndpoint.updatedAt":
+		if e.ComplexityRoot.WebhookEndpoint.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.UpdatedAt(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -877,6 +1074,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ProjectWhereInput", ec.unmarshalInputProjectWhereInput),
 			graphql.NewInputUnmarshaler("ReplyInput", ec.unmarshalInputReplyInput),
 			graphql.NewInputUnmarshaler("SendInput", ec.unmarshalInputSendInput),
+			graphql.NewInputUnmarshaler("WebhookInput", ec.unmarshalInputWebhookInput),
 		)
 	}
 	first := true
@@ -1097,6 +1295,60 @@ type Subscription {
   catch up a long backlog.
   """
   eventBatches(afterSeq: Int = 0, type: String, max: Int = 500): [Event!]!
+}
+
+"The project's push endpoint (PUT /v1/webhook). The secret is never shown again after it was set."
+type WebhookEndpoint {
+  id: ID!
+  url: String!
+  "active, failing (retrying with backoff) or disabled"
+  status: String!
+  "The last acknowledged seq: delivery resumes after it."
+  cursor: Int!
+  lastError: String
+  failingSince: Time
+  nextAttemptAt: Time
+  disabledReason: String
+  createdAt: Time!
+  updatedAt: Time!
+  "Only in setWebhook's answer, when comm generated the secret."
+  secret: String
+}
+
+"One delivery attempt."
+type WebhookAttempt {
+  id: ID!
+  url: String!
+  seq: Int!
+  ok: Boolean!
+  "0 when there was no response."
+  statusCode: Int!
+  latencyMs: Int!
+  error: String
+  at: Time!
+}
+
+input WebhookInput {
+  url: String!
+  "Signs deliveries; a whsec_ secret is base64 after the prefix. Generated when absent."
+  secret: String
+  "Start (or move) the cursor here; default: the head for a new registration, the old cursor otherwise."
+  fromSeq: Int
+}
+
+extend type Query {
+  "The push endpoint, or null when none is registered."
+  webhook: WebhookEndpoint
+  "Delivery attempts, newest first."
+  webhookAttempts(after: ID, first: Int = 50): [WebhookAttempt!]!
+}
+
+extend type Mutation {
+  setWebhook(input: WebhookInput!): WebhookEndpoint!
+  "Remove the push endpoint; true when one was removed."
+  deleteWebhook: Boolean!
+  "Move the cursor: deliveries resume with the event after fromSeq."
+  replayWebhook(fromSeq: Int!): WebhookEndpoint!
 }
 `, BuiltIn: false},
 	{Name: "../ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -2404,6 +2656,56 @@ func (ec *executionContext) childFields_TypingState(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type TypingState", field.Name)
 }
 
+func (ec *executionContext) childFields_WebhookAttempt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_WebhookAttempt_id(ctx, field)
+	case "url":
+		return ec.fieldContext_WebhookAttempt_url(ctx, field)
+	case "seq":
+		return ec.fieldContext_WebhookAttempt_seq(ctx, field)
+	case "ok":
+		return ec.fieldContext_WebhookAttempt_ok(ctx, field)
+	case "statusCode":
+		return ec.fieldContext_WebhookAttempt_statusCode(ctx, field)
+	case "latencyMs":
+		return ec.fieldContext_WebhookAttempt_latencyMs(ctx, field)
+	case "error":
+		return ec.fieldContext_WebhookAttempt_error(ctx, field)
+	case "at":
+		return ec.fieldContext_WebhookAttempt_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookAttempt", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookEndpoint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_WebhookEndpoint_id(ctx, field)
+	case "url":
+		return ec.fieldContext_WebhookEndpoint_url(ctx, field)
+	case "status":
+		return ec.fieldContext_WebhookEndpoint_status(ctx, field)
+	case "cursor":
+		return ec.fieldContext_WebhookEndpoint_cursor(ctx, field)
+	case "lastError":
+		return ec.fieldContext_WebhookEndpoint_lastError(ctx, field)
+	case "failingSince":
+		return ec.fieldContext_WebhookEndpoint_failingSince(ctx, field)
+	case "nextAttemptAt":
+		return ec.fieldContext_WebhookEndpoint_nextAttemptAt(ctx, field)
+	case "disabledReason":
+		return ec.fieldContext_WebhookEndpoint_disabledReason(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_WebhookEndpoint_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_WebhookEndpoint_updatedAt(ctx, field)
+	case "secret":
+		return ec.fieldContext_WebhookEndpoint_secret(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookEndpoint", field.Name)
+}
+
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -2570,6 +2872,20 @@ func (ec *executionContext) field_Mutation_injectInbound_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_replayWebhook_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "fromSeq",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["fromSeq"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_reply_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2598,6 +2914,20 @@ func (ec *executionContext) field_Mutation_send_args(ctx context.Context, rawArg
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (SendInput, error) {
 			return ec.unmarshalNSendInput2githubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐSendInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setWebhook_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (WebhookInput, error) {
+			return ec.unmarshalNWebhookInput2githubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐWebhookInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2851,6 +3181,28 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["ids"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_webhookAttempts_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
 	return args, nil
 }
 
@@ -4741,6 +5093,117 @@ func (ec *executionContext) fieldContext_Mutation_send(ctx context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setWebhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setWebhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetWebhook(ctx, fc.Args["input"].(WebhookInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setWebhook(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setWebhook_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteWebhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteWebhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().DeleteWebhook(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteWebhook(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Mutation", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _Mutation_replayWebhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_replayWebhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReplayWebhook(ctx, fc.Args["fromSeq"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_replayWebhook(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_replayWebhook_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5267,6 +5730,82 @@ func (ec *executionContext) fieldContext_Query_events(ctx context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_webhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Webhook(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
+			return ec.marshalOWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhook(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_webhookAttempts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookAttempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().WebhookAttempts(ctx, fc.Args["after"].(*string), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*messaging.WebhookAttempt) graphql.Marshaler {
+			return ec.marshalNWebhookAttempt2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhookAttemptᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookAttempts(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookAttempt(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_webhookAttempts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5475,6 +6014,443 @@ func (ec *executionContext) _TypingState_typingUntil(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_TypingState_typingUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TypingState", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookAttempt_id(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookAttempt_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookAttempt_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookAttempt_url(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookAttempt_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookAttempt_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookAttempt_seq(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookAttempt_seq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Seq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookAttempt_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookAttempt_ok(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookAttempt_ok(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OK, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookAttempt_ok(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _WebhookAttempt_statusCode(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookAttempt_statusCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookAttempt_statusCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookAttempt_latencyMs(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookAttempt_latencyMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LatencyMS, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookAttempt_latencyMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookAttempt_error(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookAttempt_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookAttempt_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookAttempt_at(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookAttempt_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookAttempt_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookEndpoint_status(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookEndpoint_cursor(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookEndpoint_lastError(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_lastError(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastError, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookEndpoint_failingSince(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_failingSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailingSince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_failingSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookEndpoint_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_nextAttemptAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextAttemptAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_nextAttemptAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookEndpoint_disabledReason(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_disabledReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DisabledReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_disabledReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookEndpoint_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookEndpoint_updatedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookEndpoint_secret(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -10521,6 +11497,62 @@ func UnmarshalSendInput(ctx context.Context, raw any) (SendInput, error) {
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj any) (WebhookInput, error) {
+	var it WebhookInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"url", "secret", "fromSeq"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "secret":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secret"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Secret = data
+		case "fromSeq":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("fromSeq"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FromSeq = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalWebhookInput unmarshals raw into the WebhookInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalWebhookInput(ctx context.Context, raw any) (WebhookInput, error) {
+	var out WebhookInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "WebhookInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -11319,6 +12351,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setWebhook":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setWebhook(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteWebhook":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteWebhook(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayWebhook":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_replayWebhook(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11503,6 +12556,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_events(ctx, field)
 				})
+		case "webhook":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhook(ctx, field)
+				})
+		case "webhookAttempts":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookAttempts(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -11575,6 +12640,157 @@ func (ec *executionContext) _TypingState(ctx context.Context, sel ast.SelectionS
 		case "typingUntil":
 			out.Values[i] = ec._TypingState_typingUntil(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookAttemptImplementors = []string{"WebhookAttempt"}
+
+func (ec *executionContext) _WebhookAttempt(ctx context.Context, sel ast.SelectionSet, obj *messaging.WebhookAttempt) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookAttemptImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookAttempt")
+		case "id":
+			out.Values[i] = ec._WebhookAttempt_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._WebhookAttempt_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "seq":
+			out.Values[i] = ec._WebhookAttempt_seq(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ok":
+			out.Values[i] = ec._WebhookAttempt_ok(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "statusCode":
+			out.Values[i] = ec._WebhookAttempt_statusCode(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "latencyMs":
+			out.Values[i] = ec._WebhookAttempt_latencyMs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "error":
+			out.Values[i] = ec._WebhookAttempt_error(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._WebhookAttempt_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookEndpointImplementors = []string{"WebhookEndpoint"}
+
+func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.SelectionSet, obj *messaging.Webhook) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEndpointImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookEndpoint")
+		case "id":
+			out.Values[i] = ec._WebhookEndpoint_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._WebhookEndpoint_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._WebhookEndpoint_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._WebhookEndpoint_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastError":
+			out.Values[i] = ec._WebhookEndpoint_lastError(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "failingSince":
+			out.Values[i] = ec._WebhookEndpoint_failingSince(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "nextAttemptAt":
+			out.Values[i] = ec._WebhookEndpoint_nextAttemptAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "disabledReason":
+			out.Values[i] = ec._WebhookEndpoint_disabledReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._WebhookEndpoint_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._WebhookEndpoint_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secret":
+			out.Values[i] = ec._WebhookEndpoint_secret(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -12361,6 +13577,43 @@ func (ec *executionContext) marshalNTypingState2ᚖgithubᚗcomᚋcommᚑgateway
 	return ec._TypingState(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNWebhookAttempt2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhookAttemptᚄ(ctx context.Context, sel ast.SelectionSet, v []*messaging.WebhookAttempt) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookAttempt2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhookAttempt(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebhookAttempt2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhookAttempt(ctx context.Context, sel ast.SelectionSet, v *messaging.WebhookAttempt) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookAttempt!")
+		return graphql.Null
+	}
+	return ec._WebhookAttempt(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx context.Context, sel ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookEndpoint!")
+		return graphql.Null
+	}
+	return ec._WebhookEndpoint(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNWebhookInput2githubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐWebhookInput(ctx context.Context, v any) (WebhookInput, error) {
+	res, err := ec.unmarshalInputWebhookInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
 	return ec.___Directive(ctx, sel, &v)
 }
@@ -13040,6 +14293,18 @@ func (ec *executionContext) unmarshalOProjectWhereInput2ᚖgithubᚗcomᚋcomm�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalString(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(v)
+	return res
+}
+
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
 	if v == nil {
 		return nil, nil
@@ -13144,6 +14409,13 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	_ = ctx
 	res := graphql.MarshalTime(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx context.Context, sel ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._WebhookEndpoint(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

@@ -87,3 +87,11 @@ type TypingState struct {
 	ConversationID string    `json:"conversationID"`
 	TypingUntil    time.Time `json:"typingUntil"`
 }
+
+type WebhookInput struct {
+	URL string `json:"url"`
+	// Signs deliveries; a whsec_ secret is base64 after the prefix. Generated when absent.
+	Secret *string `json:"secret,omitempty"`
+	// Start (or move) the cursor here; default: the head for a new registration, the old cursor otherwise.
+	FromSeq *int `json:"fromSeq,omitempty"`
+}

@@ -140,6 +140,7 @@ func derefInt(n *int) int {
 var graphParams = map[string]string{
 	"after_seq": "afterSeq", "limit": "first",
 	"connection_id": "connectionID", "customer_id": "customerID", "agent_id": "agentID",
+	"from_seq": "fromSeq",
 }
 
 // renameParams maps the REST parameter names of a domain error to the

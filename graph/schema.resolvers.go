@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/messaging"
@@ -100,6 +101,47 @@ func (r *mutationResolver) Send(ctx context.Context, input SendInput) (*ent.Mess
 	return outbound(p, m), nil
 }
 
+// SetWebhook is the resolver for the setWebhook field.
+func (r *mutationResolver) SetWebhook(ctx context.Context, input WebhookInput) (*messaging.Webhook, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := messaging.WebhookInput{URL: input.URL, Secret: deref(input.Secret)}
+	if input.FromSeq != nil {
+		from := int64(*input.FromSeq)
+		in.FromSeq = &from
+	}
+	w, err := r.Service.SetWebhook(ctx, p, in)
+	return w, renameParams(err)
+}
+
+// DeleteWebhook is the resolver for the deleteWebhook field.
+func (r *mutationResolver) DeleteWebhook(ctx context.Context) (bool, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Service.DeleteWebhook(ctx, p); err != nil {
+		if errors.Is(err, messaging.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// ReplayWebhook is the resolver for the replayWebhook field.
+func (r *mutationResolver) ReplayWebhook(ctx context.Context, fromSeq int) (*messaging.Webhook, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	from := int64(fromSeq)
+	w, err := r.Service.ReplayWebhook(ctx, p, &from)
+	return w, renameParams(err)
+}
+
 // Project is the resolver for the project field.
 func (r *queryResolver) Project(ctx context.Context) (*ent.Project, error) {
 	p, err := principal(ctx)
@@ -140,6 +182,29 @@ func (r *queryResolver) Events(ctx context.Context, afterSeq *int, first *int, t
 		out.PageInfo.EndCursor = &seq
 	}
 	return out, nil
+}
+
+// Webhook is the resolver for the webhook field.
+func (r *queryResolver) Webhook(ctx context.Context) (*messaging.Webhook, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.Service.GetWebhook(ctx, p)
+	if errors.Is(err, messaging.ErrNotFound) {
+		return nil, nil
+	}
+	return w, err
+}
+
+// WebhookAttempts is the resolver for the webhookAttempts field.
+func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, first *int) ([]*messaging.WebhookAttempt, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	as, err := r.Service.WebhookAttempts(ctx, p, messaging.Page{After: deref(after), Limit: derefInt(first)})
+	return as, renameParams(err)
 }
 
 // Events is the resolver for the events field.
