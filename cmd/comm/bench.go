@@ -13,6 +13,7 @@ import (
 	"github.com/comm-gateway/comm/bench"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/netguard"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
@@ -24,7 +25,7 @@ func runBench(args []string) error {
 		"The load runs in this process and shares its CPU with what is measured.")
 	dbURL := s.add("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.add("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.add("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite)")
+	what := s.add("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers)")
 	dur := s.add("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.add("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.add("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -159,6 +160,15 @@ func runBench(args []string) error {
 				return err
 			}
 			results = append(results, got...)
+		case "webhook":
+			got, err := benchWebhooks(ctx, open, d)
+			if err != nil {
+				return err
+			}
+			for i := range got {
+				got[i].Engine = engine
+			}
+			results = append(results, got...)
 		case "read":
 			r, err := benchRead(ctx, open, nEv, nCl, d)
 			if err != nil {
@@ -257,4 +267,43 @@ func benchRead(ctx context.Context, open func() (*stream.Log, func(), error), ev
 	r, err := bench.Reads(ctx, base, sb.APIKey, int64(events), clients, d)
 	r.Name = "GET /v1/events?limit=100"
 	return r, err
+}
+
+func benchWebhooks(ctx context.Context, open func() (*stream.Log, func(), error), d time.Duration) ([]bench.Result, error) {
+	var out []bench.Result
+	for _, c := range []struct{ endpoints, per int }{{1, 10000}, {100, 300}} {
+		l, done, err := open()
+		if err != nil {
+			return nil, err
+		}
+		svc, err := messaging.New(l, messaging.Options{Channels: registry(), WebhookAllowPrivate: true})
+		if err != nil {
+			done()
+			return nil, err
+		}
+		rcv := bench.NewReceiver()
+		wctx, cancel := context.WithCancel(ctx)
+		hooksDone := make(chan struct{})
+		go func() {
+			(&delivery.Webhooks{Service: svc, Client: netguard.NewClient(netguard.Options{AllowPrivate: true})}).Run(wctx)
+			close(hooksDone)
+		}()
+		r, err := bench.WebhookDrain(ctx, svc, rcv, c.endpoints, c.per)
+		if err == nil {
+			r.Name = fmt.Sprintf("webhook delivery, %d endpoint(s)", c.endpoints)
+			out = append(out, r)
+			r, err = bench.WebhookLatency(ctx, svc, rcv, c.endpoints, 100*c.endpoints/max(c.endpoints/10, 1), d)
+			r.Name = fmt.Sprintf("webhook latency, %d endpoint(s)", c.endpoints)
+			out = append(out, r)
+		}
+		cancel()
+		<-hooksDone
+		rcv.Close()
+		svc.Close()
+		done()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
