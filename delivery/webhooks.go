@@ -30,7 +30,9 @@ type Webhooks struct {
 	// Owner names this replica in leases; random if empty.
 	Owner string
 	// Lease is how long a claim lasts without renewal (default 15 s): a
-	// replica that dies hands its endpoints over within it.
+	// replica that dies hands its endpoints over within it. It should
+	// exceed the client's timeout: a delivery is given up before the lease
+	// runs out, since another replica may deliver after it.
 	Lease time.Duration
 	// DisableAfter disables an endpoint failing continuously this long
 	// (default 72 h).
@@ -105,7 +107,6 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 	var (
 		ep      *messaging.Endpoint
 		watcher *stream.Watcher
-		renewed = time.Now()
 	)
 	defer func() {
 		if watcher != nil {
@@ -125,14 +126,20 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			}
 			return
 		}
-		if ep != nil && ep.URL == state.URL {
-			state = carry(ep, state)
+		if ep == nil {
+			ep = state
+		} else {
+			ep.Refresh(state)
 		}
-		ep = state
 		if watcher == nil {
 			watcher = log.Hub().Watch(ep.ProjectID)
 		}
 		ch := watcher.C()
+		// Keep the lease while idle or backing off, so that the endpoint
+		// stays with this replica.
+		if time.Until(ep.LeaseUntil) < d.Lease*2/3 && !d.renew(ctx, ep) {
+			return
+		}
 		if ep.NextAttemptAt != nil && time.Now().Before(*ep.NextAttemptAt) {
 			if !d.wait(ctx, time.Until(*ep.NextAttemptAt), nil) {
 				return
@@ -148,12 +155,6 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			continue
 		}
 		if len(envs) == 0 {
-			if time.Since(renewed) > d.Lease/3 {
-				if ok, err := d.Service.RenewWebhook(ctx, ep, d.Owner, d.Lease); err != nil || !ok {
-					return
-				}
-				renewed = time.Now()
-			}
 			select {
 			case <-ctx.Done():
 				return
@@ -164,8 +165,20 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			continue
 		}
 		for _, e := range envs {
-			a := d.post(ctx, ep, e)
+			// A delivery must end before the lease does: past it another
+			// replica may deliver to the endpoint too.
+			if time.Until(ep.LeaseUntil) < d.leaseNeeded() && !d.renew(ctx, ep) {
+				return
+			}
+			pctx, cancel := context.WithDeadline(ctx, ep.LeaseUntil.Add(-d.leaseMargin()))
+			a := d.post(pctx, ep, e)
+			cancel()
 			if ctx.Err() != nil {
+				// Shutting down: keep an acknowledgement that arrived,
+				// so the event is not delivered again.
+				if a.OK {
+					d.Service.RecordAttempt(context.WithoutCancel(ctx), ep, d.Owner, d.Lease, d.DisableAfter, a) //nolint:errcheck // redelivered if lost
+				}
 				return
 			}
 			current, err := d.Service.RecordAttempt(ctx, ep, d.Owner, d.Lease, d.DisableAfter, a)
@@ -174,7 +187,6 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 				d.wait(ctx, d.PollInterval, nil)
 				break
 			}
-			renewed = time.Now()
 			if !current || !a.OK {
 				break // re-read: backoff, replay, new registration, or lease lost
 			}
@@ -182,11 +194,30 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 	}
 }
 
-// carry keeps in-memory bookkeeping across re-reads of the same endpoint.
-func carry(old, cur *messaging.Endpoint) *messaging.Endpoint {
-	*old = messaging.Endpoint{ID: cur.ID, ProjectID: cur.ProjectID, URL: cur.URL, Key: cur.Key, Cursor: cur.Cursor,
-		NextAttemptAt: cur.NextAttemptAt, FailingSince: cur.FailingSince}
-	return old
+// renew extends the lease of ep; false when it is lost (or cannot be
+// renewed), and the endpoint must be left alone.
+func (d *Webhooks) renew(ctx context.Context, ep *messaging.Endpoint) bool {
+	ok, err := d.Service.RenewWebhook(ctx, ep, d.Owner, d.Lease)
+	if err != nil && ctx.Err() == nil {
+		d.Logger.Warn("webhooks: renew lease", "webhook", ep.ID, "err", err)
+	}
+	return err == nil && ok
+}
+
+// leaseMargin is how long before its lease runs out a delivery is given
+// up: room for clocks and the database.
+func (d *Webhooks) leaseMargin() time.Duration { return min(time.Second, d.Lease/5) }
+
+// leaseNeeded is how much lease a delivery should start with: enough for
+// the client's whole timeout. With a lease shorter than that, the lease
+// bounds the delivery instead; the lease just extended by the previous
+// delivery is then enough, so that a busy endpoint costs no extra writes.
+func (d *Webhooks) leaseNeeded() time.Duration {
+	need := d.Lease - d.leaseMargin()
+	if d.Client.Timeout > 0 {
+		need = min(need, d.Client.Timeout+d.leaseMargin())
+	}
+	return need
 }
 
 func (d *Webhooks) wait(ctx context.Context, dur time.Duration, wake <-chan struct{}) bool {

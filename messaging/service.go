@@ -28,12 +28,13 @@ type Service struct {
 	logger *slog.Logger
 	now    func() time.Time
 
-	keyByHash *sql.Stmt
-	channels  *channels.Registry
-	adapters  adapterSet
-	outbox    chan struct{}
-	webhooks  chan struct{}
-	box       *sealed.Box
+	keyByHash  *sql.Stmt
+	channels   *channels.Registry
+	adapters   adapterSet
+	outbox     chan struct{}
+	webhooks   chan struct{}
+	webhooksMu sync.Mutex
+	box        *sealed.Box
 
 	webhookAllowPrivate bool
 
@@ -79,7 +80,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	}
 	return &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
-		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}, 1),
+		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
 		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.

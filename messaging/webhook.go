@@ -237,12 +237,17 @@ func (s *Service) WebhookAttempts(ctx context.Context, p *Principal, pg Page) ([
 	return out, nil
 }
 
-// WebhookWake is signalled when a registration changes.
-func (s *Service) WebhookWake() <-chan struct{} { return s.webhooks }
+// WebhookWake returns a channel closed at the next registration change
+// (a broadcast: every delivery goroutine sees it).
+func (s *Service) WebhookWake() <-chan struct{} {
+	s.webhooksMu.Lock()
+	defer s.webhooksMu.Unlock()
+	return s.webhooks
+}
 
 func (s *Service) wakeWebhooks() {
-	select {
-	case s.webhooks <- struct{}{}:
-	default:
-	}
+	s.webhooksMu.Lock()
+	close(s.webhooks)
+	s.webhooks = make(chan struct{})
+	s.webhooksMu.Unlock()
 }

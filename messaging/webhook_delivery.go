@@ -21,7 +21,13 @@ type Endpoint struct {
 	Cursor        int64
 	NextAttemptAt *time.Time
 	FailingSince  *time.Time
+	// LeaseUntil is when owner's lease runs out, as last written by this
+	// replica (or read back): another replica may deliver after it.
+	LeaseUntil time.Time
 
+	// sealed is the stored secret: it changes with every registration, so
+	// it tells whether the endpoint was registered again meanwhile.
+	sealed             []byte
 	attemptsSincePrune int
 }
 
@@ -81,7 +87,7 @@ func (s *Service) WebhookState(ctx context.Context, id, owner string) (*Endpoint
 		return nil, fmt.Errorf("webhook %s: %w", id, err)
 	}
 	return &Endpoint{ID: w.ID, ProjectID: w.ProjectID, URL: w.URL, Key: key, Cursor: w.Cursor,
-		NextAttemptAt: w.NextAttemptAt, FailingSince: w.FailingSince}, nil
+		NextAttemptAt: w.NextAttemptAt, FailingSince: w.FailingSince, LeaseUntil: *w.LeaseUntil, sealed: w.Secret}, nil
 }
 
 // Attempt is the outcome of one delivery.
@@ -102,7 +108,8 @@ type Attempt struct {
 // disables the endpoint (410, or failing for longer than disableAfter,
 // with webhook.disabled in the stream). It extends owner's lease. It
 // reports false when the endpoint changed meanwhile (replayed,
-// re-registered, deleted, lease lost): the caller re-reads it.
+// re-registered, deleted, lease lost): the caller re-reads it. An attempt
+// on an endpoint deleted meanwhile is not stored.
 func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string, lease, disableAfter time.Duration, a Attempt) (bool, error) {
 	now := s.now()
 	ctx = tenant.WithProject(ctx, ep.ProjectID)
@@ -116,6 +123,43 @@ func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string,
 	_, err := s.log.Write(ctx, ep.ProjectID, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		disabled, current = nil, false
+		// The same registration (its sealed secret changes with every
+		// PUT), at the cursor this replica delivered from, still leased
+		// to it.
+		upd := cl.Webhook.Update().Where(entwh.ID(ep.ID), entwh.LeaseOwner(owner), entwh.Cursor(ep.Cursor),
+			entwh.Secret(ep.sealed), entwh.StatusNEQ(entwh.StatusDisabled)).SetLeaseUntil(now.Add(lease))
+		reason := ""
+		if a.OK {
+			upd.SetCursor(a.Seq).SetFailures(0).SetStatus(entwh.StatusActive).
+				ClearFailingSince().ClearNextAttemptAt().ClearLastError()
+		} else {
+			switch {
+			case a.Gone:
+				reason = "the receiver answered 410 Gone"
+			case now.Sub(failingSince) >= disableAfter:
+				reason = fmt.Sprintf("deliveries failed continuously for %s", now.Sub(failingSince).Round(time.Second))
+			}
+			upd.AddFailures(1).SetFailingSince(failingSince).SetLastError(a.Err)
+			if reason != "" {
+				upd.SetStatus(entwh.StatusDisabled).SetDisabledReason(reason).ClearLeaseOwner().ClearLeaseUntil()
+			} else {
+				wait := max(a.RetryAfter, webhookBackoff(tx, ep))
+				upd.SetStatus(entwh.StatusFailing).SetNextAttemptAt(now.Add(wait))
+			}
+		}
+		n, err := upd.Save(tctx)
+		if err != nil {
+			return err
+		}
+		current = n == 1
+		if !current {
+			// Replayed, re-registered or leased away: the attempt still
+			// happened. Deleted: its attempts went with it.
+			exists, err := cl.Webhook.Query().Where(entwh.ID(ep.ID)).Exist(tctx)
+			if err != nil || !exists {
+				return err
+			}
+		}
 		var errText *string
 		if a.Err != "" {
 			errText = &a.Err
@@ -130,35 +174,7 @@ func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string,
 				return err
 			}
 		}
-		upd := cl.Webhook.Update().Where(entwh.ID(ep.ID), entwh.LeaseOwner(owner), entwh.Cursor(ep.Cursor),
-			entwh.StatusNEQ(entwh.StatusDisabled)).SetLeaseUntil(now.Add(lease))
-		if a.OK {
-			upd.SetCursor(a.Seq).SetFailures(0).SetStatus(entwh.StatusActive).
-				ClearFailingSince().ClearNextAttemptAt().ClearLastError()
-			n, err := upd.Save(tctx)
-			current = n == 1
-			return err
-		}
-		reason := ""
-		switch {
-		case a.Gone:
-			reason = "the receiver answered 410 Gone"
-		case now.Sub(failingSince) >= disableAfter:
-			reason = fmt.Sprintf("deliveries failed continuously for %s", now.Sub(failingSince).Round(time.Second))
-		}
-		upd.AddFailures(1).SetFailingSince(failingSince).SetLastError(a.Err)
-		if reason != "" {
-			upd.SetStatus(entwh.StatusDisabled).SetDisabledReason(reason).ClearLeaseOwner().ClearLeaseUntil()
-		} else {
-			wait := max(a.RetryAfter, webhookBackoff(tx, ep))
-			upd.SetStatus(entwh.StatusFailing).SetNextAttemptAt(now.Add(wait))
-		}
-		n, err := upd.Save(tctx)
-		if err != nil || n == 0 {
-			return err
-		}
-		current = true
-		if reason == "" {
+		if !current || reason == "" {
 			return nil
 		}
 		if disabled, err = cl.Webhook.Get(tctx, ep.ID); err != nil {
@@ -173,10 +189,22 @@ func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string,
 	if prune {
 		ep.attemptsSincePrune = 0
 	}
-	if current && a.OK {
-		ep.Cursor, ep.FailingSince, ep.NextAttemptAt = a.Seq, nil, nil
+	if current {
+		ep.LeaseUntil = now.Add(lease)
+		if a.OK {
+			ep.Cursor, ep.FailingSince, ep.NextAttemptAt = a.Seq, nil, nil
+		}
 	}
 	return current && disabled == nil, nil
+}
+
+// Refresh updates ep with cur, a newer read of the same endpoint from
+// WebhookState, keeping this replica's bookkeeping (when to prune the
+// attempt history).
+func (ep *Endpoint) Refresh(cur *Endpoint) {
+	n := ep.attemptsSincePrune
+	*ep = *cur
+	ep.attemptsSincePrune = n
 }
 
 // webhookBackoff is the wait before the next attempt after a failure:
@@ -201,16 +229,20 @@ func pruneAttempts(ctx context.Context, cl *ent.Client, webhookID string) error 
 	return err
 }
 
-// RenewWebhook extends owner's lease of an idle endpoint; false when the
-// lease is lost.
+// RenewWebhook extends owner's lease of an endpoint (and ep.LeaseUntil);
+// false when the lease is lost.
 func (s *Service) RenewWebhook(ctx context.Context, ep *Endpoint, owner string, lease time.Duration) (bool, error) {
 	ok := false
+	now := s.now()
 	_, err := s.log.Write(tenant.WithProject(ctx, ep.ProjectID), ep.ProjectID, func(tx *stream.Tx) error {
 		n, err := tx.Client().Webhook.Update().Where(entwh.ID(ep.ID), entwh.LeaseOwner(owner),
-			entwh.StatusNEQ(entwh.StatusDisabled)).SetLeaseUntil(s.now().Add(lease)).Save(tx.Context())
+			entwh.StatusNEQ(entwh.StatusDisabled)).SetLeaseUntil(now.Add(lease)).Save(tx.Context())
 		ok = n == 1
 		return err
 	})
+	if ok && err == nil {
+		ep.LeaseUntil = now.Add(lease)
+	}
 	return ok, err
 }
 
