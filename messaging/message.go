@@ -231,29 +231,46 @@ func (in *SendInput) validate() error {
 	return nil
 }
 
+// thread loads a message with its live connection and its conversation. A
+// message whose connection was deleted is a conflict: it cannot be
+// answered any more.
+func (s *Service) thread(ctx context.Context, msgID string) (*ent.Message, *ent.Connection, *ent.Conversation, error) {
+	orig, err := s.message(ctx, msgID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := s.connection(ctx, orig.ConnectionID)
+	if err != nil {
+		return nil, nil, nil, &Error{Code: ErrConflict.Code,
+			Message: fmt.Sprintf("connection %s of message %s was deleted", orig.ConnectionID, orig.ID)}
+	}
+	conv, err := s.read.Conversation.Get(ctx, orig.ConversationID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return orig, c, conv, nil
+}
+
+// counterpart is the other side of a message: who an answer goes to.
+func counterpart(m *ent.Message) string {
+	if m.Direction == entmsg.DirectionOutbound {
+		return m.Recipient
+	}
+	return m.Sender
+}
+
 // Reply answers a message in its conversation, through its connection. The
 // reply is stored as queued and committed before any provider is called; a
 // delivery worker sends it.
 func (s *Service) Reply(ctx context.Context, p *Principal, msgID string, in SendInput) (*Message, error) {
-	orig, err := s.message(ctx, msgID)
+	orig, c, conv, err := s.thread(ctx, msgID)
 	if err != nil {
 		return nil, err
 	}
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
-	c, err := s.connection(ctx, orig.ConnectionID)
-	if err != nil {
-		return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf("connection %s of message %s was deleted", orig.ConnectionID, orig.ID)}
-	}
-	conv, err := s.read.Conversation.Get(ctx, orig.ConversationID)
-	if err != nil {
-		return nil, err
-	}
-	to := orig.Sender
-	if orig.Direction == entmsg.DirectionOutbound {
-		to = orig.Recipient
-	}
+	to := counterpart(orig)
 	if in.Subject == nil && orig.Subject != nil && *orig.Subject != "" {
 		subj := *orig.Subject
 		if !strings.HasPrefix(strings.ToLower(subj), "re:") {
@@ -330,15 +347,7 @@ type TypingState struct {
 // Typing shows a typing indicator in a message's conversation: a lease that
 // ends on its own after TypingLease, or when a reply is sent.
 func (s *Service) Typing(ctx context.Context, p *Principal, msgID string) (*TypingState, error) {
-	orig, err := s.message(ctx, msgID)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.connection(ctx, orig.ConnectionID)
-	if err != nil {
-		return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf("connection %s of message %s was deleted", orig.ConnectionID, orig.ID)}
-	}
-	conv, err := s.read.Conversation.Get(ctx, orig.ConversationID)
+	orig, c, conv, err := s.thread(ctx, msgID)
 	if err != nil {
 		return nil, err
 	}
@@ -351,11 +360,7 @@ func (s *Service) Typing(ctx context.Context, p *Principal, msgID string) (*Typi
 	}
 	if a, err := s.adapter(ctx, c); err == nil {
 		if t, ok := a.(channels.Typer); ok {
-			to := orig.Sender
-			if orig.Direction == entmsg.DirectionOutbound {
-				to = orig.Recipient
-			}
-			if err := t.Typing(ctx, channels.Typing{ThreadKey: conv.ThreadKey, To: to}); err != nil {
+			if err := t.Typing(ctx, channels.Typing{ThreadKey: conv.ThreadKey, To: counterpart(orig)}); err != nil {
 				s.logger.Warn("typing indicator", "connection", c.ID, "err", err)
 			}
 		}
