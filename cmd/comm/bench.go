@@ -29,6 +29,7 @@ func runBench(args []string) error {
 	dur := s.add("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.add("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.add("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
+	httpClients := s.add("http-clients", "COMM_BENCH_HTTP_CLIENTS", "64", "concurrent HTTP clients for the inbound benchmark")
 	clients := s.add("clients", "COMM_BENCH_CLIENTS", "8", "concurrent HTTP readers")
 	writers := s.add("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL")
 	subs := s.add("subscribers", "COMM_BENCH_SUBSCRIBERS", "10000", "subscriptions for the subscribe benchmark (one websocket each)")
@@ -124,7 +125,11 @@ func runBench(args []string) error {
 			}
 		case "inbound":
 			for _, np := range []int{1, 100} {
-				r, err := benchInbound(ctx, open, np, nApp, d)
+				nHTTP, err := parseInt("--http-clients", *httpClients)
+				if err != nil {
+					return err
+				}
+				r, err := benchInbound(ctx, open, np, nHTTP, d)
 				if err != nil {
 					return err
 				}
