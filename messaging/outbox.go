@@ -10,6 +10,7 @@ import (
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
+	entconv "github.com/comm-gateway/comm/ent/conversation"
 	entmsg "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -128,8 +129,10 @@ func (s *Service) sent(ctx context.Context, m *ent.Message, conn *ent.Connection
 		if err != nil {
 			return err
 		}
-		// The reply ends the typing indicator.
-		if err := cl.Conversation.UpdateOneID(m.ConversationID).ClearTypingUntil().Exec(tctx); err != nil {
+		// The reply ends the typing indicator, unless the indicator was
+		// shown again after this reply was queued (for the next message).
+		if err := cl.Conversation.Update().Where(entconv.ID(m.ConversationID),
+			entconv.TypingUntilLTE(m.CreatedAt.Add(TypingLease))).ClearTypingUntil().Exec(tctx); err != nil {
 			return err
 		}
 		return tx.Append(stream.MessageSent, messageEvent{CustomerID: conn.CustomerID, AgentID: conn.AgentID, Message: outboundEvent(done)})

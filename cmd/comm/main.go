@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/joho/godotenv"
 )
@@ -12,9 +13,22 @@ import (
 const usage = `comm: a self-hostable messaging gateway for AI agents
 
 Usage:
-  comm serve [flags]     run the gateway
-  comm bench [flags]     measure the event log and the HTTP API
-  comm help              show this text
+  comm serve [flags]              run the gateway
+  comm sandbox [name]             create a sandbox project; write its key to .env
+  comm connect CHANNEL            connect a channel (try: comm connect test)
+  comm inject CONN_ID TEXT...     deliver a message into a test connection
+  comm events [--follow]          print the event stream
+  comm listen --exec CMD          answer every message with CMD's output
+  comm reply MSG_ID TEXT...       reply to a message
+  comm send --connection ID --to WHO TEXT...
+  comm webhook set URL | get | delete | replay --from-seq N | attempts
+  comm bench [flags]              measure the gateway on this machine
+  comm help                       show this text
+
+Client commands read COMM_API_KEY and COMM_BASE_URL from the environment or
+.env, print text (or JSON with --json), and exit 0 on success, 1 when the
+gateway refused or could not be reached, 2 on bad usage, 3 when no key is
+configured.
 
 Run "comm COMMAND --help" for a command's flags.
 `
@@ -34,6 +48,22 @@ func main() {
 		err = serve(args)
 	case "bench":
 		err = runBench(args)
+	case "sandbox":
+		err = sandboxCmd(args)
+	case "connect":
+		err = connectCmd(args)
+	case "inject":
+		err = injectCmd(args)
+	case "events":
+		err = eventsCmd(args)
+	case "listen":
+		err = listenCmd(args)
+	case "reply":
+		err = replyCmd(args)
+	case "send":
+		err = sendCmd(args)
+	case "webhook":
+		err = webhookCmd(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return
@@ -44,10 +74,18 @@ func main() {
 	if err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
-			os.Exit(2)
+			os.Exit(exitUsage)
 		}
-		fmt.Fprintln(os.Stderr, "comm:", err)
-		os.Exit(1)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "comm: ") {
+			msg = "comm: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
+		var ce cliError
+		if errors.As(err, &ce) {
+			os.Exit(ce.code)
+		}
+		os.Exit(exitFailed)
 	}
 }
 

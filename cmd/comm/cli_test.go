@@ -1,0 +1,131 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// run runs the comm binary in dir and returns stdout, stderr and the exit
+// code.
+func run(t *testing.T, bin, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestCLIQuickstart runs the quickstart as a new user would: start the
+// gateway, create a sandbox (key written to .env), connect the test
+// channel, let `comm listen --exec` answer a message, and read the stream.
+func TestCLIQuickstart(t *testing.T) {
+	bin := binary(t)
+	srv := start(t, bin, t.TempDir())
+	dir := t.TempDir()
+	clean := []string{"COMM_API_KEY=", "COMM_BASE_URL="}
+
+	out, errOut, code := run(t, bin, dir, clean, "sandbox", "quickstart", "--base-url", srv.base)
+	if code != 0 || !strings.Contains(out, "Created project proj_") {
+		t.Fatalf("sandbox: %d %s %s", code, out, errOut)
+	}
+	env, _ := os.ReadFile(filepath.Join(dir, ".env"))
+	if !strings.Contains(string(env), "COMM_API_KEY=comm_sandbox_") || !strings.Contains(string(env), "COMM_BASE_URL="+srv.base) {
+		t.Fatalf(".env: %s", env)
+	}
+	// A second sandbox would replace the key: refused without --force.
+	if _, errOut, code := run(t, bin, dir, clean, "sandbox", "--base-url", srv.base); code != 1 || !strings.Contains(errOut, "--force") {
+		t.Fatalf("second sandbox: %d %s", code, errOut)
+	}
+	out, errOut, code = run(t, bin, dir, clean, "connect", "test", "--json")
+	if code != 0 {
+		t.Fatalf("connect: %d %s", code, errOut)
+	}
+	var conn struct{ ID string }
+	json.Unmarshal([]byte(out), &conn)
+
+	// The listener answers with its command's output.
+	listen := exec.Command(bin, "listen", "--exec", "tr a-z A-Z")
+	listen.Dir = dir
+	listen.Env = append(os.Environ(), clean...)
+	var lout bytes.Buffer
+	listen.Stdout = &lout
+	listen.Stderr = &lout
+	if err := listen.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer listen.Process.Kill()
+	if _, errOut, code := run(t, bin, dir, clean, "inject", conn.ID, "--sender", "alice", "where is my order"); code != 0 {
+		t.Fatalf("inject: %d %s", code, errOut)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	var events string
+	for time.Now().Before(deadline) {
+		events, _, _ = run(t, bin, dir, clean, "events", "--type", "message.sent", "--json")
+		if strings.Contains(events, "WHERE IS MY ORDER") {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(events, `"type":"message.sent"`) || !strings.Contains(events, "WHERE IS MY ORDER") {
+		t.Fatalf("no reply sent: %s\nlisten said: %s", events, lout.String())
+	}
+	listen.Process.Signal(os.Interrupt)
+	listen.Wait()
+	// The listener kept its cursor.
+	if _, err := os.Stat(filepath.Join(dir, ".comm-cursor")); err != nil {
+		t.Errorf("cursor file: %v", err)
+	}
+	// The table view lists the whole loop.
+	out, _, code = run(t, bin, dir, clean, "events")
+	for _, want := range []string{"SEQ", "connection.active", "message.received", "message.sent"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("events table lacks %q: %s", want, out)
+		}
+	}
+	// Exit codes scripts can rely on.
+	for _, tc := range []struct {
+		args []string
+		env  []string
+		code int
+		want string
+	}{
+		{[]string{"connect", "imessage"}, nil, 1, "payment_required"},
+		{[]string{"reply", "msg_nope", "hi"}, nil, 1, "not_found"},
+		{[]string{"events", "--limit", "0"}, nil, 2, "--limit"},
+		{[]string{"send", "--to", "x"}, nil, 2, "required"},
+		{[]string{"webhook", "frobnicate"}, nil, 2, "unknown webhook command"},
+	} {
+		_, errOut, code := run(t, bin, dir, append(clean, tc.env...), tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d (want %d): %s", tc.args, code, tc.code, errOut)
+		}
+	}
+	// No key anywhere: exit 3 naming what is missing.
+	if _, errOut, code := run(t, bin, t.TempDir(), clean, "events"); code != 3 || !strings.Contains(errOut, "COMM_API_KEY") {
+		t.Errorf("no key: exit %d: %s", code, errOut)
+	}
+	// Webhooks from the command line.
+	out, errOut, code = run(t, bin, dir, clean, "webhook", "set", "https://example.com/hook")
+	if code != 0 || !strings.Contains(out, "Secret (shown once): whsec_") {
+		t.Errorf("webhook set: %d %s %s", code, out, errOut)
+	}
+	if out, _, code := run(t, bin, dir, clean, "webhook", "get", "--json"); code != 0 || strings.Contains(out, "whsec_") {
+		t.Errorf("webhook get: %d %s", code, out)
+	}
+	srv.stop(t)
+}

@@ -1,0 +1,445 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/joho/godotenv"
+
+	"github.com/comm-gateway/comm/client"
+)
+
+// sandboxCmd: comm sandbox [name] creates a project and writes its key and
+// the base URL to .env.
+func sandboxCmd(args []string) error {
+	f := newFlags("sandbox [name] [flags]", "Creates an anonymous sandbox project and writes COMM_API_KEY and COMM_BASE_URL to .env.")
+	base := f.String("base-url", envOr("COMM_BASE_URL", "http://127.0.0.1:8080"), "the gateway's address")
+	envFile := f.String("env-file", ".env", "where to write the key")
+	force := f.Bool("force", false, "replace another key already in the env file")
+	if err := f.parse(args, -1, "at most one name"); err != nil {
+		return err
+	}
+	if len(f.positional) > 1 {
+		return cliError{exitUsage, errors.New("want at most one name; quote a name with spaces")}
+	}
+	name := "sandbox"
+	if len(f.positional) == 1 {
+		name = f.positional[0]
+	}
+	existing, err := godotenv.Read(*envFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cliError{exitFailed, fmt.Errorf("reading %s: %w", *envFile, err)}
+	}
+	if old := existing["COMM_API_KEY"]; old != "" && !*force {
+		return cliError{exitFailed, fmt.Errorf("%s already holds a COMM_API_KEY; pass --force to replace it", *envFile)}
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	sb, err := client.CreateSandbox(ctx, *base, name)
+	if err != nil {
+		return cliError{exitFailed, err}
+	}
+	if err := writeEnv(*envFile, map[string]string{"COMM_API_KEY": sb.APIKey, "COMM_BASE_URL": *base}); err != nil {
+		return cliError{exitFailed, err}
+	}
+	output(*f.json, sb, func(w io.Writer) {
+		fmt.Fprintf(w, "Created project %s (customer %s, agent %s).\nWrote COMM_API_KEY and COMM_BASE_URL to %s; the key is shown only once.\n",
+			sb.ProjectID, sb.CustomerID, sb.AgentID, *envFile)
+	})
+	return nil
+}
+
+// writeEnv sets keys in an env file, keeping its other lines.
+func writeEnv(path string, set map[string]string) error {
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var lines []string
+	done := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		key, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "=")
+		if v, ok := set[strings.TrimSpace(key)]; ok {
+			line = strings.TrimSpace(key) + "=" + v
+			done[strings.TrimSpace(key)] = true
+		}
+		if line != "" || len(lines) > 0 {
+			lines = append(lines, line)
+		}
+	}
+	for _, k := range []string{"COMM_API_KEY", "COMM_BASE_URL"} {
+		if v, ok := set[k]; ok && !done[k] {
+			lines = append(lines, k+"="+v)
+		}
+	}
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// eventsCmd: comm events prints the stream, optionally following it.
+func eventsCmd(args []string) error {
+	f := newFlags("events [flags]", "Prints the event stream.")
+	after := f.Int64("after-seq", 0, "print events after this seq")
+	limit := f.Int("limit", 100, "events per page (1 to 1000)")
+	typ := f.String("type", "", "only events of this type")
+	follow := f.Bool("follow", false, "keep waiting for new events (Ctrl-C stops)")
+	if err := f.parse(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > 1000 {
+		return cliError{exitUsage, fmt.Errorf("--limit must be between 1 and 1000")}
+	}
+	if *after < 0 {
+		return cliError{exitUsage, fmt.Errorf("--after-seq must not be negative")}
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	cursor := *after
+	header := !*f.json
+	for {
+		var evs []client.Event
+		if *follow {
+			sp := startSpinner("waiting for events (Ctrl-C stops)")
+			evs, err = c.EventsWait(ctx, cursor, *limit, *typ, 30*time.Second)
+			sp.Stop()
+		} else {
+			evs, err = c.Events(ctx, cursor, *limit, *typ)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return cliError{exitFailed, err}
+		}
+		printEvents(*f.json, evs, &header)
+		if len(evs) > 0 {
+			cursor = evs[len(evs)-1].Seq
+		}
+		if !*follow && len(evs) < *limit {
+			return nil
+		}
+	}
+}
+
+func printEvents(asJSON bool, evs []client.Event, header *bool) {
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		for _, e := range evs {
+			enc.Encode(e)
+		}
+		return
+	}
+	var rows [][]string
+	if *header {
+		rows = append(rows, []string{"SEQ", "TYPE", "SUMMARY"})
+		*header = false
+	}
+	for _, e := range evs {
+		rows = append(rows, []string{strconv.FormatInt(e.Seq, 10), e.Type, summary(e)})
+	}
+	table(os.Stdout, rows)
+}
+
+// summary is a one-line description of an event.
+func summary(e client.Event) string {
+	var d struct {
+		Message *struct {
+			ID, Sender, Recipient, Text, Status string
+		} `json:"message"`
+		Connection *struct{ ID, Channel string } `json:"connection"`
+	}
+	json.Unmarshal(e.Data, &d)
+	switch {
+	case d.Message != nil:
+		who := d.Message.Sender
+		if d.Message.Recipient != "" && e.Type != "message.received" {
+			who = "to " + d.Message.Recipient
+		}
+		text := d.Message.Text
+		if len(text) > 60 {
+			text = text[:57] + "..."
+		}
+		return fmt.Sprintf("%s %s: %q", d.Message.ID, who, text)
+	case d.Connection != nil:
+		return d.Connection.ID + " (" + d.Connection.Channel + ")"
+	}
+	s := string(e.Data)
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+// listenCmd: comm listen --exec CMD answers every message with CMD's output.
+func listenCmd(args []string) error {
+	f := newFlags("listen --exec CMD [flags]", "Runs CMD for every inbound message, with the message as JSON on stdin,\nand replies with its standard output (nothing is sent when it prints nothing).")
+	command := f.String("exec", "", "shell command to run per message (required)")
+	timeout := f.Duration("timeout", time.Minute, "how long CMD may run")
+	cursorFile := f.String("cursor-file", ".comm-cursor", "where the cursor is kept across restarts")
+	ws := f.Bool("websocket", false, "follow the GraphQL subscription instead of polling")
+	if err := f.parse(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	if *command == "" {
+		f.Usage()
+		return cliError{exitUsage, errors.New("--exec is required")}
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	opts := []client.ListenOption{client.WithCursorFile(*cursorFile), client.WithErrorHandler(func(e *client.Event, err error) {
+		fmt.Fprintf(os.Stderr, "comm listen: event %d: %v\n", e.Seq, err)
+	})}
+	if *ws {
+		opts = append(opts, client.WithWebsocket())
+	}
+	fmt.Fprintf(os.Stderr, "comm listen: answering messages with %q (Ctrl-C stops)\n", *command)
+	err = c.Listen(ctx, func(ctx context.Context, m *client.InboundMessage) error {
+		in, _ := json.Marshal(map[string]any{
+			"id": m.ID, "conversation_id": m.ConversationID, "connection_id": m.ConnectionID, "channel": m.Channel,
+			"sender": m.Sender, "subject": m.Subject, "text": m.Text, "html": m.HTML,
+			"customer_id": m.CustomerID, "agent_id": m.AgentID,
+		})
+		out, err := runExec(ctx, *command, in, *timeout)
+		if err != nil {
+			return err
+		}
+		if out == "" {
+			return nil
+		}
+		if err := m.Reply(ctx, out); err != nil {
+			return err
+		}
+		if *f.json {
+			json.NewEncoder(os.Stdout).Encode(map[string]string{"message_id": m.ID, "reply": out})
+		} else {
+			fmt.Printf("%s from %s: %q -> replied %q\n", m.ID, m.Sender, m.Text, out)
+		}
+		return nil
+	}, opts...)
+	if err != nil && ctx.Err() == nil {
+		return cliError{exitFailed, err}
+	}
+	return nil
+}
+
+// sendCmd: comm send --connection ID --to WHO TEXT...
+func sendCmd(args []string) error {
+	f := newFlags("send --connection ID --to RECIPIENT TEXT...", "Sends a message proactively.")
+	conn := f.String("connection", "", "connection to send through (required)")
+	to := f.String("to", "", "recipient (required)")
+	subject := f.String("subject", "", "subject, on channels that carry one")
+	if err := f.parse(args, -1, "the text"); err != nil {
+		return err
+	}
+	text := strings.Join(f.positional, " ")
+	if *conn == "" || *to == "" || text == "" {
+		f.Usage()
+		return cliError{exitUsage, errors.New("--connection, --to and a text are required")}
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	m, err := c.Send(ctx, client.SendRequest{ConnectionID: *conn, To: *to, Text: text, Subject: *subject})
+	if err != nil {
+		return cliError{exitFailed, err}
+	}
+	printMessage(*f.json, m)
+	return nil
+}
+
+// replyCmd: comm reply MESSAGE_ID TEXT...
+func replyCmd(args []string) error {
+	f := newFlags("reply MESSAGE_ID TEXT...", "Replies to a message in its conversation.")
+	if err := f.parse(args, -1, "a message id and a text"); err != nil {
+		return err
+	}
+	if len(f.positional) < 2 {
+		f.Usage()
+		return cliError{exitUsage, errors.New("want a message id and a text")}
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	m, err := c.Reply(ctx, f.positional[0], client.ReplyRequest{Text: strings.Join(f.positional[1:], " ")})
+	if err != nil {
+		return cliError{exitFailed, err}
+	}
+	printMessage(*f.json, m)
+	return nil
+}
+
+func printMessage(asJSON bool, m *client.Message) {
+	output(asJSON, m, func(w io.Writer) {
+		to := ""
+		if m.Recipient != nil {
+			to = " to " + *m.Recipient
+		}
+		fmt.Fprintf(w, "%s %s%s in %s\n", m.ID, m.Status, to, m.ConversationID)
+	})
+}
+
+// connectCmd: comm connect CHANNEL.
+func connectCmd(args []string) error {
+	f := newFlags("connect CHANNEL [flags]", "Connects a channel (test, email, telegram, sms --provider twilio, ...).")
+	provider := f.String("provider", "", "provider, where a channel has several")
+	name := f.String("name", "", "a name for the connection")
+	config := f.String("config", "", "the channel's configuration as a JSON object")
+	if err := f.parse(args, 1, "one channel"); err != nil {
+		return err
+	}
+	req := client.ConnectRequest{Channel: f.positional[0], Provider: *provider, Name: *name}
+	if *config != "" {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(*config), &v); err != nil {
+			return cliError{exitUsage, fmt.Errorf("--config is not a JSON object: %w", err)}
+		}
+		req.Config = v
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	conn, err := c.Connect(ctx, req)
+	if err != nil {
+		return cliError{exitFailed, err}
+	}
+	output(*f.json, conn, func(w io.Writer) {
+		fmt.Fprintf(w, "Connected %s: %s (%s)\n", conn.Channel, conn.ID, conn.Status)
+	})
+	return nil
+}
+
+// injectCmd: comm inject CONNECTION_ID --sender WHO TEXT... (test channel).
+func injectCmd(args []string) error {
+	f := newFlags("inject CONNECTION_ID --sender WHO TEXT...", "Delivers a message into a test connection as if WHO had written it.")
+	sender := f.String("sender", "someone@example.com", "who the message is from")
+	id := f.String("id", "", "provider message id (a repeat is a duplicate delivery)")
+	if err := f.parse(args, -1, "a connection id and a text"); err != nil {
+		return err
+	}
+	if len(f.positional) < 2 {
+		f.Usage()
+		return cliError{exitUsage, errors.New("want a connection id and a text")}
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	m, err := c.Inject(ctx, f.positional[0], client.InjectRequest{Sender: *sender, Text: strings.Join(f.positional[1:], " "), ID: *id})
+	if err != nil {
+		return cliError{exitFailed, err}
+	}
+	output(*f.json, m, func(w io.Writer) {
+		fmt.Fprintf(w, "%s from %s in %s\n", m.ID, m.Sender, m.ConversationID)
+	})
+	return nil
+}
+
+// webhookCmd: comm webhook set URL | get | delete | replay --from-seq N | attempts.
+func webhookCmd(args []string) error {
+	if len(args) == 0 {
+		return cliError{exitUsage, errors.New("usage: comm webhook set URL [--secret S] [--from-seq N] | get | delete | replay --from-seq N | attempts")}
+	}
+	sub, args := args[0], args[1:]
+	f := newFlags("webhook "+sub+" [flags]", "Manages the project's push endpoint.")
+	secret := f.String("secret", "", "signing secret (set; generated and shown once when empty)")
+	fromSeq := f.Int64("from-seq", -1, "cursor: deliveries resume after this seq (set, replay)")
+	nargs := 0
+	if sub == "set" {
+		nargs = 1
+	}
+	if err := f.parse(args, nargs, "set takes a URL; the others no argument"); err != nil {
+		return err
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	var wh *client.Webhook
+	switch sub {
+	case "set":
+		var opts []client.WebhookOption
+		if *fromSeq >= 0 {
+			opts = append(opts, client.WebhookFromSeq(*fromSeq))
+		}
+		wh, err = c.SetWebhook(ctx, f.positional[0], *secret, opts...)
+	case "get":
+		wh, err = c.GetWebhook(ctx)
+	case "delete":
+		if err = c.DeleteWebhook(ctx); err == nil {
+			output(*f.json, map[string]bool{"deleted": true}, func(w io.Writer) { fmt.Fprintln(w, "Webhook deleted.") })
+			return nil
+		}
+	case "replay":
+		if *fromSeq < 0 {
+			return cliError{exitUsage, errors.New("replay needs --from-seq")}
+		}
+		wh, err = c.ReplayWebhook(ctx, *fromSeq)
+	case "attempts":
+		as, err := c.WebhookAttempts(ctx, "", 50)
+		if err != nil {
+			return cliError{exitFailed, err}
+		}
+		output(*f.json, as, func(w io.Writer) {
+			rows := [][]string{{"AT", "SEQ", "OK", "STATUS", "MS", "ERROR"}}
+			for _, a := range as {
+				e := ""
+				if a.Error != nil {
+					e = *a.Error
+				}
+				rows = append(rows, []string{a.At.Format(time.RFC3339), strconv.FormatInt(a.Seq, 10),
+					strconv.FormatBool(a.OK), strconv.Itoa(a.StatusCode), strconv.Itoa(a.LatencyMS), e})
+			}
+			table(w, rows)
+		})
+		return nil
+	default:
+		return cliError{exitUsage, fmt.Errorf("unknown webhook command %q: set, get, delete, replay or attempts", sub)}
+	}
+	if err != nil {
+		return cliError{exitFailed, err}
+	}
+	output(*f.json, wh, func(w io.Writer) {
+		fmt.Fprintf(w, "Webhook %s -> %s: %s, cursor %d\n", wh.ID, wh.URL, wh.Status, wh.Cursor)
+		if wh.Secret != "" {
+			fmt.Fprintf(w, "Secret (shown once): %s\n", wh.Secret)
+		}
+		if wh.LastError != nil {
+			fmt.Fprintf(w, "Last error: %s\n", *wh.LastError)
+		}
+	})
+	return nil
+}
