@@ -16,6 +16,22 @@ const MaxWait = 60 * time.Second
 // no key. An empty baseURL is configured as in New (COMM_BASE_URL from the
 // environment or a .env file, else DefaultBaseURL).
 func CreateSandbox(ctx context.Context, baseURL, name string) (*Sandbox, error) {
+	c, err := keyless(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	var sb Sandbox
+	err = c.do(ctx, request{method: http.MethodPost, path: "/v1/projects/sandbox",
+		body: map[string]string{"name": name}, out: &sb, noAuth: true})
+	if err != nil {
+		return nil, err
+	}
+	return &sb, nil
+}
+
+// keyless returns a client without a key, for the calls that need none.
+// An empty baseURL is configured as in New.
+func keyless(baseURL string) (*Client, error) {
 	if baseURL == "" {
 		cfg, err := resolve(nil, map[string]string{EnvBaseURL: ""})
 		if err != nil {
@@ -27,14 +43,7 @@ func CreateSandbox(ctx context.Context, baseURL, name string) (*Sandbox, error) 
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{baseURL: base, hc: http.DefaultClient, timeout: DefaultTimeout, backoff: defaultBackoff}
-	var sb Sandbox
-	err = c.do(ctx, request{method: http.MethodPost, path: "/v1/projects/sandbox",
-		body: map[string]string{"name": name}, out: &sb, noAuth: true})
-	if err != nil {
-		return nil, err
-	}
-	return &sb, nil
+	return &Client{baseURL: base, hc: http.DefaultClient, timeout: DefaultTimeout, backoff: defaultBackoff}, nil
 }
 
 // Project returns the key's project and its stream head (GET /v1/project).

@@ -3,6 +3,8 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,4 +130,45 @@ func TestCLIQuickstart(t *testing.T) {
 		t.Errorf("webhook get: %d %s", code, out)
 	}
 	srv.stop(t)
+}
+
+// TestCLILogin runs `comm login` against a gateway speaking the spec's
+// device flow (a fake until the sign-in issue lands): it shows the URL and
+// code, polls, and replaces the sandbox key in .env.
+func TestCLILogin(t *testing.T) {
+	bin := binary(t)
+	mux := http.NewServeMux()
+	var started map[string]string
+	mux.HandleFunc("POST /v1/auth/device/start", func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&started)
+		json.NewEncoder(w).Encode(map[string]any{"user_code": "BCDF-GHJK", "device_code": "dev_x",
+			"verification_uri_complete": "http://" + r.Host + "/device?code=BCDF-GHJK", "interval": 1})
+	})
+	var polls int
+	mux.HandleFunc("POST /v1/auth/device/token", func(w http.ResponseWriter, r *http.Request) {
+		polls++
+		if polls < 2 {
+			json.NewEncoder(w).Encode(map[string]string{"status": "pending"})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]string{"status": "approved", "api_key": "comm_SIGNEDIN", "base_url": "http://" + r.Host})
+	})
+	mux.HandleFunc("GET /v1/project", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]string{"id": "proj_x", "name": "carried over"})
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("OTHER=1\nCOMM_API_KEY=comm_sandbox_old\nCOMM_BASE_URL="+srv.URL+"\n"), 0o600)
+	out, errOut, code := run(t, bin, dir, []string{"COMM_API_KEY=", "COMM_BASE_URL="}, "login", "--no-browser")
+	if code != 0 || !strings.Contains(out, "BCDF-GHJK") || !strings.Contains(out, "/device?code=BCDF-GHJK") || !strings.Contains(out, "Project proj_x") {
+		t.Fatalf("login: %d\n%s\n%s", code, out, errOut)
+	}
+	if started["api_key"] != "comm_sandbox_old" {
+		t.Errorf("device start got %v, want the sandbox key", started)
+	}
+	env, _ := os.ReadFile(filepath.Join(dir, ".env"))
+	if !strings.Contains(string(env), "COMM_API_KEY=comm_SIGNEDIN") || strings.Contains(string(env), "comm_sandbox_old") || !strings.Contains(string(env), "OTHER=1") {
+		t.Errorf(".env after login:\n%s", env)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -442,4 +443,65 @@ func webhookCmd(args []string) error {
 		}
 	})
 	return nil
+}
+
+// loginCmd: comm login runs the device sign-in and writes the signed-in
+// key to .env, replacing the sandbox key it upgrades.
+func loginCmd(args []string) error {
+	f := newFlags("login [flags]", "Signs in through the browser (device flow) and writes the signed-in key to .env.\nThe sandbox project of the current key carries over into the account.")
+	envFile := f.String("env-file", ".env", "where the key is read from and written to")
+	noBrowser := f.Bool("no-browser", false, "do not try to open a browser")
+	if err := f.parse(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	existing, err := godotenv.Read(*envFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cliError{exitFailed, fmt.Errorf("reading %s: %w", *envFile, err)}
+	}
+	base := envOr("COMM_BASE_URL", existing["COMM_BASE_URL"])
+	key := envOr("COMM_API_KEY", existing["COMM_API_KEY"])
+	ctx, cancel := signalContext()
+	defer cancel()
+	var sp *spinner
+	res, err := client.Login(ctx, base, key, func(p client.LoginPrompt) {
+		fmt.Printf("Open this page to sign in, and check that it shows the code %s:\n\n  %s\n\n", p.Code, p.URL)
+		if !*noBrowser {
+			openBrowser(p.URL)
+		}
+		sp = startSpinner("waiting for you to approve in the browser (Ctrl-C cancels)")
+	})
+	if sp != nil {
+		sp.Stop()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return cliError{exitFailed, errors.New("sign-in cancelled")}
+		}
+		return cliError{exitFailed, err}
+	}
+	if err := writeEnv(*envFile, map[string]string{"COMM_API_KEY": res.APIKey, "COMM_BASE_URL": res.BaseURL}); err != nil {
+		return cliError{exitFailed, err}
+	}
+	c, err := client.New(client.WithAPIKey(res.APIKey), client.WithBaseURL(res.BaseURL))
+	if err == nil {
+		if p, err := c.Project(ctx); err == nil {
+			fmt.Printf("Signed in. Project %s (%s); the signed-in key is in %s.\n", p.ID, p.Name, *envFile)
+			return nil
+		}
+	}
+	fmt.Printf("Signed in; the signed-in key is in %s.\n", *envFile)
+	return nil
+}
+
+// openBrowser opens url when a desktop is there to show it.
+func openBrowser(url string) {
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		return
+	}
+	for _, opener := range []string{"xdg-open", "open"} {
+		if path, err := exec.LookPath(opener); err == nil {
+			exec.Command(path, url).Start() //nolint:errcheck // the URL is printed anyway
+			return
+		}
+	}
 }

@@ -22,6 +22,7 @@ Usage:
   comm reply MSG_ID TEXT...       reply to a message
   comm send --connection ID --to WHO TEXT...
   comm webhook set URL | get | delete | replay --from-seq N | attempts
+  comm login                      sign in through the browser; upgrade the key in .env
   comm bench [flags]              measure the gateway on this machine
   comm help                       show this text
 
@@ -64,6 +65,8 @@ func main() {
 		err = sendCmd(args)
 	case "webhook":
 		err = webhookCmd(args)
+	case "login":
+		err = loginCmd(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return
