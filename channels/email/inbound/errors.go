@@ -1,0 +1,34 @@
+package inbound
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/comm-gateway/comm/channels"
+)
+
+// Parse errors.
+var (
+	// ErrMalformed marks a message that cannot be parsed: broken header
+	// section, missing or unparseable From, undecodable MIME structure.
+	ErrMalformed = errors.New("email: malformed message")
+	// ErrTooLarge marks a message, or an attachment of it, above a size
+	// limit.
+	ErrTooLarge = errors.New("email: message too large")
+)
+
+// Backend errors. A Backend wraps them so the server answers with the
+// matching SMTP reply.
+var (
+	// ErrUnknownRecipient is returned by Backend.Accept for an address that
+	// is no inbox; the server answers 550 5.1.1.
+	ErrUnknownRecipient = errors.New("email: unknown recipient")
+	// ErrTransient is a failure worth retrying (the database is down); the
+	// server answers 451 4.3.0 and the sending MTA retries later. It
+	// matches channels.ErrTransient too.
+	ErrTransient = fmt.Errorf("email: %w", channels.ErrTransient)
+	// ErrPermanent is a failure a retry will not fix; the server answers
+	// 554 5.3.0 and the sending MTA bounces the message. It matches
+	// channels.ErrPermanent too.
+	ErrPermanent = fmt.Errorf("email: %w", channels.ErrPermanent)
+)
