@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"entgo.io/contrib/entgql"
 	"github.com/99designs/gqlgen/graphql"
@@ -28,6 +29,15 @@ func (r *connectionResolver) Name(ctx context.Context, obj *ent.Connection) (*st
 // Address is the resolver for the address field.
 func (r *connectionResolver) Address(ctx context.Context, obj *ent.Connection) (*string, error) {
 	return nullable(obj.Address), nil
+}
+
+// TypingUntil is the resolver for the typingUntil field.
+func (r *conversationResolver) TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error) {
+	if obj.TypingUntil == nil || !obj.TypingUntil.After(time.Now()) {
+		return nil, nil
+	}
+	t := obj.TypingUntil.UTC()
+	return &t, nil
 }
 
 // Recipient is the resolver for the recipient field.
@@ -91,6 +101,9 @@ func (r *queryResolver) Messages(ctx context.Context, after *entgql.Cursor[strin
 // Connection returns ConnectionResolver implementation.
 func (r *Resolver) Connection() ConnectionResolver { return &connectionResolver{r} }
 
+// Conversation returns ConversationResolver implementation.
+func (r *Resolver) Conversation() ConversationResolver { return &conversationResolver{r} }
+
 // Message returns MessageResolver implementation.
 func (r *Resolver) Message() MessageResolver { return &messageResolver{r} }
 
@@ -98,7 +111,8 @@ func (r *Resolver) Message() MessageResolver { return &messageResolver{r} }
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
 type (
-	connectionResolver struct{ *Resolver }
-	messageResolver    struct{ *Resolver }
-	queryResolver      struct{ *Resolver }
+	connectionResolver   struct{ *Resolver }
+	conversationResolver struct{ *Resolver }
+	messageResolver      struct{ *Resolver }
+	queryResolver        struct{ *Resolver }
 )

@@ -33,6 +33,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Connection() ConnectionResolver
+	Conversation() ConversationResolver
 	Message() MessageResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -230,6 +231,9 @@ type ConnectionResolver interface {
 
 	Name(ctx context.Context, obj *ent.Connection) (*string, error)
 	Address(ctx context.Context, obj *ent.Connection) (*string, error)
+}
+type ConversationResolver interface {
+	TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error)
 }
 type MessageResolver interface {
 	Recipient(ctx context.Context, obj *ent.Message) (*string, error)
@@ -3805,7 +3809,7 @@ func (ec *executionContext) _Conversation_typingUntil(ctx context.Context, field
 			return ec.fieldContext_Conversation_typingUntil(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.TypingUntil, nil
+			return ec.Resolvers.Conversation().TypingUntil(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
@@ -3816,7 +3820,7 @@ func (ec *executionContext) _Conversation_typingUntil(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_Conversation_typingUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Time")
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, "Time")
 }
 
 func (ec *executionContext) _Conversation_lastMessageAt(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
@@ -11765,37 +11769,38 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 		case "id":
 			out.Values[i] = ec._Conversation_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._Conversation_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "connectionID":
 			out.Values[i] = ec._Conversation_connectionID(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "threadKey":
 			out.Values[i] = ec._Conversation_threadKey(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "subject":
 			out.Values[i] = ec._Conversation_subject(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "typingUntil":
-			out.Values[i] = ec._Conversation_typingUntil(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Conversation_typingUntil(ctx, field, obj)
+				})
 		case "lastMessageAt":
 			out.Values[i] = ec._Conversation_lastMessageAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
