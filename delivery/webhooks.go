@@ -101,6 +101,9 @@ func (d *Webhooks) Run(ctx context.Context) {
 
 const deliveryPage = 100
 
+// stateTTL bounds how long an endpoint's state is used without re-reading.
+const stateTTL = 5 * time.Second
+
 // endpoint delivers to one endpoint while this replica holds its lease.
 func (d *Webhooks) endpoint(ctx context.Context, id string) {
 	log := d.Service.Log()
@@ -118,18 +121,27 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 	}()
 	tick := time.NewTicker(d.PollInterval)
 	defer tick.Stop()
+	// The endpoint's state is re-read when it may have changed: after an
+	// acknowledgement that did not apply (replayed, re-registered, deleted,
+	// lease lost: it is conditional on all of them), a failure, a
+	// registration change, and at least every stateTTL. In between, a
+	// stream of deliveries costs no state query.
+	stale, readAt := true, time.Time{}
 	for ctx.Err() == nil {
-		state, err := d.Service.WebhookState(ctx, id, d.Owner)
-		if err != nil || state == nil {
-			if err != nil && ctx.Err() == nil {
-				d.Logger.Warn("webhooks: state", "webhook", id, "err", err)
+		if stale || time.Since(readAt) > stateTTL {
+			state, err := d.Service.WebhookState(ctx, id, d.Owner)
+			if err != nil || state == nil {
+				if err != nil && ctx.Err() == nil {
+					d.Logger.Warn("webhooks: state", "webhook", id, "err", err)
+				}
+				return
 			}
-			return
-		}
-		if ep == nil {
-			ep = state
-		} else {
-			ep.Refresh(state)
+			if ep == nil {
+				ep = state
+			} else {
+				ep.Refresh(state)
+			}
+			stale, readAt = false, time.Now()
 		}
 		if watcher == nil {
 			watcher = log.Hub().Watch(ep.ProjectID)
@@ -144,6 +156,7 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			if !d.wait(ctx, time.Until(*ep.NextAttemptAt), nil) {
 				return
 			}
+			stale = true
 			continue
 		}
 		envs, err := log.ReadEnvelopes(ctx, ep.ProjectID, ep.Cursor, deliveryPage, "")
@@ -152,6 +165,7 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 				d.Logger.Warn("webhooks: read", "webhook", id, "err", err)
 			}
 			d.wait(ctx, d.PollInterval, nil)
+			stale = true
 			continue
 		}
 		if len(envs) == 0 {
@@ -161,6 +175,7 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			case <-ch:
 			case <-tick.C:
 			case <-d.Service.WebhookWake():
+				stale = true
 			}
 			continue
 		}
@@ -185,9 +200,11 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			if err != nil {
 				d.Logger.Warn("webhooks: record", "webhook", id, "err", err)
 				d.wait(ctx, d.PollInterval, nil)
+				stale = true
 				break
 			}
 			if !current || !a.OK {
+				stale = true
 				break // re-read: backoff, replay, new registration, or lease lost
 			}
 		}
