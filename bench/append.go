@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/comm-gateway/comm/ident"
@@ -36,44 +35,15 @@ func CreateProjects(ctx context.Context, l *stream.Log, n int) ([]string, error)
 func Appends(ctx context.Context, l *stream.Log, projects []string, workers int, d time.Duration) (Result, error) {
 	raw, _ := json.Marshal(payload(1))
 	data := json.RawMessage(raw)
-	var (
-		lat   latencies
-		ops   atomic.Int64
-		wg    sync.WaitGroup
-		first error
-		once  sync.Once
-	)
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	start := time.Now()
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := projects[w%len(projects)]
-			mine := make([]time.Duration, 0, 4096)
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if _, err := l.Append(ctx, p, stream.MessageReceived, data); err != nil {
-					if ctx.Err() == nil {
-						once.Do(func() { first = err })
-					}
-					break
-				}
-				mine = append(mine, time.Since(t0))
-				ops.Add(1)
-			}
-			lat.add(mine)
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if first != nil {
-		return Result{}, first
-	}
-	p50, p99 := lat.percentiles()
-	return Result{Ops: int(ops.Load()), Elapsed: elapsed, P50: p50, P99: p99,
-		Note: fmt.Sprintf("%d projects, %d concurrent appenders", len(projects), workers)}, nil
+	r, err := load(workers, d, func(w int) func() error {
+		p := projects[w%len(projects)]
+		return func() error {
+			_, err := l.Append(ctx, p, stream.MessageReceived, data)
+			return err
+		}
+	})
+	r.Note = fmt.Sprintf("%d projects, %d concurrent appenders", len(projects), workers)
+	return r, err
 }
 
 // Fill appends n events to project quickly (1,000 per transaction), for

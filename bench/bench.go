@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,6 +65,45 @@ func (l *latencies) percentilesLocked() (p50, p99 time.Duration) {
 	slices.Sort(l.all)
 	at := func(q float64) time.Duration { return l.all[min(len(l.all)-1, int(q*float64(len(l.all))))] }
 	return at(0.50), at(0.99)
+}
+
+// load runs `workers` goroutines for d, each calling the operation that
+// newOp made for it in a loop and timing every call. The first error stops
+// its worker and is returned; Note is left to the caller.
+func load(workers int, d time.Duration, newOp func(w int) func() error) (Result, error) {
+	var (
+		lat   latencies
+		ops   atomic.Int64
+		wg    sync.WaitGroup
+		first atomic.Value
+	)
+	stop := time.Now().Add(d)
+	start := time.Now()
+	for w := range workers {
+		op := newOp(w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := make([]time.Duration, 0, 4096)
+			for time.Now().Before(stop) {
+				t0 := time.Now()
+				if err := op(); err != nil {
+					first.CompareAndSwap(nil, err)
+					break
+				}
+				mine = append(mine, time.Since(t0))
+				ops.Add(1)
+			}
+			lat.add(mine)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err, _ := first.Load().(error); err != nil {
+		return Result{}, err
+	}
+	p50, p99 := lat.percentiles()
+	return Result{Ops: int(ops.Load()), Elapsed: elapsed, P50: p50, P99: p99}, nil
 }
 
 // payload is an event body of about 300 bytes of JSON, like a

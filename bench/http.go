@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -96,46 +94,23 @@ func NewTestConnections(ctx context.Context, a *API, n int) ([]TestConnection, e
 // POST /v1/connections/{id}/inbound, spread over conns, for d. Senders
 // rotate over 50 per worker, so conversations are both new and reused.
 func Inbound(ctx context.Context, a *API, conns []TestConnection, workers int, d time.Duration) (Result, error) {
-	var (
-		lat   latencies
-		ops   atomic.Int64
-		wg    sync.WaitGroup
-		first atomic.Value
-	)
-	stop := time.Now().Add(d)
-	start := time.Now()
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := conns[w%len(conns)]
-			mine := make([]time.Duration, 0, 4096)
-			path := "/v1/connections/" + c.ConnectionID + "/inbound"
-			for i := 0; time.Now().Before(stop); i++ {
-				in := map[string]string{
-					"sender": fmt.Sprintf("person-%d-%d@example.com", w, i%50),
-					"text":   "Hello! Could you tell me when my order ships? It was placed on Monday.",
-					"id":     fmt.Sprintf("w%d-%d", w, i),
-				}
-				t0 := time.Now()
-				if _, err := a.Do(ctx, "POST", path, c.Key, in, nil); err != nil {
-					first.CompareAndSwap(nil, err)
-					break
-				}
-				mine = append(mine, time.Since(t0))
-				ops.Add(1)
+	r, err := load(workers, d, func(w int) func() error {
+		c := conns[w%len(conns)]
+		path := "/v1/connections/" + c.ConnectionID + "/inbound"
+		i := 0
+		return func() error {
+			in := map[string]string{
+				"sender": fmt.Sprintf("person-%d-%d@example.com", w, i%50),
+				"text":   "Hello! Could you tell me when my order ships? It was placed on Monday.",
+				"id":     fmt.Sprintf("w%d-%d", w, i),
 			}
-			lat.add(mine)
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err, _ := first.Load().(error); err != nil {
-		return Result{}, err
-	}
-	p50, p99 := lat.percentiles()
-	return Result{Ops: int(ops.Load()), Elapsed: elapsed, P50: p50, P99: p99,
-		Note: fmt.Sprintf("%d project(s), %d concurrent clients", len(conns), workers)}, nil
+			i++
+			_, err := a.Do(ctx, "POST", path, c.Key, in, nil)
+			return err
+		}
+	})
+	r.Note = fmt.Sprintf("%d project(s), %d concurrent clients", len(conns), workers)
+	return r, err
 }
 
 // ReplyLatency measures, n times in sequence (an idle outbound queue), the

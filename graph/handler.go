@@ -35,34 +35,23 @@ type Options struct {
 // caller authenticates the request and puts the principal in its context
 // (messaging.WithPrincipal).
 func NewHandler(svc *messaging.Service, client *ent.Client, opts Options) http.Handler {
-	if opts.ComplexityLimit <= 0 {
-		opts.ComplexityLimit = 500
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	es := NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client}})
-	srv := handler.New(es)
+	srv := handler.New(schema(svc, client))
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
-	configure(srv, opts, logger)
+	configure(srv, opts)
 	return srv
 }
 
 // NewExecutor returns an executor configured like the endpoint, for
 // operations arriving over other transports (the websocket in package live).
 func NewExecutor(svc *messaging.Service, client *ent.Client, opts Options) *executor.Executor {
-	if opts.ComplexityLimit <= 0 {
-		opts.ComplexityLimit = 500
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	x := executor.New(NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client}}))
-	configure(x, opts, logger)
+	x := executor.New(schema(svc, client))
+	configure(x, opts)
 	return x
+}
+
+func schema(svc *messaging.Service, client *ent.Client) graphql.ExecutableSchema {
+	return NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client}})
 }
 
 // configurable is what handler.Server and executor.Executor share.
@@ -73,7 +62,16 @@ type configurable interface {
 	SetRecoverFunc(graphql.RecoverFunc)
 }
 
-func configure(x configurable, opts Options, logger *slog.Logger) {
+// configure applies opts (filling their defaults) to an endpoint or
+// executor, so both transports behave alike.
+func configure(x configurable, opts Options) {
+	if opts.ComplexityLimit <= 0 {
+		opts.ComplexityLimit = 500
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
 	x.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	x.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
 	if opts.Introspection {

@@ -363,9 +363,6 @@ func (c *conn) operationError(id string, err error) {
 	c.sendErrors(id, gqlerror.List{graph.Present(c.ctx, err, c.s.logger)})
 }
 
-// subscriptionError reports a subscription that failed while running.
-func (c *conn) subscriptionError(id string, err error) { c.operationError(id, err) }
-
 func (c *conn) sendErrors(id string, errs gqlerror.List) {
 	var payload []byte
 	if c.legacy {

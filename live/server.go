@@ -154,6 +154,17 @@ func (s *Server) untrack(c *conn) {
 	s.mu.Unlock()
 }
 
+// snapshot returns the open sockets.
+func (s *Server) snapshot() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
 // Conns returns the number of open sockets.
 func (s *Server) Conns() int {
 	s.mu.Lock()
@@ -176,13 +187,7 @@ func (s *Server) keepAlive() {
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		conns := make([]*conn, 0, len(s.conns))
-		for c := range s.conns {
-			conns = append(conns, c)
-		}
-		s.mu.Unlock()
-		for _, c := range conns {
+		for _, c := range s.snapshot() {
 			c.ping()
 		}
 	}
@@ -196,13 +201,9 @@ func (s *Server) Close() {
 		return
 	}
 	s.closed = true
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
 	s.mu.Unlock()
 	close(s.stop)
-	for _, c := range conns {
+	for _, c := range s.snapshot() {
 		c.closeWith(websocket.CloseGoingAway, "server shutting down")
 	}
 	s.wg.Wait()

@@ -108,7 +108,7 @@ func (s *sub) replay() {
 		if err != nil {
 			if ctx.Err() == nil {
 				s.c.s.logger.Warn("live: replay", "project", s.f.project, "err", err)
-				s.c.subscriptionError(s.id, errInternal)
+				s.c.operationError(s.id, errInternal)
 				s.c.stopSub(s.id)
 			}
 			return

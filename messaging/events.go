@@ -4,13 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/stream"
 )
-
-type streamTx = stream.Tx
-
-func isNotFound(err error) bool { return ent.IsNotFound(err) }
 
 // Paging limits of the event stream.
 const (

@@ -13,6 +13,7 @@ import (
 	"github.com/comm-gateway/comm/apikey"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
 )
 
@@ -85,7 +86,7 @@ func (s *Service) CreateSandbox(ctx context.Context, name string) (*Sandbox, err
 		return nil, err
 	}
 	ctx = tenant.WithProject(ctx, sb.ProjectID)
-	_, err = s.log.Write(ctx, sb.ProjectID, func(tx *streamTx) error {
+	_, err = s.log.Write(ctx, sb.ProjectID, func(tx *stream.Tx) error {
 		c := tx.Client()
 		if err := c.Project.Create().SetID(sb.ProjectID).SetName(name).
 			SetCustomerID(sb.CustomerID).SetAgentID(sb.AgentID).Exec(tx.Context()); err != nil {
@@ -143,7 +144,7 @@ func (s *Service) touch(keyID, projectID string) {
 	s.touchMu.Unlock()
 	go func() {
 		ctx := tenant.WithProject(context.Background(), projectID)
-		_, err := s.log.Write(ctx, projectID, func(tx *streamTx) error {
+		_, err := s.log.Write(ctx, projectID, func(tx *stream.Tx) error {
 			return tx.Client().APIKey.UpdateOneID(keyID).SetLastUsedAt(now).Exec(tx.Context())
 		})
 		if err != nil {

@@ -207,49 +207,37 @@ func gateway(l *stream.Log) (svc *messaging.Service, base string, stop func(), e
 	return svc, "http://" + ln.Addr().String(), func() { srv.Close(); cancel(); <-done; svc.Close() }, nil
 }
 
-func benchInbound(ctx context.Context, open func() (*stream.Log, func(), error), projects, clients int, d time.Duration) (bench.Result, error) {
-	l, done, err := open()
-	if err != nil {
-		return bench.Result{}, err
-	}
-	defer done()
-	_, base, stop, err := gateway(l)
-	if err != nil {
-		return bench.Result{}, err
-	}
-	defer stop()
-	api := bench.NewAPI(base, clients)
-	conns, err := bench.NewTestConnections(ctx, api, projects)
-	if err != nil {
-		return bench.Result{}, err
-	}
-	r, err := bench.Inbound(ctx, api, conns, clients, d)
-	r.Name = fmt.Sprintf("POST /v1/connections/{id}/inbound, %d project(s)", projects)
-	return r, err
+func benchInbound(ctx context.Context, open opener, projects, clients int, d time.Duration) (bench.Result, error) {
+	return onGateway(open, func(_ *stream.Log, _ *messaging.Service, base string) (bench.Result, error) {
+		api := bench.NewAPI(base, clients)
+		conns, err := bench.NewTestConnections(ctx, api, projects)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		r, err := bench.Inbound(ctx, api, conns, clients, d)
+		r.Name = fmt.Sprintf("POST /v1/connections/{id}/inbound, %d project(s)", projects)
+		return r, err
+	})
 }
 
-func benchReply(ctx context.Context, open func() (*stream.Log, func(), error)) (bench.Result, error) {
-	l, done, err := open()
-	if err != nil {
-		return bench.Result{}, err
-	}
-	defer done()
-	_, base, stop, err := gateway(l)
-	if err != nil {
-		return bench.Result{}, err
-	}
-	defer stop()
-	api := bench.NewAPI(base, 4)
-	conns, err := bench.NewTestConnections(ctx, api, 1)
-	if err != nil {
-		return bench.Result{}, err
-	}
-	r, err := bench.ReplyLatency(ctx, api, conns[0], 1000)
-	r.Name = "reply -> message.sent"
-	return r, err
+func benchReply(ctx context.Context, open opener) (bench.Result, error) {
+	return onGateway(open, func(_ *stream.Log, _ *messaging.Service, base string) (bench.Result, error) {
+		api := bench.NewAPI(base, 4)
+		conns, err := bench.NewTestConnections(ctx, api, 1)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		r, err := bench.ReplyLatency(ctx, api, conns[0], 1000)
+		r.Name = "reply -> message.sent"
+		return r, err
+	})
 }
 
-func benchRead(ctx context.Context, open func() (*stream.Log, func(), error), events, clients int, d time.Duration) (bench.Result, error) {
+// opener opens a fresh database and log for one measurement.
+type opener func() (*stream.Log, func(), error)
+
+// onGateway opens a fresh database, serves the gateway on it and runs fn.
+func onGateway(open opener, fn func(l *stream.Log, svc *messaging.Service, base string) (bench.Result, error)) (bench.Result, error) {
 	l, done, err := open()
 	if err != nil {
 		return bench.Result{}, err
@@ -260,21 +248,27 @@ func benchRead(ctx context.Context, open func() (*stream.Log, func(), error), ev
 		return bench.Result{}, err
 	}
 	defer stop()
-	sb, err := svc.CreateSandbox(ctx, "bench")
-	if err != nil {
-		return bench.Result{}, err
-	}
-	t0 := time.Now()
-	if err := bench.Fill(ctx, l, sb.ProjectID, events); err != nil {
-		return bench.Result{}, err
-	}
-	fmt.Fprintf(os.Stderr, "bench: stored %d events in %s\n", events, time.Since(t0).Round(time.Millisecond))
-	r, err := bench.Reads(ctx, base, sb.APIKey, int64(events), clients, d)
-	r.Name = "GET /v1/events?limit=100"
-	return r, err
+	return fn(l, svc, base)
 }
 
-func benchWebhooks(ctx context.Context, open func() (*stream.Log, func(), error), d time.Duration) ([]bench.Result, error) {
+func benchRead(ctx context.Context, open opener, events, clients int, d time.Duration) (bench.Result, error) {
+	return onGateway(open, func(l *stream.Log, svc *messaging.Service, base string) (bench.Result, error) {
+		sb, err := svc.CreateSandbox(ctx, "bench")
+		if err != nil {
+			return bench.Result{}, err
+		}
+		t0 := time.Now()
+		if err := bench.Fill(ctx, l, sb.ProjectID, events); err != nil {
+			return bench.Result{}, err
+		}
+		fmt.Fprintf(os.Stderr, "bench: stored %d events in %s\n", events, time.Since(t0).Round(time.Millisecond))
+		r, err := bench.Reads(ctx, base, sb.APIKey, int64(events), clients, d)
+		r.Name = "GET /v1/events?limit=100"
+		return r, err
+	})
+}
+
+func benchWebhooks(ctx context.Context, open opener, d time.Duration) ([]bench.Result, error) {
 	var out []bench.Result
 	for _, c := range []struct{ endpoints, per int }{{1, 10000}, {100, 300}} {
 		l, done, err := open()
