@@ -162,21 +162,12 @@ func (r *queryResolver) Events(ctx context.Context, afterSeq *int, first *int, t
 	if first != nil && *first == 0 {
 		return nil, messaging.Invalid("first", "must be between 1 and %d", messaging.MaxEventLimit)
 	}
-	// One more than asked tells whether there is a next page.
-	if err := q.Validate(); err != nil {
+	evs, more, err := r.Service.EventsPage(ctx, p, q)
+	if err != nil {
 		return nil, renameParams(err)
 	}
-	want := q.Limit
-	q.Limit = want + 1
-	evs, err := r.Service.Log().Read(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
-	if err != nil {
-		return nil, err
-	}
-	out := &EventConnection{Edges: make([]*EventEdge, 0, min(len(evs), want)), PageInfo: &EventPageInfo{HasNextPage: len(evs) > want}}
-	for i, e := range evs {
-		if i == want {
-			break
-		}
+	out := &EventConnection{Edges: make([]*EventEdge, 0, len(evs)), PageInfo: &EventPageInfo{HasNextPage: more}}
+	for _, e := range evs {
 		seq := int(e.Seq)
 		out.Edges = append(out.Edges, &EventEdge{Cursor: seq, Node: &Event{Seq: seq, Type: e.Type, Data: JSON(e.Data)}})
 		out.PageInfo.EndCursor = &seq

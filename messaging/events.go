@@ -53,6 +53,23 @@ func (s *Service) Events(ctx context.Context, p *Principal, q EventQuery) ([]str
 	})
 }
 
+// EventsPage is Events without waiting, also telling whether more events
+// follow the page (for cursor-paged front doors such as GraphQL's).
+func (s *Service) EventsPage(ctx context.Context, p *Principal, q EventQuery) ([]stream.Event, bool, error) {
+	if err := q.Validate(); err != nil {
+		return nil, false, err
+	}
+	// One more than asked tells whether there is a next page.
+	evs, err := s.log.Read(ctx, p.ProjectID, q.AfterSeq, q.Limit+1, q.Type)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(evs) > q.Limit {
+		return evs[:q.Limit], true, nil
+	}
+	return evs, false, nil
+}
+
 // EventsJSON is Events with the page encoded as the REST API's JSON array.
 func (s *Service) EventsJSON(ctx context.Context, p *Principal, q EventQuery) ([]byte, error) {
 	return page(ctx, s, p, q, func() ([]byte, bool, error) {
