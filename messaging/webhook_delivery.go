@@ -28,6 +28,7 @@ type Endpoint struct {
 	// sealed is the stored secret: it changes with every registration, so
 	// it tells whether the endpoint was registered again meanwhile.
 	sealed             []byte
+	failures           int // consecutive failures, as read
 	attemptsSincePrune int
 }
 
@@ -87,7 +88,7 @@ func (s *Service) WebhookState(ctx context.Context, id, owner string) (*Endpoint
 		return nil, fmt.Errorf("webhook %s: %w", id, err)
 	}
 	return &Endpoint{ID: w.ID, ProjectID: w.ProjectID, URL: w.URL, Key: key, Cursor: w.Cursor,
-		NextAttemptAt: w.NextAttemptAt, FailingSince: w.FailingSince, LeaseUntil: *w.LeaseUntil, sealed: w.Secret}, nil
+		NextAttemptAt: w.NextAttemptAt, FailingSince: w.FailingSince, LeaseUntil: *w.LeaseUntil, sealed: w.Secret, failures: w.Failures}, nil
 }
 
 // Attempt is the outcome of one delivery.
@@ -143,7 +144,9 @@ func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string,
 			if reason != "" {
 				upd.SetStatus(entwh.StatusDisabled).SetDisabledReason(reason).ClearLeaseOwner().ClearLeaseUntil()
 			} else {
-				wait := max(a.RetryAfter, webhookBackoff(tx, ep))
+				// The update below is conditional on the state read, so its
+				// failure count is the current one.
+				wait := max(a.RetryAfter, backoff(ep.failures+1))
 				upd.SetStatus(entwh.StatusFailing).SetNextAttemptAt(now.Add(wait))
 			}
 		}
@@ -205,18 +208,6 @@ func (ep *Endpoint) Refresh(cur *Endpoint) {
 	n := ep.attemptsSincePrune
 	*ep = *cur
 	ep.attemptsSincePrune = n
-}
-
-// webhookBackoff is the wait before the next attempt after a failure:
-// exponential from 1 s with jitter, capped at 10 minutes. It reads the
-// failure count in the transaction.
-func webhookBackoff(tx *stream.Tx, ep *Endpoint) time.Duration {
-	w, err := tx.Client().Webhook.Get(tx.Context(), ep.ID)
-	n := 1
-	if err == nil {
-		n = w.Failures + 1
-	}
-	return backoff(n)
 }
 
 func pruneAttempts(ctx context.Context, cl *ent.Client, webhookID string) error {
