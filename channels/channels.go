@@ -83,6 +83,14 @@ type Poller interface {
 	Poll(ctx context.Context, emit func(Inbound) error) error
 }
 
+// Inbox is an adapter whose connection receives at an address this gateway
+// hosts (an email inbox on comm's SMTP listener). Connect stores the
+// address on the connection and keeps it unique across the gateway, so
+// inbound mail finds its connection by address.
+type Inbox interface {
+	InboxAddress() string
+}
+
 // Closer releases an adapter's resources.
 type Closer interface {
 	Close() error
@@ -100,6 +108,31 @@ type Inbound struct {
 	Subject   *string
 	Text      string
 	HTML      *string
+	// References are provider ids of earlier messages this one answers,
+	// the nearest last (email In-Reply-To and References, a chat's reply
+	// reference). The message joins the conversation of the first of them
+	// stored on the same connection, before ThreadKey is considered.
+	References []string
+	// ConversationID names a comm conversation the provider address
+	// pointed at (an email reply-to plus-address); used when References
+	// find none, and only when it is a conversation of the same connection.
+	ConversationID string
+	// Attachments are files that came with the message.
+	Attachments []Attachment
+	// Details are channel-specific facts kept on the message and shown
+	// with it (email: headers, full text, sender authentication); a JSON
+	// object, or nil.
+	Details json.RawMessage
+}
+
+// Attachment is a file that came with an inbound message.
+type Attachment struct {
+	Filename    string
+	ContentType string
+	// ContentID is set on inline parts the HTML references as cid:.
+	ContentID string
+	Inline    bool
+	Data      []byte
 }
 
 // Outbound is a message to deliver.
@@ -113,6 +146,12 @@ type Outbound struct {
 	HTML      *string
 	// InReplyTo is the provider id of the message answered, if any.
 	InReplyTo string
+	// References are the provider ids of the thread so far, oldest first,
+	// ending with InReplyTo (email References).
+	References []string
+	// ConversationID is comm's conversation; a channel that can carry it
+	// in an address (email's reply-to plus-address) routes answers back.
+	ConversationID string
 }
 
 // SendResult is what a provider said about a delivered message.

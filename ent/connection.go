@@ -37,6 +37,8 @@ type Connection struct {
 	Config []byte `json:"-"`
 	// channel-native address of the connection, if any
 	Address string `json:"address,omitempty"`
+	// channel:address of an inbox this gateway hosts (email); globally unique, cleared on delete
+	InboxKey *string `json:"inbox_key,omitempty"`
 	// DeletedAt holds the value of the "deleted_at" field.
 	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
 	selectValues sql.SelectValues
@@ -49,7 +51,7 @@ func (*Connection) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case connection.FieldConfig:
 			values[i] = new([]byte)
-		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress:
+		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress, connection.FieldInboxKey:
 			values[i] = new(sql.NullString)
 		case connection.FieldCreatedAt, connection.FieldDeletedAt:
 			values[i] = new(sql.NullTime)
@@ -134,6 +136,13 @@ func (_m *Connection) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Address = value.String
 			}
+		case connection.FieldInboxKey:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field inbox_key", values[i])
+			} else if value.Valid {
+				_m.InboxKey = new(string)
+				*_m.InboxKey = value.String
+			}
 		case connection.FieldDeletedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field deleted_at", values[i])
@@ -205,6 +214,11 @@ func (_m *Connection) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("address=")
 	builder.WriteString(_m.Address)
+	builder.WriteString(", ")
+	if v := _m.InboxKey; v != nil {
+		builder.WriteString("inbox_key=")
+		builder.WriteString(*v)
+	}
 	builder.WriteString(", ")
 	if v := _m.DeletedAt; v != nil {
 		builder.WriteString("deleted_at=")

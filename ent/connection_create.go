@@ -123,6 +123,20 @@ func (_c *ConnectionCreate) SetNillableAddress(v *string) *ConnectionCreate {
 	return _c
 }
 
+// SetInboxKey sets the "inbox_key" field.
+func (_c *ConnectionCreate) SetInboxKey(v string) *ConnectionCreate {
+	_c.mutation.SetInboxKey(v)
+	return _c
+}
+
+// SetNillableInboxKey sets the "inbox_key" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableInboxKey(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetInboxKey(*v)
+	}
+	return _c
+}
+
 // SetDeletedAt sets the "deleted_at" field.
 func (_c *ConnectionCreate) SetDeletedAt(v time.Time) *ConnectionCreate {
 	_c.mutation.SetDeletedAt(v)
@@ -320,6 +334,10 @@ func (_c *ConnectionCreate) createSpec() (*Connection, *sqlgraph.CreateSpec) {
 		_spec.SetField(connection.FieldAddress, field.TypeString, value)
 		_node.Address = value
 	}
+	if value, ok := _c.mutation.InboxKey(); ok {
+		_spec.SetField(connection.FieldInboxKey, field.TypeString, value)
+		_node.InboxKey = &value
+	}
 	if value, ok := _c.mutation.DeletedAt(); ok {
 		_spec.SetField(connection.FieldDeletedAt, field.TypeTime, value)
 		_node.DeletedAt = &value
@@ -439,6 +457,24 @@ func (u *ConnectionUpsert) UpdateAddress() *ConnectionUpsert {
 // ClearAddress clears the value of the "address" field.
 func (u *ConnectionUpsert) ClearAddress() *ConnectionUpsert {
 	u.SetNull(connection.FieldAddress)
+	return u
+}
+
+// SetInboxKey sets the "inbox_key" field.
+func (u *ConnectionUpsert) SetInboxKey(v string) *ConnectionUpsert {
+	u.Set(connection.FieldInboxKey, v)
+	return u
+}
+
+// UpdateInboxKey sets the "inbox_key" field to the value that was provided on create.
+func (u *ConnectionUpsert) UpdateInboxKey() *ConnectionUpsert {
+	u.SetExcluded(connection.FieldInboxKey)
+	return u
+}
+
+// ClearInboxKey clears the value of the "inbox_key" field.
+func (u *ConnectionUpsert) ClearInboxKey() *ConnectionUpsert {
+	u.SetNull(connection.FieldInboxKey)
 	return u
 }
 
@@ -600,6 +636,27 @@ func (u *ConnectionUpsertOne) UpdateAddress() *ConnectionUpsertOne {
 func (u *ConnectionUpsertOne) ClearAddress() *ConnectionUpsertOne {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearAddress()
+	})
+}
+
+// SetInboxKey sets the "inbox_key" field.
+func (u *ConnectionUpsertOne) SetInboxKey(v string) *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetInboxKey(v)
+	})
+}
+
+// UpdateInboxKey sets the "inbox_key" field to the value that was provided on create.
+func (u *ConnectionUpsertOne) UpdateInboxKey() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateInboxKey()
+	})
+}
+
+// ClearInboxKey clears the value of the "inbox_key" field.
+func (u *ConnectionUpsertOne) ClearInboxKey() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearInboxKey()
 	})
 }
 
@@ -931,6 +988,27 @@ func (u *ConnectionUpsertBulk) UpdateAddress() *ConnectionUpsertBulk {
 func (u *ConnectionUpsertBulk) ClearAddress() *ConnectionUpsertBulk {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearAddress()
+	})
+}
+
+// SetInboxKey sets the "inbox_key" field.
+func (u *ConnectionUpsertBulk) SetInboxKey(v string) *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetInboxKey(v)
+	})
+}
+
+// UpdateInboxKey sets the "inbox_key" field to the value that was provided on create.
+func (u *ConnectionUpsertBulk) UpdateInboxKey() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateInboxKey()
+	})
+}
+
+// ClearInboxKey clears the value of the "inbox_key" field.
+func (u *ConnectionUpsertBulk) ClearInboxKey() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearInboxKey()
 	})
 }
 

@@ -94,6 +94,26 @@ func (_u *ConnectionUpdate) ClearAddress() *ConnectionUpdate {
 	return _u
 }
 
+// SetInboxKey sets the "inbox_key" field.
+func (_u *ConnectionUpdate) SetInboxKey(v string) *ConnectionUpdate {
+	_u.mutation.SetInboxKey(v)
+	return _u
+}
+
+// SetNillableInboxKey sets the "inbox_key" field if the given value is not nil.
+func (_u *ConnectionUpdate) SetNillableInboxKey(v *string) *ConnectionUpdate {
+	if v != nil {
+		_u.SetInboxKey(*v)
+	}
+	return _u
+}
+
+// ClearInboxKey clears the value of the "inbox_key" field.
+func (_u *ConnectionUpdate) ClearInboxKey() *ConnectionUpdate {
+	_u.mutation.ClearInboxKey()
+	return _u
+}
+
 // SetDeletedAt sets the "deleted_at" field.
 func (_u *ConnectionUpdate) SetDeletedAt(v time.Time) *ConnectionUpdate {
 	_u.mutation.SetDeletedAt(v)
@@ -192,6 +212,12 @@ func (_u *ConnectionUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	if _u.mutation.AddressCleared() {
 		_spec.ClearField(connection.FieldAddress, field.TypeString)
 	}
+	if value, ok := _u.mutation.InboxKey(); ok {
+		_spec.SetField(connection.FieldInboxKey, field.TypeString, value)
+	}
+	if _u.mutation.InboxKeyCleared() {
+		_spec.ClearField(connection.FieldInboxKey, field.TypeString)
+	}
 	if value, ok := _u.mutation.DeletedAt(); ok {
 		_spec.SetField(connection.FieldDeletedAt, field.TypeTime, value)
 	}
@@ -281,6 +307,26 @@ func (_u *ConnectionUpdateOne) SetNillableAddress(v *string) *ConnectionUpdateOn
 // ClearAddress clears the value of the "address" field.
 func (_u *ConnectionUpdateOne) ClearAddress() *ConnectionUpdateOne {
 	_u.mutation.ClearAddress()
+	return _u
+}
+
+// SetInboxKey sets the "inbox_key" field.
+func (_u *ConnectionUpdateOne) SetInboxKey(v string) *ConnectionUpdateOne {
+	_u.mutation.SetInboxKey(v)
+	return _u
+}
+
+// SetNillableInboxKey sets the "inbox_key" field if the given value is not nil.
+func (_u *ConnectionUpdateOne) SetNillableInboxKey(v *string) *ConnectionUpdateOne {
+	if v != nil {
+		_u.SetInboxKey(*v)
+	}
+	return _u
+}
+
+// ClearInboxKey clears the value of the "inbox_key" field.
+func (_u *ConnectionUpdateOne) ClearInboxKey() *ConnectionUpdateOne {
+	_u.mutation.ClearInboxKey()
 	return _u
 }
 
@@ -411,6 +457,12 @@ func (_u *ConnectionUpdateOne) sqlSave(ctx context.Context) (_node *Connection, 
 	}
 	if _u.mutation.AddressCleared() {
 		_spec.ClearField(connection.FieldAddress, field.TypeString)
+	}
+	if value, ok := _u.mutation.InboxKey(); ok {
+		_spec.SetField(connection.FieldInboxKey, field.TypeString, value)
+	}
+	if _u.mutation.InboxKeyCleared() {
+		_spec.ClearField(connection.FieldInboxKey, field.TypeString)
 	}
 	if value, ok := _u.mutation.DeletedAt(); ok {
 		_spec.SetField(connection.FieldDeletedAt, field.TypeTime, value)

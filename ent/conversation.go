@@ -25,6 +25,8 @@ type Conversation struct {
 	ConnectionID string `json:"connection_id,omitempty"`
 	// channel-native thread: chat id, peer address ...
 	ThreadKey string `json:"thread_key,omitempty"`
+	// who the conversation is with, where thread_key is not that (email threads are keyed by Message-ID)
+	Participant string `json:"participant,omitempty"`
 	// Subject holds the value of the "subject" field.
 	Subject *string `json:"subject,omitempty"`
 	// typing indicator lease
@@ -39,7 +41,7 @@ func (*Conversation) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case conversation.FieldID, conversation.FieldProjectID, conversation.FieldConnectionID, conversation.FieldThreadKey, conversation.FieldSubject:
+		case conversation.FieldID, conversation.FieldProjectID, conversation.FieldConnectionID, conversation.FieldThreadKey, conversation.FieldParticipant, conversation.FieldSubject:
 			values[i] = new(sql.NullString)
 		case conversation.FieldCreatedAt, conversation.FieldTypingUntil, conversation.FieldLastMessageAt:
 			values[i] = new(sql.NullTime)
@@ -87,6 +89,12 @@ func (_m *Conversation) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field thread_key", values[i])
 			} else if value.Valid {
 				_m.ThreadKey = value.String
+			}
+		case conversation.FieldParticipant:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field participant", values[i])
+			} else if value.Valid {
+				_m.Participant = value.String
 			}
 		case conversation.FieldSubject:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -155,6 +163,9 @@ func (_m *Conversation) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("thread_key=")
 	builder.WriteString(_m.ThreadKey)
+	builder.WriteString(", ")
+	builder.WriteString("participant=")
+	builder.WriteString(_m.Participant)
 	builder.WriteString(", ")
 	if v := _m.Subject; v != nil {
 		builder.WriteString("subject=")

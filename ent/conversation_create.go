@@ -55,6 +55,20 @@ func (_c *ConversationCreate) SetThreadKey(v string) *ConversationCreate {
 	return _c
 }
 
+// SetParticipant sets the "participant" field.
+func (_c *ConversationCreate) SetParticipant(v string) *ConversationCreate {
+	_c.mutation.SetParticipant(v)
+	return _c
+}
+
+// SetNillableParticipant sets the "participant" field if the given value is not nil.
+func (_c *ConversationCreate) SetNillableParticipant(v *string) *ConversationCreate {
+	if v != nil {
+		_c.SetParticipant(*v)
+	}
+	return _c
+}
+
 // SetSubject sets the "subject" field.
 func (_c *ConversationCreate) SetSubject(v string) *ConversationCreate {
 	_c.mutation.SetSubject(v)
@@ -251,6 +265,10 @@ func (_c *ConversationCreate) createSpec() (*Conversation, *sqlgraph.CreateSpec)
 		_spec.SetField(conversation.FieldThreadKey, field.TypeString, value)
 		_node.ThreadKey = value
 	}
+	if value, ok := _c.mutation.Participant(); ok {
+		_spec.SetField(conversation.FieldParticipant, field.TypeString, value)
+		_node.Participant = value
+	}
 	if value, ok := _c.mutation.Subject(); ok {
 		_spec.SetField(conversation.FieldSubject, field.TypeString, value)
 		_node.Subject = &value
@@ -391,6 +409,9 @@ func (u *ConversationUpsertOne) UpdateNewValues() *ConversationUpsertOne {
 		}
 		if _, exists := u.create.mutation.ThreadKey(); exists {
 			s.SetIgnore(conversation.FieldThreadKey)
+		}
+		if _, exists := u.create.mutation.Participant(); exists {
+			s.SetIgnore(conversation.FieldParticipant)
 		}
 	}))
 	return u
@@ -673,6 +694,9 @@ func (u *ConversationUpsertBulk) UpdateNewValues() *ConversationUpsertBulk {
 			}
 			if _, exists := b.mutation.ThreadKey(); exists {
 				s.SetIgnore(conversation.FieldThreadKey)
+			}
+			if _, exists := b.mutation.Participant(); exists {
+				s.SetIgnore(conversation.FieldParticipant)
 			}
 		}
 	}))

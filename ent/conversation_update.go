@@ -123,6 +123,9 @@ func (_u *ConversationUpdate) sqlSave(ctx context.Context) (_node int, err error
 			}
 		}
 	}
+	if _u.mutation.ParticipantCleared() {
+		_spec.ClearField(conversation.FieldParticipant, field.TypeString)
+	}
 	if value, ok := _u.mutation.Subject(); ok {
 		_spec.SetField(conversation.FieldSubject, field.TypeString, value)
 	}
@@ -282,6 +285,9 @@ func (_u *ConversationUpdateOne) sqlSave(ctx context.Context) (_node *Conversati
 				ps[i](selector)
 			}
 		}
+	}
+	if _u.mutation.ParticipantCleared() {
+		_spec.ClearField(conversation.FieldParticipant, field.TypeString)
 	}
 	if value, ok := _u.mutation.Subject(); ok {
 		_spec.SetField(conversation.FieldSubject, field.TypeString, value)

@@ -13,8 +13,10 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/comm-gateway/comm/ent/apikey"
+	"github.com/comm-gateway/comm/ent/attachment"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/webhook"
@@ -80,8 +82,10 @@ func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			apikey.Table:         apikey.ValidColumn,
+			attachment.Table:     attachment.ValidColumn,
 			connection.Table:     connection.ValidColumn,
 			conversation.Table:   conversation.ValidColumn,
+			domain.Table:         domain.ValidColumn,
 			message.Table:        message.ValidColumn,
 			project.Table:        project.ValidColumn,
 			webhook.Table:        webhook.ValidColumn,

@@ -173,6 +173,11 @@ func (_q *ConversationQuery) collectField(ctx context.Context, oneNode bool, opC
 				selectedFields = append(selectedFields, conversation.FieldThreadKey)
 				fieldSeen[conversation.FieldThreadKey] = struct{}{}
 			}
+		case "participant":
+			if _, ok := fieldSeen[conversation.FieldParticipant]; !ok {
+				selectedFields = append(selectedFields, conversation.FieldParticipant)
+				fieldSeen[conversation.FieldParticipant] = struct{}{}
+			}
 		case "subject":
 			if _, ok := fieldSeen[conversation.FieldSubject]; !ok {
 				selectedFields = append(selectedFields, conversation.FieldSubject)

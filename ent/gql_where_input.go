@@ -641,6 +641,23 @@ type ConversationWhereInput struct {
 	ThreadKeyEqualFold    *string  `json:"threadKeyEqualFold,omitempty"`
 	ThreadKeyContainsFold *string  `json:"threadKeyContainsFold,omitempty"`
 
+	// "participant" field predicates.
+	Participant             *string  `json:"participant,omitempty"`
+	ParticipantNEQ          *string  `json:"participantNEQ,omitempty"`
+	ParticipantIn           []string `json:"participantIn,omitempty"`
+	ParticipantNotIn        []string `json:"participantNotIn,omitempty"`
+	ParticipantGT           *string  `json:"participantGT,omitempty"`
+	ParticipantGTE          *string  `json:"participantGTE,omitempty"`
+	ParticipantLT           *string  `json:"participantLT,omitempty"`
+	ParticipantLTE          *string  `json:"participantLTE,omitempty"`
+	ParticipantContains     *string  `json:"participantContains,omitempty"`
+	ParticipantHasPrefix    *string  `json:"participantHasPrefix,omitempty"`
+	ParticipantHasSuffix    *string  `json:"participantHasSuffix,omitempty"`
+	ParticipantIsNil        bool     `json:"participantIsNil,omitempty"`
+	ParticipantNotNil       bool     `json:"participantNotNil,omitempty"`
+	ParticipantEqualFold    *string  `json:"participantEqualFold,omitempty"`
+	ParticipantContainsFold *string  `json:"participantContainsFold,omitempty"`
+
 	// "subject" field predicates.
 	Subject             *string  `json:"subject,omitempty"`
 	SubjectNEQ          *string  `json:"subjectNEQ,omitempty"`
@@ -883,6 +900,51 @@ func (i *ConversationWhereInput) P() (predicate.Conversation, error) {
 	}
 	if i.ThreadKeyContainsFold != nil {
 		predicates = append(predicates, conversation.ThreadKeyContainsFold(*i.ThreadKeyContainsFold))
+	}
+	if i.Participant != nil {
+		predicates = append(predicates, conversation.ParticipantEQ(*i.Participant))
+	}
+	if i.ParticipantNEQ != nil {
+		predicates = append(predicates, conversation.ParticipantNEQ(*i.ParticipantNEQ))
+	}
+	if len(i.ParticipantIn) > 0 {
+		predicates = append(predicates, conversation.ParticipantIn(i.ParticipantIn...))
+	}
+	if len(i.ParticipantNotIn) > 0 {
+		predicates = append(predicates, conversation.ParticipantNotIn(i.ParticipantNotIn...))
+	}
+	if i.ParticipantGT != nil {
+		predicates = append(predicates, conversation.ParticipantGT(*i.ParticipantGT))
+	}
+	if i.ParticipantGTE != nil {
+		predicates = append(predicates, conversation.ParticipantGTE(*i.ParticipantGTE))
+	}
+	if i.ParticipantLT != nil {
+		predicates = append(predicates, conversation.ParticipantLT(*i.ParticipantLT))
+	}
+	if i.ParticipantLTE != nil {
+		predicates = append(predicates, conversation.ParticipantLTE(*i.ParticipantLTE))
+	}
+	if i.ParticipantContains != nil {
+		predicates = append(predicates, conversation.ParticipantContains(*i.ParticipantContains))
+	}
+	if i.ParticipantHasPrefix != nil {
+		predicates = append(predicates, conversation.ParticipantHasPrefix(*i.ParticipantHasPrefix))
+	}
+	if i.ParticipantHasSuffix != nil {
+		predicates = append(predicates, conversation.ParticipantHasSuffix(*i.ParticipantHasSuffix))
+	}
+	if i.ParticipantIsNil {
+		predicates = append(predicates, conversation.ParticipantIsNil())
+	}
+	if i.ParticipantNotNil {
+		predicates = append(predicates, conversation.ParticipantNotNil())
+	}
+	if i.ParticipantEqualFold != nil {
+		predicates = append(predicates, conversation.ParticipantEqualFold(*i.ParticipantEqualFold))
+	}
+	if i.ParticipantContainsFold != nil {
+		predicates = append(predicates, conversation.ParticipantContainsFold(*i.ParticipantContainsFold))
 	}
 	if i.Subject != nil {
 		predicates = append(predicates, conversation.SubjectEQ(*i.Subject))

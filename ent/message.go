@@ -3,6 +3,7 @@
 package ent
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -45,6 +46,12 @@ type Message struct {
 	HTML *string `json:"html,omitempty"`
 	// msg_ id this one answers
 	InReplyTo *string `json:"in_reply_to,omitempty"`
+	// provider ids of the earlier messages of the thread, oldest first (email References)
+	References []string `json:"references,omitempty"`
+	// what the attachments table holds for this message, without the bytes
+	Attachments json.RawMessage `json:"attachments,omitempty"`
+	// channel-specific details (email: headers, full text, sender authentication)
+	Details json.RawMessage `json:"details,omitempty"`
 	// why delivery failed
 	Error *string `json:"error,omitempty"`
 	// Attempts holds the value of the "attempts" field.
@@ -61,6 +68,8 @@ func (*Message) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case message.FieldReferences, message.FieldAttachments, message.FieldDetails:
+			values[i] = new([]byte)
 		case message.FieldAttempts:
 			values[i] = new(sql.NullInt64)
 		case message.FieldID, message.FieldProjectID, message.FieldConversationID, message.FieldConnectionID, message.FieldChannel, message.FieldDirection, message.FieldStatus, message.FieldProviderMessageID, message.FieldSender, message.FieldRecipient, message.FieldSubject, message.FieldText, message.FieldHTML, message.FieldInReplyTo, message.FieldError:
@@ -176,6 +185,30 @@ func (_m *Message) assignValues(columns []string, values []any) error {
 				_m.InReplyTo = new(string)
 				*_m.InReplyTo = value.String
 			}
+		case message.FieldReferences:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field references", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.References); err != nil {
+					return fmt.Errorf("unmarshal field references: %w", err)
+				}
+			}
+		case message.FieldAttachments:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field attachments", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Attachments); err != nil {
+					return fmt.Errorf("unmarshal field attachments: %w", err)
+				}
+			}
+		case message.FieldDetails:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field details", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Details); err != nil {
+					return fmt.Errorf("unmarshal field details: %w", err)
+				}
+			}
 		case message.FieldError:
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field error", values[i])
@@ -288,6 +321,15 @@ func (_m *Message) String() string {
 		builder.WriteString("in_reply_to=")
 		builder.WriteString(*v)
 	}
+	builder.WriteString(", ")
+	builder.WriteString("references=")
+	builder.WriteString(fmt.Sprintf("%v", _m.References))
+	builder.WriteString(", ")
+	builder.WriteString("attachments=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Attachments))
+	builder.WriteString(", ")
+	builder.WriteString("details=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Details))
 	builder.WriteString(", ")
 	if v := _m.Error; v != nil {
 		builder.WriteString("error=")

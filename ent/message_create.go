@@ -4,6 +4,7 @@ package ent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -152,6 +153,24 @@ func (_c *MessageCreate) SetNillableInReplyTo(v *string) *MessageCreate {
 	if v != nil {
 		_c.SetInReplyTo(*v)
 	}
+	return _c
+}
+
+// SetReferences sets the "references" field.
+func (_c *MessageCreate) SetReferences(v []string) *MessageCreate {
+	_c.mutation.SetReferences(v)
+	return _c
+}
+
+// SetAttachments sets the "attachments" field.
+func (_c *MessageCreate) SetAttachments(v json.RawMessage) *MessageCreate {
+	_c.mutation.SetAttachments(v)
+	return _c
+}
+
+// SetDetails sets the "details" field.
+func (_c *MessageCreate) SetDetails(v json.RawMessage) *MessageCreate {
+	_c.mutation.SetDetails(v)
 	return _c
 }
 
@@ -427,6 +446,18 @@ func (_c *MessageCreate) createSpec() (*Message, *sqlgraph.CreateSpec) {
 		_spec.SetField(message.FieldInReplyTo, field.TypeString, value)
 		_node.InReplyTo = &value
 	}
+	if value, ok := _c.mutation.References(); ok {
+		_spec.SetField(message.FieldReferences, field.TypeJSON, value)
+		_node.References = value
+	}
+	if value, ok := _c.mutation.Attachments(); ok {
+		_spec.SetField(message.FieldAttachments, field.TypeJSON, value)
+		_node.Attachments = value
+	}
+	if value, ok := _c.mutation.Details(); ok {
+		_spec.SetField(message.FieldDetails, field.TypeJSON, value)
+		_node.Details = value
+	}
 	if value, ok := _c.mutation.Error(); ok {
 		_spec.SetField(message.FieldError, field.TypeString, value)
 		_node.Error = &value
@@ -618,6 +649,60 @@ func (u *MessageUpsert) UpdateInReplyTo() *MessageUpsert {
 // ClearInReplyTo clears the value of the "in_reply_to" field.
 func (u *MessageUpsert) ClearInReplyTo() *MessageUpsert {
 	u.SetNull(message.FieldInReplyTo)
+	return u
+}
+
+// SetReferences sets the "references" field.
+func (u *MessageUpsert) SetReferences(v []string) *MessageUpsert {
+	u.Set(message.FieldReferences, v)
+	return u
+}
+
+// UpdateReferences sets the "references" field to the value that was provided on create.
+func (u *MessageUpsert) UpdateReferences() *MessageUpsert {
+	u.SetExcluded(message.FieldReferences)
+	return u
+}
+
+// ClearReferences clears the value of the "references" field.
+func (u *MessageUpsert) ClearReferences() *MessageUpsert {
+	u.SetNull(message.FieldReferences)
+	return u
+}
+
+// SetAttachments sets the "attachments" field.
+func (u *MessageUpsert) SetAttachments(v json.RawMessage) *MessageUpsert {
+	u.Set(message.FieldAttachments, v)
+	return u
+}
+
+// UpdateAttachments sets the "attachments" field to the value that was provided on create.
+func (u *MessageUpsert) UpdateAttachments() *MessageUpsert {
+	u.SetExcluded(message.FieldAttachments)
+	return u
+}
+
+// ClearAttachments clears the value of the "attachments" field.
+func (u *MessageUpsert) ClearAttachments() *MessageUpsert {
+	u.SetNull(message.FieldAttachments)
+	return u
+}
+
+// SetDetails sets the "details" field.
+func (u *MessageUpsert) SetDetails(v json.RawMessage) *MessageUpsert {
+	u.Set(message.FieldDetails, v)
+	return u
+}
+
+// UpdateDetails sets the "details" field to the value that was provided on create.
+func (u *MessageUpsert) UpdateDetails() *MessageUpsert {
+	u.SetExcluded(message.FieldDetails)
+	return u
+}
+
+// ClearDetails clears the value of the "details" field.
+func (u *MessageUpsert) ClearDetails() *MessageUpsert {
+	u.SetNull(message.FieldDetails)
 	return u
 }
 
@@ -903,6 +988,69 @@ func (u *MessageUpsertOne) UpdateInReplyTo() *MessageUpsertOne {
 func (u *MessageUpsertOne) ClearInReplyTo() *MessageUpsertOne {
 	return u.Update(func(s *MessageUpsert) {
 		s.ClearInReplyTo()
+	})
+}
+
+// SetReferences sets the "references" field.
+func (u *MessageUpsertOne) SetReferences(v []string) *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetReferences(v)
+	})
+}
+
+// UpdateReferences sets the "references" field to the value that was provided on create.
+func (u *MessageUpsertOne) UpdateReferences() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateReferences()
+	})
+}
+
+// ClearReferences clears the value of the "references" field.
+func (u *MessageUpsertOne) ClearReferences() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearReferences()
+	})
+}
+
+// SetAttachments sets the "attachments" field.
+func (u *MessageUpsertOne) SetAttachments(v json.RawMessage) *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetAttachments(v)
+	})
+}
+
+// UpdateAttachments sets the "attachments" field to the value that was provided on create.
+func (u *MessageUpsertOne) UpdateAttachments() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateAttachments()
+	})
+}
+
+// ClearAttachments clears the value of the "attachments" field.
+func (u *MessageUpsertOne) ClearAttachments() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearAttachments()
+	})
+}
+
+// SetDetails sets the "details" field.
+func (u *MessageUpsertOne) SetDetails(v json.RawMessage) *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDetails(v)
+	})
+}
+
+// UpdateDetails sets the "details" field to the value that was provided on create.
+func (u *MessageUpsertOne) UpdateDetails() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDetails()
+	})
+}
+
+// ClearDetails clears the value of the "details" field.
+func (u *MessageUpsertOne) ClearDetails() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDetails()
 	})
 }
 
@@ -1367,6 +1515,69 @@ func (u *MessageUpsertBulk) UpdateInReplyTo() *MessageUpsertBulk {
 func (u *MessageUpsertBulk) ClearInReplyTo() *MessageUpsertBulk {
 	return u.Update(func(s *MessageUpsert) {
 		s.ClearInReplyTo()
+	})
+}
+
+// SetReferences sets the "references" field.
+func (u *MessageUpsertBulk) SetReferences(v []string) *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetReferences(v)
+	})
+}
+
+// UpdateReferences sets the "references" field to the value that was provided on create.
+func (u *MessageUpsertBulk) UpdateReferences() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateReferences()
+	})
+}
+
+// ClearReferences clears the value of the "references" field.
+func (u *MessageUpsertBulk) ClearReferences() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearReferences()
+	})
+}
+
+// SetAttachments sets the "attachments" field.
+func (u *MessageUpsertBulk) SetAttachments(v json.RawMessage) *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetAttachments(v)
+	})
+}
+
+// UpdateAttachments sets the "attachments" field to the value that was provided on create.
+func (u *MessageUpsertBulk) UpdateAttachments() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateAttachments()
+	})
+}
+
+// ClearAttachments clears the value of the "attachments" field.
+func (u *MessageUpsertBulk) ClearAttachments() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearAttachments()
+	})
+}
+
+// SetDetails sets the "details" field.
+func (u *MessageUpsertBulk) SetDetails(v json.RawMessage) *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDetails(v)
+	})
+}
+
+// UpdateDetails sets the "details" field to the value that was provided on create.
+func (u *MessageUpsertBulk) UpdateDetails() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDetails()
+	})
+}
+
+// ClearDetails clears the value of the "details" field.
+func (u *MessageUpsertBulk) ClearDetails() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDetails()
 	})
 }
 

@@ -4,12 +4,14 @@ package ent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"entgo.io/ent/dialect/sql/sqljson"
 	"entgo.io/ent/schema/field"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/predicate"
@@ -167,6 +169,60 @@ func (_u *MessageUpdate) SetNillableInReplyTo(v *string) *MessageUpdate {
 // ClearInReplyTo clears the value of the "in_reply_to" field.
 func (_u *MessageUpdate) ClearInReplyTo() *MessageUpdate {
 	_u.mutation.ClearInReplyTo()
+	return _u
+}
+
+// SetReferences sets the "references" field.
+func (_u *MessageUpdate) SetReferences(v []string) *MessageUpdate {
+	_u.mutation.SetReferences(v)
+	return _u
+}
+
+// AppendReferences appends value to the "references" field.
+func (_u *MessageUpdate) AppendReferences(v []string) *MessageUpdate {
+	_u.mutation.AppendReferences(v)
+	return _u
+}
+
+// ClearReferences clears the value of the "references" field.
+func (_u *MessageUpdate) ClearReferences() *MessageUpdate {
+	_u.mutation.ClearReferences()
+	return _u
+}
+
+// SetAttachments sets the "attachments" field.
+func (_u *MessageUpdate) SetAttachments(v json.RawMessage) *MessageUpdate {
+	_u.mutation.SetAttachments(v)
+	return _u
+}
+
+// AppendAttachments appends value to the "attachments" field.
+func (_u *MessageUpdate) AppendAttachments(v json.RawMessage) *MessageUpdate {
+	_u.mutation.AppendAttachments(v)
+	return _u
+}
+
+// ClearAttachments clears the value of the "attachments" field.
+func (_u *MessageUpdate) ClearAttachments() *MessageUpdate {
+	_u.mutation.ClearAttachments()
+	return _u
+}
+
+// SetDetails sets the "details" field.
+func (_u *MessageUpdate) SetDetails(v json.RawMessage) *MessageUpdate {
+	_u.mutation.SetDetails(v)
+	return _u
+}
+
+// AppendDetails appends value to the "details" field.
+func (_u *MessageUpdate) AppendDetails(v json.RawMessage) *MessageUpdate {
+	_u.mutation.AppendDetails(v)
+	return _u
+}
+
+// ClearDetails clears the value of the "details" field.
+func (_u *MessageUpdate) ClearDetails() *MessageUpdate {
+	_u.mutation.ClearDetails()
 	return _u
 }
 
@@ -343,6 +399,39 @@ func (_u *MessageUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.InReplyToCleared() {
 		_spec.ClearField(message.FieldInReplyTo, field.TypeString)
+	}
+	if value, ok := _u.mutation.References(); ok {
+		_spec.SetField(message.FieldReferences, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedReferences(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, message.FieldReferences, value)
+		})
+	}
+	if _u.mutation.ReferencesCleared() {
+		_spec.ClearField(message.FieldReferences, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.Attachments(); ok {
+		_spec.SetField(message.FieldAttachments, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedAttachments(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, message.FieldAttachments, value)
+		})
+	}
+	if _u.mutation.AttachmentsCleared() {
+		_spec.ClearField(message.FieldAttachments, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.Details(); ok {
+		_spec.SetField(message.FieldDetails, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedDetails(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, message.FieldDetails, value)
+		})
+	}
+	if _u.mutation.DetailsCleared() {
+		_spec.ClearField(message.FieldDetails, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.Error(); ok {
 		_spec.SetField(message.FieldError, field.TypeString, value)
@@ -527,6 +616,60 @@ func (_u *MessageUpdateOne) SetNillableInReplyTo(v *string) *MessageUpdateOne {
 // ClearInReplyTo clears the value of the "in_reply_to" field.
 func (_u *MessageUpdateOne) ClearInReplyTo() *MessageUpdateOne {
 	_u.mutation.ClearInReplyTo()
+	return _u
+}
+
+// SetReferences sets the "references" field.
+func (_u *MessageUpdateOne) SetReferences(v []string) *MessageUpdateOne {
+	_u.mutation.SetReferences(v)
+	return _u
+}
+
+// AppendReferences appends value to the "references" field.
+func (_u *MessageUpdateOne) AppendReferences(v []string) *MessageUpdateOne {
+	_u.mutation.AppendReferences(v)
+	return _u
+}
+
+// ClearReferences clears the value of the "references" field.
+func (_u *MessageUpdateOne) ClearReferences() *MessageUpdateOne {
+	_u.mutation.ClearReferences()
+	return _u
+}
+
+// SetAttachments sets the "attachments" field.
+func (_u *MessageUpdateOne) SetAttachments(v json.RawMessage) *MessageUpdateOne {
+	_u.mutation.SetAttachments(v)
+	return _u
+}
+
+// AppendAttachments appends value to the "attachments" field.
+func (_u *MessageUpdateOne) AppendAttachments(v json.RawMessage) *MessageUpdateOne {
+	_u.mutation.AppendAttachments(v)
+	return _u
+}
+
+// ClearAttachments clears the value of the "attachments" field.
+func (_u *MessageUpdateOne) ClearAttachments() *MessageUpdateOne {
+	_u.mutation.ClearAttachments()
+	return _u
+}
+
+// SetDetails sets the "details" field.
+func (_u *MessageUpdateOne) SetDetails(v json.RawMessage) *MessageUpdateOne {
+	_u.mutation.SetDetails(v)
+	return _u
+}
+
+// AppendDetails appends value to the "details" field.
+func (_u *MessageUpdateOne) AppendDetails(v json.RawMessage) *MessageUpdateOne {
+	_u.mutation.AppendDetails(v)
+	return _u
+}
+
+// ClearDetails clears the value of the "details" field.
+func (_u *MessageUpdateOne) ClearDetails() *MessageUpdateOne {
+	_u.mutation.ClearDetails()
 	return _u
 }
 
@@ -733,6 +876,39 @@ func (_u *MessageUpdateOne) sqlSave(ctx context.Context) (_node *Message, err er
 	}
 	if _u.mutation.InReplyToCleared() {
 		_spec.ClearField(message.FieldInReplyTo, field.TypeString)
+	}
+	if value, ok := _u.mutation.References(); ok {
+		_spec.SetField(message.FieldReferences, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedReferences(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, message.FieldReferences, value)
+		})
+	}
+	if _u.mutation.ReferencesCleared() {
+		_spec.ClearField(message.FieldReferences, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.Attachments(); ok {
+		_spec.SetField(message.FieldAttachments, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedAttachments(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, message.FieldAttachments, value)
+		})
+	}
+	if _u.mutation.AttachmentsCleared() {
+		_spec.ClearField(message.FieldAttachments, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.Details(); ok {
+		_spec.SetField(message.FieldDetails, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedDetails(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, message.FieldDetails, value)
+		})
+	}
+	if _u.mutation.DetailsCleared() {
+		_spec.ClearField(message.FieldDetails, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.Error(); ok {
 		_spec.SetField(message.FieldError, field.TypeString, value)

@@ -4,6 +4,7 @@ package ent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,8 +13,10 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/comm-gateway/comm/ent/apikey"
+	"github.com/comm-gateway/comm/ent/attachment"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/predicate"
 	"github.com/comm-gateway/comm/ent/project"
@@ -31,8 +34,10 @@ const (
 
 	// Node types.
 	TypeAPIKey         = "APIKey"
+	TypeAttachment     = "Attachment"
 	TypeConnection     = "Connection"
 	TypeConversation   = "Conversation"
+	TypeDomain         = "Domain"
 	TypeMessage        = "Message"
 	TypeProject        = "Project"
 	TypeWebhook        = "Webhook"
@@ -736,6 +741,847 @@ func (m *APIKeyMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown APIKey edge %s", name)
 }
 
+// AttachmentMutation represents an operation that mutates the Attachment nodes in the graph.
+type AttachmentMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	created_at    *time.Time
+	project_id    *string
+	message_id    *string
+	filename      *string
+	content_type  *string
+	content_id    *string
+	inline        *bool
+	size          *int64
+	addsize       *int64
+	data          *[]byte
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*Attachment, error)
+	predicates    []predicate.Attachment
+}
+
+var _ ent.Mutation = (*AttachmentMutation)(nil)
+
+// attachmentOption allows management of the mutation configuration using functional options.
+type attachmentOption func(*AttachmentMutation)
+
+// newAttachmentMutation creates new mutation for the Attachment entity.
+func newAttachmentMutation(c config, op Op, opts ...attachmentOption) *AttachmentMutation {
+	m := &AttachmentMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeAttachment,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withAttachmentID sets the ID field of the mutation.
+func withAttachmentID(id string) attachmentOption {
+	return func(m *AttachmentMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Attachment
+		)
+		m.oldValue = func(ctx context.Context) (*Attachment, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Attachment.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withAttachment sets the old Attachment of the mutation.
+func withAttachment(node *Attachment) attachmentOption {
+	return func(m *AttachmentMutation) {
+		m.oldValue = func(context.Context) (*Attachment, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m AttachmentMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m AttachmentMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Attachment entities.
+func (m *AttachmentMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *AttachmentMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *AttachmentMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Attachment.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *AttachmentMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *AttachmentMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *AttachmentMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetProjectID sets the "project_id" field.
+func (m *AttachmentMutation) SetProjectID(s string) {
+	m.project_id = &s
+}
+
+// ProjectID returns the value of the "project_id" field in the mutation.
+func (m *AttachmentMutation) ProjectID() (r string, exists bool) {
+	v := m.project_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProjectID returns the old "project_id" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldProjectID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProjectID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProjectID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProjectID: %w", err)
+	}
+	return oldValue.ProjectID, nil
+}
+
+// ResetProjectID resets all changes to the "project_id" field.
+func (m *AttachmentMutation) ResetProjectID() {
+	m.project_id = nil
+}
+
+// SetMessageID sets the "message_id" field.
+func (m *AttachmentMutation) SetMessageID(s string) {
+	m.message_id = &s
+}
+
+// MessageID returns the value of the "message_id" field in the mutation.
+func (m *AttachmentMutation) MessageID() (r string, exists bool) {
+	v := m.message_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMessageID returns the old "message_id" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldMessageID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMessageID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMessageID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMessageID: %w", err)
+	}
+	return oldValue.MessageID, nil
+}
+
+// ResetMessageID resets all changes to the "message_id" field.
+func (m *AttachmentMutation) ResetMessageID() {
+	m.message_id = nil
+}
+
+// SetFilename sets the "filename" field.
+func (m *AttachmentMutation) SetFilename(s string) {
+	m.filename = &s
+}
+
+// Filename returns the value of the "filename" field in the mutation.
+func (m *AttachmentMutation) Filename() (r string, exists bool) {
+	v := m.filename
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFilename returns the old "filename" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldFilename(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFilename is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFilename requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFilename: %w", err)
+	}
+	return oldValue.Filename, nil
+}
+
+// ClearFilename clears the value of the "filename" field.
+func (m *AttachmentMutation) ClearFilename() {
+	m.filename = nil
+	m.clearedFields[attachment.FieldFilename] = struct{}{}
+}
+
+// FilenameCleared returns if the "filename" field was cleared in this mutation.
+func (m *AttachmentMutation) FilenameCleared() bool {
+	_, ok := m.clearedFields[attachment.FieldFilename]
+	return ok
+}
+
+// ResetFilename resets all changes to the "filename" field.
+func (m *AttachmentMutation) ResetFilename() {
+	m.filename = nil
+	delete(m.clearedFields, attachment.FieldFilename)
+}
+
+// SetContentType sets the "content_type" field.
+func (m *AttachmentMutation) SetContentType(s string) {
+	m.content_type = &s
+}
+
+// ContentType returns the value of the "content_type" field in the mutation.
+func (m *AttachmentMutation) ContentType() (r string, exists bool) {
+	v := m.content_type
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldContentType returns the old "content_type" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldContentType(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldContentType is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldContentType requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldContentType: %w", err)
+	}
+	return oldValue.ContentType, nil
+}
+
+// ResetContentType resets all changes to the "content_type" field.
+func (m *AttachmentMutation) ResetContentType() {
+	m.content_type = nil
+}
+
+// SetContentID sets the "content_id" field.
+func (m *AttachmentMutation) SetContentID(s string) {
+	m.content_id = &s
+}
+
+// ContentID returns the value of the "content_id" field in the mutation.
+func (m *AttachmentMutation) ContentID() (r string, exists bool) {
+	v := m.content_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldContentID returns the old "content_id" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldContentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldContentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldContentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldContentID: %w", err)
+	}
+	return oldValue.ContentID, nil
+}
+
+// ClearContentID clears the value of the "content_id" field.
+func (m *AttachmentMutation) ClearContentID() {
+	m.content_id = nil
+	m.clearedFields[attachment.FieldContentID] = struct{}{}
+}
+
+// ContentIDCleared returns if the "content_id" field was cleared in this mutation.
+func (m *AttachmentMutation) ContentIDCleared() bool {
+	_, ok := m.clearedFields[attachment.FieldContentID]
+	return ok
+}
+
+// ResetContentID resets all changes to the "content_id" field.
+func (m *AttachmentMutation) ResetContentID() {
+	m.content_id = nil
+	delete(m.clearedFields, attachment.FieldContentID)
+}
+
+// SetInline sets the "inline" field.
+func (m *AttachmentMutation) SetInline(b bool) {
+	m.inline = &b
+}
+
+// Inline returns the value of the "inline" field in the mutation.
+func (m *AttachmentMutation) Inline() (r bool, exists bool) {
+	v := m.inline
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldInline returns the old "inline" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldInline(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldInline is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldInline requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldInline: %w", err)
+	}
+	return oldValue.Inline, nil
+}
+
+// ResetInline resets all changes to the "inline" field.
+func (m *AttachmentMutation) ResetInline() {
+	m.inline = nil
+}
+
+// SetSize sets the "size" field.
+func (m *AttachmentMutation) SetSize(i int64) {
+	m.size = &i
+	m.addsize = nil
+}
+
+// Size returns the value of the "size" field in the mutation.
+func (m *AttachmentMutation) Size() (r int64, exists bool) {
+	v := m.size
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSize returns the old "size" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldSize(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSize is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSize requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSize: %w", err)
+	}
+	return oldValue.Size, nil
+}
+
+// AddSize adds i to the "size" field.
+func (m *AttachmentMutation) AddSize(i int64) {
+	if m.addsize != nil {
+		*m.addsize += i
+	} else {
+		m.addsize = &i
+	}
+}
+
+// AddedSize returns the value that was added to the "size" field in this mutation.
+func (m *AttachmentMutation) AddedSize() (r int64, exists bool) {
+	v := m.addsize
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSize resets all changes to the "size" field.
+func (m *AttachmentMutation) ResetSize() {
+	m.size = nil
+	m.addsize = nil
+}
+
+// SetData sets the "data" field.
+func (m *AttachmentMutation) SetData(b []byte) {
+	m.data = &b
+}
+
+// Data returns the value of the "data" field in the mutation.
+func (m *AttachmentMutation) Data() (r []byte, exists bool) {
+	v := m.data
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldData returns the old "data" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldData(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldData is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldData requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldData: %w", err)
+	}
+	return oldValue.Data, nil
+}
+
+// ResetData resets all changes to the "data" field.
+func (m *AttachmentMutation) ResetData() {
+	m.data = nil
+}
+
+// Where appends a list predicates to the AttachmentMutation builder.
+func (m *AttachmentMutation) Where(ps ...predicate.Attachment) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the AttachmentMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *AttachmentMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Attachment, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *AttachmentMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *AttachmentMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Attachment).
+func (m *AttachmentMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *AttachmentMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.created_at != nil {
+		fields = append(fields, attachment.FieldCreatedAt)
+	}
+	if m.project_id != nil {
+		fields = append(fields, attachment.FieldProjectID)
+	}
+	if m.message_id != nil {
+		fields = append(fields, attachment.FieldMessageID)
+	}
+	if m.filename != nil {
+		fields = append(fields, attachment.FieldFilename)
+	}
+	if m.content_type != nil {
+		fields = append(fields, attachment.FieldContentType)
+	}
+	if m.content_id != nil {
+		fields = append(fields, attachment.FieldContentID)
+	}
+	if m.inline != nil {
+		fields = append(fields, attachment.FieldInline)
+	}
+	if m.size != nil {
+		fields = append(fields, attachment.FieldSize)
+	}
+	if m.data != nil {
+		fields = append(fields, attachment.FieldData)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *AttachmentMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case attachment.FieldCreatedAt:
+		return m.CreatedAt()
+	case attachment.FieldProjectID:
+		return m.ProjectID()
+	case attachment.FieldMessageID:
+		return m.MessageID()
+	case attachment.FieldFilename:
+		return m.Filename()
+	case attachment.FieldContentType:
+		return m.ContentType()
+	case attachment.FieldContentID:
+		return m.ContentID()
+	case attachment.FieldInline:
+		return m.Inline()
+	case attachment.FieldSize:
+		return m.Size()
+	case attachment.FieldData:
+		return m.Data()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *AttachmentMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case attachment.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case attachment.FieldProjectID:
+		return m.OldProjectID(ctx)
+	case attachment.FieldMessageID:
+		return m.OldMessageID(ctx)
+	case attachment.FieldFilename:
+		return m.OldFilename(ctx)
+	case attachment.FieldContentType:
+		return m.OldContentType(ctx)
+	case attachment.FieldContentID:
+		return m.OldContentID(ctx)
+	case attachment.FieldInline:
+		return m.OldInline(ctx)
+	case attachment.FieldSize:
+		return m.OldSize(ctx)
+	case attachment.FieldData:
+		return m.OldData(ctx)
+	}
+	return nil, fmt.Errorf("unknown Attachment field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AttachmentMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case attachment.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case attachment.FieldProjectID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProjectID(v)
+		return nil
+	case attachment.FieldMessageID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMessageID(v)
+		return nil
+	case attachment.FieldFilename:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFilename(v)
+		return nil
+	case attachment.FieldContentType:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetContentType(v)
+		return nil
+	case attachment.FieldContentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetContentID(v)
+		return nil
+	case attachment.FieldInline:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetInline(v)
+		return nil
+	case attachment.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSize(v)
+		return nil
+	case attachment.FieldData:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetData(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Attachment field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *AttachmentMutation) AddedFields() []string {
+	var fields []string
+	if m.addsize != nil {
+		fields = append(fields, attachment.FieldSize)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *AttachmentMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case attachment.FieldSize:
+		return m.AddedSize()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AttachmentMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case attachment.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSize(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Attachment numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *AttachmentMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(attachment.FieldFilename) {
+		fields = append(fields, attachment.FieldFilename)
+	}
+	if m.FieldCleared(attachment.FieldContentID) {
+		fields = append(fields, attachment.FieldContentID)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *AttachmentMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *AttachmentMutation) ClearField(name string) error {
+	switch name {
+	case attachment.FieldFilename:
+		m.ClearFilename()
+		return nil
+	case attachment.FieldContentID:
+		m.ClearContentID()
+		return nil
+	}
+	return fmt.Errorf("unknown Attachment nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *AttachmentMutation) ResetField(name string) error {
+	switch name {
+	case attachment.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case attachment.FieldProjectID:
+		m.ResetProjectID()
+		return nil
+	case attachment.FieldMessageID:
+		m.ResetMessageID()
+		return nil
+	case attachment.FieldFilename:
+		m.ResetFilename()
+		return nil
+	case attachment.FieldContentType:
+		m.ResetContentType()
+		return nil
+	case attachment.FieldContentID:
+		m.ResetContentID()
+		return nil
+	case attachment.FieldInline:
+		m.ResetInline()
+		return nil
+	case attachment.FieldSize:
+		m.ResetSize()
+		return nil
+	case attachment.FieldData:
+		m.ResetData()
+		return nil
+	}
+	return fmt.Errorf("unknown Attachment field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *AttachmentMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *AttachmentMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *AttachmentMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *AttachmentMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *AttachmentMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *AttachmentMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *AttachmentMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Attachment unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *AttachmentMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Attachment edge %s", name)
+}
+
 // ConnectionMutation represents an operation that mutates the Connection nodes in the graph.
 type ConnectionMutation struct {
 	config
@@ -752,6 +1598,7 @@ type ConnectionMutation struct {
 	name          *string
 	_config       *[]byte
 	address       *string
+	inbox_key     *string
 	deleted_at    *time.Time
 	clearedFields map[string]struct{}
 	done          bool
@@ -1275,6 +2122,55 @@ func (m *ConnectionMutation) ResetAddress() {
 	delete(m.clearedFields, connection.FieldAddress)
 }
 
+// SetInboxKey sets the "inbox_key" field.
+func (m *ConnectionMutation) SetInboxKey(s string) {
+	m.inbox_key = &s
+}
+
+// InboxKey returns the value of the "inbox_key" field in the mutation.
+func (m *ConnectionMutation) InboxKey() (r string, exists bool) {
+	v := m.inbox_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldInboxKey returns the old "inbox_key" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldInboxKey(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldInboxKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldInboxKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldInboxKey: %w", err)
+	}
+	return oldValue.InboxKey, nil
+}
+
+// ClearInboxKey clears the value of the "inbox_key" field.
+func (m *ConnectionMutation) ClearInboxKey() {
+	m.inbox_key = nil
+	m.clearedFields[connection.FieldInboxKey] = struct{}{}
+}
+
+// InboxKeyCleared returns if the "inbox_key" field was cleared in this mutation.
+func (m *ConnectionMutation) InboxKeyCleared() bool {
+	_, ok := m.clearedFields[connection.FieldInboxKey]
+	return ok
+}
+
+// ResetInboxKey resets all changes to the "inbox_key" field.
+func (m *ConnectionMutation) ResetInboxKey() {
+	m.inbox_key = nil
+	delete(m.clearedFields, connection.FieldInboxKey)
+}
+
 // SetDeletedAt sets the "deleted_at" field.
 func (m *ConnectionMutation) SetDeletedAt(t time.Time) {
 	m.deleted_at = &t
@@ -1358,7 +2254,7 @@ func (m *ConnectionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConnectionMutation) Fields() []string {
-	fields := make([]string, 0, 11)
+	fields := make([]string, 0, 12)
 	if m.created_at != nil {
 		fields = append(fields, connection.FieldCreatedAt)
 	}
@@ -1388,6 +2284,9 @@ func (m *ConnectionMutation) Fields() []string {
 	}
 	if m.address != nil {
 		fields = append(fields, connection.FieldAddress)
+	}
+	if m.inbox_key != nil {
+		fields = append(fields, connection.FieldInboxKey)
 	}
 	if m.deleted_at != nil {
 		fields = append(fields, connection.FieldDeletedAt)
@@ -1420,6 +2319,8 @@ func (m *ConnectionMutation) Field(name string) (ent.Value, bool) {
 		return m.Config()
 	case connection.FieldAddress:
 		return m.Address()
+	case connection.FieldInboxKey:
+		return m.InboxKey()
 	case connection.FieldDeletedAt:
 		return m.DeletedAt()
 	}
@@ -1451,6 +2352,8 @@ func (m *ConnectionMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldConfig(ctx)
 	case connection.FieldAddress:
 		return m.OldAddress(ctx)
+	case connection.FieldInboxKey:
+		return m.OldInboxKey(ctx)
 	case connection.FieldDeletedAt:
 		return m.OldDeletedAt(ctx)
 	}
@@ -1532,6 +2435,13 @@ func (m *ConnectionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetAddress(v)
 		return nil
+	case connection.FieldInboxKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetInboxKey(v)
+		return nil
 	case connection.FieldDeletedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -1581,6 +2491,9 @@ func (m *ConnectionMutation) ClearedFields() []string {
 	if m.FieldCleared(connection.FieldAddress) {
 		fields = append(fields, connection.FieldAddress)
 	}
+	if m.FieldCleared(connection.FieldInboxKey) {
+		fields = append(fields, connection.FieldInboxKey)
+	}
 	if m.FieldCleared(connection.FieldDeletedAt) {
 		fields = append(fields, connection.FieldDeletedAt)
 	}
@@ -1609,6 +2522,9 @@ func (m *ConnectionMutation) ClearField(name string) error {
 		return nil
 	case connection.FieldAddress:
 		m.ClearAddress()
+		return nil
+	case connection.FieldInboxKey:
+		m.ClearInboxKey()
 		return nil
 	case connection.FieldDeletedAt:
 		m.ClearDeletedAt()
@@ -1650,6 +2566,9 @@ func (m *ConnectionMutation) ResetField(name string) error {
 		return nil
 	case connection.FieldAddress:
 		m.ResetAddress()
+		return nil
+	case connection.FieldInboxKey:
+		m.ResetInboxKey()
 		return nil
 	case connection.FieldDeletedAt:
 		m.ResetDeletedAt()
@@ -1716,6 +2635,7 @@ type ConversationMutation struct {
 	project_id      *string
 	connection_id   *string
 	thread_key      *string
+	participant     *string
 	subject         *string
 	typing_until    *time.Time
 	last_message_at *time.Time
@@ -1973,6 +2893,55 @@ func (m *ConversationMutation) ResetThreadKey() {
 	m.thread_key = nil
 }
 
+// SetParticipant sets the "participant" field.
+func (m *ConversationMutation) SetParticipant(s string) {
+	m.participant = &s
+}
+
+// Participant returns the value of the "participant" field in the mutation.
+func (m *ConversationMutation) Participant() (r string, exists bool) {
+	v := m.participant
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldParticipant returns the old "participant" field's value of the Conversation entity.
+// If the Conversation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConversationMutation) OldParticipant(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldParticipant is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldParticipant requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldParticipant: %w", err)
+	}
+	return oldValue.Participant, nil
+}
+
+// ClearParticipant clears the value of the "participant" field.
+func (m *ConversationMutation) ClearParticipant() {
+	m.participant = nil
+	m.clearedFields[conversation.FieldParticipant] = struct{}{}
+}
+
+// ParticipantCleared returns if the "participant" field was cleared in this mutation.
+func (m *ConversationMutation) ParticipantCleared() bool {
+	_, ok := m.clearedFields[conversation.FieldParticipant]
+	return ok
+}
+
+// ResetParticipant resets all changes to the "participant" field.
+func (m *ConversationMutation) ResetParticipant() {
+	m.participant = nil
+	delete(m.clearedFields, conversation.FieldParticipant)
+}
+
 // SetSubject sets the "subject" field.
 func (m *ConversationMutation) SetSubject(s string) {
 	m.subject = &s
@@ -2141,7 +3110,7 @@ func (m *ConversationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConversationMutation) Fields() []string {
-	fields := make([]string, 0, 7)
+	fields := make([]string, 0, 8)
 	if m.created_at != nil {
 		fields = append(fields, conversation.FieldCreatedAt)
 	}
@@ -2153,6 +3122,9 @@ func (m *ConversationMutation) Fields() []string {
 	}
 	if m.thread_key != nil {
 		fields = append(fields, conversation.FieldThreadKey)
+	}
+	if m.participant != nil {
+		fields = append(fields, conversation.FieldParticipant)
 	}
 	if m.subject != nil {
 		fields = append(fields, conversation.FieldSubject)
@@ -2179,6 +3151,8 @@ func (m *ConversationMutation) Field(name string) (ent.Value, bool) {
 		return m.ConnectionID()
 	case conversation.FieldThreadKey:
 		return m.ThreadKey()
+	case conversation.FieldParticipant:
+		return m.Participant()
 	case conversation.FieldSubject:
 		return m.Subject()
 	case conversation.FieldTypingUntil:
@@ -2202,6 +3176,8 @@ func (m *ConversationMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldConnectionID(ctx)
 	case conversation.FieldThreadKey:
 		return m.OldThreadKey(ctx)
+	case conversation.FieldParticipant:
+		return m.OldParticipant(ctx)
 	case conversation.FieldSubject:
 		return m.OldSubject(ctx)
 	case conversation.FieldTypingUntil:
@@ -2244,6 +3220,13 @@ func (m *ConversationMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetThreadKey(v)
+		return nil
+	case conversation.FieldParticipant:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetParticipant(v)
 		return nil
 	case conversation.FieldSubject:
 		v, ok := value.(string)
@@ -2296,6 +3279,9 @@ func (m *ConversationMutation) AddField(name string, value ent.Value) error {
 // mutation.
 func (m *ConversationMutation) ClearedFields() []string {
 	var fields []string
+	if m.FieldCleared(conversation.FieldParticipant) {
+		fields = append(fields, conversation.FieldParticipant)
+	}
 	if m.FieldCleared(conversation.FieldSubject) {
 		fields = append(fields, conversation.FieldSubject)
 	}
@@ -2316,6 +3302,9 @@ func (m *ConversationMutation) FieldCleared(name string) bool {
 // error if the field is not defined in the schema.
 func (m *ConversationMutation) ClearField(name string) error {
 	switch name {
+	case conversation.FieldParticipant:
+		m.ClearParticipant()
+		return nil
 	case conversation.FieldSubject:
 		m.ClearSubject()
 		return nil
@@ -2341,6 +3330,9 @@ func (m *ConversationMutation) ResetField(name string) error {
 		return nil
 	case conversation.FieldThreadKey:
 		m.ResetThreadKey()
+		return nil
+	case conversation.FieldParticipant:
+		m.ResetParticipant()
 		return nil
 	case conversation.FieldSubject:
 		m.ResetSubject()
@@ -2403,6 +3395,1009 @@ func (m *ConversationMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Conversation edge %s", name)
 }
 
+// DomainMutation represents an operation that mutates the Domain nodes in the graph.
+type DomainMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *string
+	created_at     *time.Time
+	project_id     *string
+	domain         *string
+	inbound_domain *string
+	status         *domain.Status
+	plan           *json.RawMessage
+	appendplan     json.RawMessage
+	checks         *json.RawMessage
+	appendchecks   json.RawMessage
+	last_error     *string
+	dkim_key       *[]byte
+	checked_at     *time.Time
+	verified_at    *time.Time
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*Domain, error)
+	predicates     []predicate.Domain
+}
+
+var _ ent.Mutation = (*DomainMutation)(nil)
+
+// domainOption allows management of the mutation configuration using functional options.
+type domainOption func(*DomainMutation)
+
+// newDomainMutation creates new mutation for the Domain entity.
+func newDomainMutation(c config, op Op, opts ...domainOption) *DomainMutation {
+	m := &DomainMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeDomain,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withDomainID sets the ID field of the mutation.
+func withDomainID(id string) domainOption {
+	return func(m *DomainMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Domain
+		)
+		m.oldValue = func(ctx context.Context) (*Domain, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Domain.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withDomain sets the old Domain of the mutation.
+func withDomain(node *Domain) domainOption {
+	return func(m *DomainMutation) {
+		m.oldValue = func(context.Context) (*Domain, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m DomainMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m DomainMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Domain entities.
+func (m *DomainMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *DomainMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *DomainMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Domain.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *DomainMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *DomainMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *DomainMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetProjectID sets the "project_id" field.
+func (m *DomainMutation) SetProjectID(s string) {
+	m.project_id = &s
+}
+
+// ProjectID returns the value of the "project_id" field in the mutation.
+func (m *DomainMutation) ProjectID() (r string, exists bool) {
+	v := m.project_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProjectID returns the old "project_id" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldProjectID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProjectID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProjectID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProjectID: %w", err)
+	}
+	return oldValue.ProjectID, nil
+}
+
+// ResetProjectID resets all changes to the "project_id" field.
+func (m *DomainMutation) ResetProjectID() {
+	m.project_id = nil
+}
+
+// SetDomain sets the "domain" field.
+func (m *DomainMutation) SetDomain(s string) {
+	m.domain = &s
+}
+
+// Domain returns the value of the "domain" field in the mutation.
+func (m *DomainMutation) Domain() (r string, exists bool) {
+	v := m.domain
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDomain returns the old "domain" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldDomain(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDomain is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDomain requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDomain: %w", err)
+	}
+	return oldValue.Domain, nil
+}
+
+// ResetDomain resets all changes to the "domain" field.
+func (m *DomainMutation) ResetDomain() {
+	m.domain = nil
+}
+
+// SetInboundDomain sets the "inbound_domain" field.
+func (m *DomainMutation) SetInboundDomain(s string) {
+	m.inbound_domain = &s
+}
+
+// InboundDomain returns the value of the "inbound_domain" field in the mutation.
+func (m *DomainMutation) InboundDomain() (r string, exists bool) {
+	v := m.inbound_domain
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldInboundDomain returns the old "inbound_domain" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldInboundDomain(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldInboundDomain is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldInboundDomain requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldInboundDomain: %w", err)
+	}
+	return oldValue.InboundDomain, nil
+}
+
+// ClearInboundDomain clears the value of the "inbound_domain" field.
+func (m *DomainMutation) ClearInboundDomain() {
+	m.inbound_domain = nil
+	m.clearedFields[domain.FieldInboundDomain] = struct{}{}
+}
+
+// InboundDomainCleared returns if the "inbound_domain" field was cleared in this mutation.
+func (m *DomainMutation) InboundDomainCleared() bool {
+	_, ok := m.clearedFields[domain.FieldInboundDomain]
+	return ok
+}
+
+// ResetInboundDomain resets all changes to the "inbound_domain" field.
+func (m *DomainMutation) ResetInboundDomain() {
+	m.inbound_domain = nil
+	delete(m.clearedFields, domain.FieldInboundDomain)
+}
+
+// SetStatus sets the "status" field.
+func (m *DomainMutation) SetStatus(d domain.Status) {
+	m.status = &d
+}
+
+// Status returns the value of the "status" field in the mutation.
+func (m *DomainMutation) Status() (r domain.Status, exists bool) {
+	v := m.status
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStatus returns the old "status" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldStatus(ctx context.Context) (v domain.Status, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStatus is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStatus requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStatus: %w", err)
+	}
+	return oldValue.Status, nil
+}
+
+// ResetStatus resets all changes to the "status" field.
+func (m *DomainMutation) ResetStatus() {
+	m.status = nil
+}
+
+// SetPlan sets the "plan" field.
+func (m *DomainMutation) SetPlan(jm json.RawMessage) {
+	m.plan = &jm
+	m.appendplan = nil
+}
+
+// Plan returns the value of the "plan" field in the mutation.
+func (m *DomainMutation) Plan() (r json.RawMessage, exists bool) {
+	v := m.plan
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPlan returns the old "plan" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldPlan(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPlan is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPlan requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPlan: %w", err)
+	}
+	return oldValue.Plan, nil
+}
+
+// AppendPlan adds jm to the "plan" field.
+func (m *DomainMutation) AppendPlan(jm json.RawMessage) {
+	m.appendplan = append(m.appendplan, jm...)
+}
+
+// AppendedPlan returns the list of values that were appended to the "plan" field in this mutation.
+func (m *DomainMutation) AppendedPlan() (json.RawMessage, bool) {
+	if len(m.appendplan) == 0 {
+		return nil, false
+	}
+	return m.appendplan, true
+}
+
+// ResetPlan resets all changes to the "plan" field.
+func (m *DomainMutation) ResetPlan() {
+	m.plan = nil
+	m.appendplan = nil
+}
+
+// SetChecks sets the "checks" field.
+func (m *DomainMutation) SetChecks(jm json.RawMessage) {
+	m.checks = &jm
+	m.appendchecks = nil
+}
+
+// Checks returns the value of the "checks" field in the mutation.
+func (m *DomainMutation) Checks() (r json.RawMessage, exists bool) {
+	v := m.checks
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldChecks returns the old "checks" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldChecks(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldChecks is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldChecks requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldChecks: %w", err)
+	}
+	return oldValue.Checks, nil
+}
+
+// AppendChecks adds jm to the "checks" field.
+func (m *DomainMutation) AppendChecks(jm json.RawMessage) {
+	m.appendchecks = append(m.appendchecks, jm...)
+}
+
+// AppendedChecks returns the list of values that were appended to the "checks" field in this mutation.
+func (m *DomainMutation) AppendedChecks() (json.RawMessage, bool) {
+	if len(m.appendchecks) == 0 {
+		return nil, false
+	}
+	return m.appendchecks, true
+}
+
+// ClearChecks clears the value of the "checks" field.
+func (m *DomainMutation) ClearChecks() {
+	m.checks = nil
+	m.appendchecks = nil
+	m.clearedFields[domain.FieldChecks] = struct{}{}
+}
+
+// ChecksCleared returns if the "checks" field was cleared in this mutation.
+func (m *DomainMutation) ChecksCleared() bool {
+	_, ok := m.clearedFields[domain.FieldChecks]
+	return ok
+}
+
+// ResetChecks resets all changes to the "checks" field.
+func (m *DomainMutation) ResetChecks() {
+	m.checks = nil
+	m.appendchecks = nil
+	delete(m.clearedFields, domain.FieldChecks)
+}
+
+// SetLastError sets the "last_error" field.
+func (m *DomainMutation) SetLastError(s string) {
+	m.last_error = &s
+}
+
+// LastError returns the value of the "last_error" field in the mutation.
+func (m *DomainMutation) LastError() (r string, exists bool) {
+	v := m.last_error
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastError returns the old "last_error" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldLastError(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastError is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastError requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastError: %w", err)
+	}
+	return oldValue.LastError, nil
+}
+
+// ClearLastError clears the value of the "last_error" field.
+func (m *DomainMutation) ClearLastError() {
+	m.last_error = nil
+	m.clearedFields[domain.FieldLastError] = struct{}{}
+}
+
+// LastErrorCleared returns if the "last_error" field was cleared in this mutation.
+func (m *DomainMutation) LastErrorCleared() bool {
+	_, ok := m.clearedFields[domain.FieldLastError]
+	return ok
+}
+
+// ResetLastError resets all changes to the "last_error" field.
+func (m *DomainMutation) ResetLastError() {
+	m.last_error = nil
+	delete(m.clearedFields, domain.FieldLastError)
+}
+
+// SetDkimKey sets the "dkim_key" field.
+func (m *DomainMutation) SetDkimKey(b []byte) {
+	m.dkim_key = &b
+}
+
+// DkimKey returns the value of the "dkim_key" field in the mutation.
+func (m *DomainMutation) DkimKey() (r []byte, exists bool) {
+	v := m.dkim_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDkimKey returns the old "dkim_key" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldDkimKey(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDkimKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDkimKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDkimKey: %w", err)
+	}
+	return oldValue.DkimKey, nil
+}
+
+// ResetDkimKey resets all changes to the "dkim_key" field.
+func (m *DomainMutation) ResetDkimKey() {
+	m.dkim_key = nil
+}
+
+// SetCheckedAt sets the "checked_at" field.
+func (m *DomainMutation) SetCheckedAt(t time.Time) {
+	m.checked_at = &t
+}
+
+// CheckedAt returns the value of the "checked_at" field in the mutation.
+func (m *DomainMutation) CheckedAt() (r time.Time, exists bool) {
+	v := m.checked_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCheckedAt returns the old "checked_at" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldCheckedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCheckedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCheckedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCheckedAt: %w", err)
+	}
+	return oldValue.CheckedAt, nil
+}
+
+// ClearCheckedAt clears the value of the "checked_at" field.
+func (m *DomainMutation) ClearCheckedAt() {
+	m.checked_at = nil
+	m.clearedFields[domain.FieldCheckedAt] = struct{}{}
+}
+
+// CheckedAtCleared returns if the "checked_at" field was cleared in this mutation.
+func (m *DomainMutation) CheckedAtCleared() bool {
+	_, ok := m.clearedFields[domain.FieldCheckedAt]
+	return ok
+}
+
+// ResetCheckedAt resets all changes to the "checked_at" field.
+func (m *DomainMutation) ResetCheckedAt() {
+	m.checked_at = nil
+	delete(m.clearedFields, domain.FieldCheckedAt)
+}
+
+// SetVerifiedAt sets the "verified_at" field.
+func (m *DomainMutation) SetVerifiedAt(t time.Time) {
+	m.verified_at = &t
+}
+
+// VerifiedAt returns the value of the "verified_at" field in the mutation.
+func (m *DomainMutation) VerifiedAt() (r time.Time, exists bool) {
+	v := m.verified_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVerifiedAt returns the old "verified_at" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldVerifiedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVerifiedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVerifiedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVerifiedAt: %w", err)
+	}
+	return oldValue.VerifiedAt, nil
+}
+
+// ClearVerifiedAt clears the value of the "verified_at" field.
+func (m *DomainMutation) ClearVerifiedAt() {
+	m.verified_at = nil
+	m.clearedFields[domain.FieldVerifiedAt] = struct{}{}
+}
+
+// VerifiedAtCleared returns if the "verified_at" field was cleared in this mutation.
+func (m *DomainMutation) VerifiedAtCleared() bool {
+	_, ok := m.clearedFields[domain.FieldVerifiedAt]
+	return ok
+}
+
+// ResetVerifiedAt resets all changes to the "verified_at" field.
+func (m *DomainMutation) ResetVerifiedAt() {
+	m.verified_at = nil
+	delete(m.clearedFields, domain.FieldVerifiedAt)
+}
+
+// Where appends a list predicates to the DomainMutation builder.
+func (m *DomainMutation) Where(ps ...predicate.Domain) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the DomainMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *DomainMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Domain, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *DomainMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *DomainMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Domain).
+func (m *DomainMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *DomainMutation) Fields() []string {
+	fields := make([]string, 0, 11)
+	if m.created_at != nil {
+		fields = append(fields, domain.FieldCreatedAt)
+	}
+	if m.project_id != nil {
+		fields = append(fields, domain.FieldProjectID)
+	}
+	if m.domain != nil {
+		fields = append(fields, domain.FieldDomain)
+	}
+	if m.inbound_domain != nil {
+		fields = append(fields, domain.FieldInboundDomain)
+	}
+	if m.status != nil {
+		fields = append(fields, domain.FieldStatus)
+	}
+	if m.plan != nil {
+		fields = append(fields, domain.FieldPlan)
+	}
+	if m.checks != nil {
+		fields = append(fields, domain.FieldChecks)
+	}
+	if m.last_error != nil {
+		fields = append(fields, domain.FieldLastError)
+	}
+	if m.dkim_key != nil {
+		fields = append(fields, domain.FieldDkimKey)
+	}
+	if m.checked_at != nil {
+		fields = append(fields, domain.FieldCheckedAt)
+	}
+	if m.verified_at != nil {
+		fields = append(fields, domain.FieldVerifiedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *DomainMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case domain.FieldCreatedAt:
+		return m.CreatedAt()
+	case domain.FieldProjectID:
+		return m.ProjectID()
+	case domain.FieldDomain:
+		return m.Domain()
+	case domain.FieldInboundDomain:
+		return m.InboundDomain()
+	case domain.FieldStatus:
+		return m.Status()
+	case domain.FieldPlan:
+		return m.Plan()
+	case domain.FieldChecks:
+		return m.Checks()
+	case domain.FieldLastError:
+		return m.LastError()
+	case domain.FieldDkimKey:
+		return m.DkimKey()
+	case domain.FieldCheckedAt:
+		return m.CheckedAt()
+	case domain.FieldVerifiedAt:
+		return m.VerifiedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *DomainMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case domain.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case domain.FieldProjectID:
+		return m.OldProjectID(ctx)
+	case domain.FieldDomain:
+		return m.OldDomain(ctx)
+	case domain.FieldInboundDomain:
+		return m.OldInboundDomain(ctx)
+	case domain.FieldStatus:
+		return m.OldStatus(ctx)
+	case domain.FieldPlan:
+		return m.OldPlan(ctx)
+	case domain.FieldChecks:
+		return m.OldChecks(ctx)
+	case domain.FieldLastError:
+		return m.OldLastError(ctx)
+	case domain.FieldDkimKey:
+		return m.OldDkimKey(ctx)
+	case domain.FieldCheckedAt:
+		return m.OldCheckedAt(ctx)
+	case domain.FieldVerifiedAt:
+		return m.OldVerifiedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Domain field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *DomainMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case domain.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case domain.FieldProjectID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProjectID(v)
+		return nil
+	case domain.FieldDomain:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDomain(v)
+		return nil
+	case domain.FieldInboundDomain:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetInboundDomain(v)
+		return nil
+	case domain.FieldStatus:
+		v, ok := value.(domain.Status)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStatus(v)
+		return nil
+	case domain.FieldPlan:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPlan(v)
+		return nil
+	case domain.FieldChecks:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetChecks(v)
+		return nil
+	case domain.FieldLastError:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastError(v)
+		return nil
+	case domain.FieldDkimKey:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDkimKey(v)
+		return nil
+	case domain.FieldCheckedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCheckedAt(v)
+		return nil
+	case domain.FieldVerifiedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVerifiedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Domain field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *DomainMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *DomainMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *DomainMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Domain numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *DomainMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(domain.FieldInboundDomain) {
+		fields = append(fields, domain.FieldInboundDomain)
+	}
+	if m.FieldCleared(domain.FieldChecks) {
+		fields = append(fields, domain.FieldChecks)
+	}
+	if m.FieldCleared(domain.FieldLastError) {
+		fields = append(fields, domain.FieldLastError)
+	}
+	if m.FieldCleared(domain.FieldCheckedAt) {
+		fields = append(fields, domain.FieldCheckedAt)
+	}
+	if m.FieldCleared(domain.FieldVerifiedAt) {
+		fields = append(fields, domain.FieldVerifiedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *DomainMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *DomainMutation) ClearField(name string) error {
+	switch name {
+	case domain.FieldInboundDomain:
+		m.ClearInboundDomain()
+		return nil
+	case domain.FieldChecks:
+		m.ClearChecks()
+		return nil
+	case domain.FieldLastError:
+		m.ClearLastError()
+		return nil
+	case domain.FieldCheckedAt:
+		m.ClearCheckedAt()
+		return nil
+	case domain.FieldVerifiedAt:
+		m.ClearVerifiedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Domain nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *DomainMutation) ResetField(name string) error {
+	switch name {
+	case domain.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case domain.FieldProjectID:
+		m.ResetProjectID()
+		return nil
+	case domain.FieldDomain:
+		m.ResetDomain()
+		return nil
+	case domain.FieldInboundDomain:
+		m.ResetInboundDomain()
+		return nil
+	case domain.FieldStatus:
+		m.ResetStatus()
+		return nil
+	case domain.FieldPlan:
+		m.ResetPlan()
+		return nil
+	case domain.FieldChecks:
+		m.ResetChecks()
+		return nil
+	case domain.FieldLastError:
+		m.ResetLastError()
+		return nil
+	case domain.FieldDkimKey:
+		m.ResetDkimKey()
+		return nil
+	case domain.FieldCheckedAt:
+		m.ResetCheckedAt()
+		return nil
+	case domain.FieldVerifiedAt:
+		m.ResetVerifiedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Domain field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *DomainMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *DomainMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *DomainMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *DomainMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *DomainMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *DomainMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *DomainMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Domain unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *DomainMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Domain edge %s", name)
+}
+
 // MessageMutation represents an operation that mutates the Message nodes in the graph.
 type MessageMutation struct {
 	config
@@ -2423,6 +4418,12 @@ type MessageMutation struct {
 	text                *string
 	html                *string
 	in_reply_to         *string
+	references          *[]string
+	appendreferences    []string
+	attachments         *json.RawMessage
+	appendattachments   json.RawMessage
+	details             *json.RawMessage
+	appenddetails       json.RawMessage
 	error               *string
 	attempts            *int
 	addattempts         *int
@@ -3107,6 +5108,201 @@ func (m *MessageMutation) ResetInReplyTo() {
 	delete(m.clearedFields, message.FieldInReplyTo)
 }
 
+// SetReferences sets the "references" field.
+func (m *MessageMutation) SetReferences(s []string) {
+	m.references = &s
+	m.appendreferences = nil
+}
+
+// References returns the value of the "references" field in the mutation.
+func (m *MessageMutation) References() (r []string, exists bool) {
+	v := m.references
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReferences returns the old "references" field's value of the Message entity.
+// If the Message object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MessageMutation) OldReferences(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReferences is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReferences requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReferences: %w", err)
+	}
+	return oldValue.References, nil
+}
+
+// AppendReferences adds s to the "references" field.
+func (m *MessageMutation) AppendReferences(s []string) {
+	m.appendreferences = append(m.appendreferences, s...)
+}
+
+// AppendedReferences returns the list of values that were appended to the "references" field in this mutation.
+func (m *MessageMutation) AppendedReferences() ([]string, bool) {
+	if len(m.appendreferences) == 0 {
+		return nil, false
+	}
+	return m.appendreferences, true
+}
+
+// ClearReferences clears the value of the "references" field.
+func (m *MessageMutation) ClearReferences() {
+	m.references = nil
+	m.appendreferences = nil
+	m.clearedFields[message.FieldReferences] = struct{}{}
+}
+
+// ReferencesCleared returns if the "references" field was cleared in this mutation.
+func (m *MessageMutation) ReferencesCleared() bool {
+	_, ok := m.clearedFields[message.FieldReferences]
+	return ok
+}
+
+// ResetReferences resets all changes to the "references" field.
+func (m *MessageMutation) ResetReferences() {
+	m.references = nil
+	m.appendreferences = nil
+	delete(m.clearedFields, message.FieldReferences)
+}
+
+// SetAttachments sets the "attachments" field.
+func (m *MessageMutation) SetAttachments(jm json.RawMessage) {
+	m.attachments = &jm
+	m.appendattachments = nil
+}
+
+// Attachments returns the value of the "attachments" field in the mutation.
+func (m *MessageMutation) Attachments() (r json.RawMessage, exists bool) {
+	v := m.attachments
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttachments returns the old "attachments" field's value of the Message entity.
+// If the Message object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MessageMutation) OldAttachments(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttachments is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttachments requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttachments: %w", err)
+	}
+	return oldValue.Attachments, nil
+}
+
+// AppendAttachments adds jm to the "attachments" field.
+func (m *MessageMutation) AppendAttachments(jm json.RawMessage) {
+	m.appendattachments = append(m.appendattachments, jm...)
+}
+
+// AppendedAttachments returns the list of values that were appended to the "attachments" field in this mutation.
+func (m *MessageMutation) AppendedAttachments() (json.RawMessage, bool) {
+	if len(m.appendattachments) == 0 {
+		return nil, false
+	}
+	return m.appendattachments, true
+}
+
+// ClearAttachments clears the value of the "attachments" field.
+func (m *MessageMutation) ClearAttachments() {
+	m.attachments = nil
+	m.appendattachments = nil
+	m.clearedFields[message.FieldAttachments] = struct{}{}
+}
+
+// AttachmentsCleared returns if the "attachments" field was cleared in this mutation.
+func (m *MessageMutation) AttachmentsCleared() bool {
+	_, ok := m.clearedFields[message.FieldAttachments]
+	return ok
+}
+
+// ResetAttachments resets all changes to the "attachments" field.
+func (m *MessageMutation) ResetAttachments() {
+	m.attachments = nil
+	m.appendattachments = nil
+	delete(m.clearedFields, message.FieldAttachments)
+}
+
+// SetDetails sets the "details" field.
+func (m *MessageMutation) SetDetails(jm json.RawMessage) {
+	m.details = &jm
+	m.appenddetails = nil
+}
+
+// Details returns the value of the "details" field in the mutation.
+func (m *MessageMutation) Details() (r json.RawMessage, exists bool) {
+	v := m.details
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDetails returns the old "details" field's value of the Message entity.
+// If the Message object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MessageMutation) OldDetails(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDetails is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDetails requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDetails: %w", err)
+	}
+	return oldValue.Details, nil
+}
+
+// AppendDetails adds jm to the "details" field.
+func (m *MessageMutation) AppendDetails(jm json.RawMessage) {
+	m.appenddetails = append(m.appenddetails, jm...)
+}
+
+// AppendedDetails returns the list of values that were appended to the "details" field in this mutation.
+func (m *MessageMutation) AppendedDetails() (json.RawMessage, bool) {
+	if len(m.appenddetails) == 0 {
+		return nil, false
+	}
+	return m.appenddetails, true
+}
+
+// ClearDetails clears the value of the "details" field.
+func (m *MessageMutation) ClearDetails() {
+	m.details = nil
+	m.appenddetails = nil
+	m.clearedFields[message.FieldDetails] = struct{}{}
+}
+
+// DetailsCleared returns if the "details" field was cleared in this mutation.
+func (m *MessageMutation) DetailsCleared() bool {
+	_, ok := m.clearedFields[message.FieldDetails]
+	return ok
+}
+
+// ResetDetails resets all changes to the "details" field.
+func (m *MessageMutation) ResetDetails() {
+	m.details = nil
+	m.appenddetails = nil
+	delete(m.clearedFields, message.FieldDetails)
+}
+
 // SetError sets the "error" field.
 func (m *MessageMutation) SetError(s string) {
 	m.error = &s
@@ -3344,7 +5540,7 @@ func (m *MessageMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *MessageMutation) Fields() []string {
-	fields := make([]string, 0, 18)
+	fields := make([]string, 0, 21)
 	if m.created_at != nil {
 		fields = append(fields, message.FieldCreatedAt)
 	}
@@ -3386,6 +5582,15 @@ func (m *MessageMutation) Fields() []string {
 	}
 	if m.in_reply_to != nil {
 		fields = append(fields, message.FieldInReplyTo)
+	}
+	if m.references != nil {
+		fields = append(fields, message.FieldReferences)
+	}
+	if m.attachments != nil {
+		fields = append(fields, message.FieldAttachments)
+	}
+	if m.details != nil {
+		fields = append(fields, message.FieldDetails)
 	}
 	if m.error != nil {
 		fields = append(fields, message.FieldError)
@@ -3435,6 +5640,12 @@ func (m *MessageMutation) Field(name string) (ent.Value, bool) {
 		return m.HTML()
 	case message.FieldInReplyTo:
 		return m.InReplyTo()
+	case message.FieldReferences:
+		return m.References()
+	case message.FieldAttachments:
+		return m.Attachments()
+	case message.FieldDetails:
+		return m.Details()
 	case message.FieldError:
 		return m.Error()
 	case message.FieldAttempts:
@@ -3480,6 +5691,12 @@ func (m *MessageMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldHTML(ctx)
 	case message.FieldInReplyTo:
 		return m.OldInReplyTo(ctx)
+	case message.FieldReferences:
+		return m.OldReferences(ctx)
+	case message.FieldAttachments:
+		return m.OldAttachments(ctx)
+	case message.FieldDetails:
+		return m.OldDetails(ctx)
 	case message.FieldError:
 		return m.OldError(ctx)
 	case message.FieldAttempts:
@@ -3595,6 +5812,27 @@ func (m *MessageMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetInReplyTo(v)
 		return nil
+	case message.FieldReferences:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReferences(v)
+		return nil
+	case message.FieldAttachments:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttachments(v)
+		return nil
+	case message.FieldDetails:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDetails(v)
+		return nil
 	case message.FieldError:
 		v, ok := value.(string)
 		if !ok {
@@ -3683,6 +5921,15 @@ func (m *MessageMutation) ClearedFields() []string {
 	if m.FieldCleared(message.FieldInReplyTo) {
 		fields = append(fields, message.FieldInReplyTo)
 	}
+	if m.FieldCleared(message.FieldReferences) {
+		fields = append(fields, message.FieldReferences)
+	}
+	if m.FieldCleared(message.FieldAttachments) {
+		fields = append(fields, message.FieldAttachments)
+	}
+	if m.FieldCleared(message.FieldDetails) {
+		fields = append(fields, message.FieldDetails)
+	}
 	if m.FieldCleared(message.FieldError) {
 		fields = append(fields, message.FieldError)
 	}
@@ -3720,6 +5967,15 @@ func (m *MessageMutation) ClearField(name string) error {
 		return nil
 	case message.FieldInReplyTo:
 		m.ClearInReplyTo()
+		return nil
+	case message.FieldReferences:
+		m.ClearReferences()
+		return nil
+	case message.FieldAttachments:
+		m.ClearAttachments()
+		return nil
+	case message.FieldDetails:
+		m.ClearDetails()
 		return nil
 	case message.FieldError:
 		m.ClearError()
@@ -3779,6 +6035,15 @@ func (m *MessageMutation) ResetField(name string) error {
 		return nil
 	case message.FieldInReplyTo:
 		m.ResetInReplyTo()
+		return nil
+	case message.FieldReferences:
+		m.ResetReferences()
+		return nil
+	case message.FieldAttachments:
+		m.ResetAttachments()
+		return nil
+	case message.FieldDetails:
+		m.ResetDetails()
 		return nil
 	case message.FieldError:
 		m.ResetError()

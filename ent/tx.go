@@ -16,10 +16,14 @@ type Tx struct {
 	config
 	// APIKey is the client for interacting with the APIKey builders.
 	APIKey *APIKeyClient
+	// Attachment is the client for interacting with the Attachment builders.
+	Attachment *AttachmentClient
 	// Connection is the client for interacting with the Connection builders.
 	Connection *ConnectionClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
+	// Domain is the client for interacting with the Domain builders.
+	Domain *DomainClient
 	// Message is the client for interacting with the Message builders.
 	Message *MessageClient
 	// Project is the client for interacting with the Project builders.
@@ -160,8 +164,10 @@ func (tx *Tx) Client() *Client {
 
 func (tx *Tx) init() {
 	tx.APIKey = NewAPIKeyClient(tx.config)
+	tx.Attachment = NewAttachmentClient(tx.config)
 	tx.Connection = NewConnectionClient(tx.config)
 	tx.Conversation = NewConversationClient(tx.config)
+	tx.Domain = NewDomainClient(tx.config)
 	tx.Message = NewMessageClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)
 	tx.Webhook = NewWebhookClient(tx.config)

@@ -72,6 +72,7 @@ type ComplexityRoot struct {
 		CreatedAt     func(childComplexity int) int
 		ID            func(childComplexity int) int
 		LastMessageAt func(childComplexity int) int
+		Participant   func(childComplexity int) int
 		Subject       func(childComplexity int) int
 		ThreadKey     func(childComplexity int) int
 		TypingUntil   func(childComplexity int) int
@@ -394,6 +395,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.LastMessageAt(childComplexity), true
+	case "Conversation.participant":
+		if e.ComplexityRoot.Conversation.Participant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Participant(childComplexity), true
 	case "Conversation.subject":
 		if e.ComplexityRoot.Conversation.Subject == nil {
 			break
@@ -1585,6 +1592,10 @@ type Conversation implements Node {
   channel-native thread: chat id, peer address ...
   """
   threadKey: String!
+  """
+  who the conversation is with, where thread_key is not that (email threads are keyed by Message-ID)
+  """
+  participant: String
   subject: String
   """
   typing indicator lease
@@ -1705,6 +1716,24 @@ input ConversationWhereInput {
   threadKeyHasSuffix: String
   threadKeyEqualFold: String
   threadKeyContainsFold: String
+  """
+  participant field predicates
+  """
+  participant: String
+  participantNEQ: String
+  participantIn: [String!]
+  participantNotIn: [String!]
+  participantGT: String
+  participantGTE: String
+  participantLT: String
+  participantLTE: String
+  participantContains: String
+  participantHasPrefix: String
+  participantHasSuffix: String
+  participantIsNil: Boolean
+  participantNotNil: Boolean
+  participantEqualFold: String
+  participantContainsFold: String
   """
   subject field predicates
   """
@@ -2470,6 +2499,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_connectionID(ctx, field)
 	case "threadKey":
 		return ec.fieldContext_Conversation_threadKey(ctx, field)
+	case "participant":
+		return ec.fieldContext_Conversation_participant(ctx, field)
 	case "subject":
 		return ec.fieldContext_Conversation_subject(ctx, field)
 	case "typingUntil":
@@ -3774,6 +3805,29 @@ func (ec *executionContext) _Conversation_threadKey(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_Conversation_threadKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, false, false, "String")
+}
+
+func (ec *executionContext) _Conversation_participant(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_participant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Participant, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_participant(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, "String")
 }
 
@@ -8585,7 +8639,7 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "connectionID", "connectionIDNEQ", "connectionIDIn", "connectionIDNotIn", "connectionIDGT", "connectionIDGTE", "connectionIDLT", "connectionIDLTE", "connectionIDContains", "connectionIDHasPrefix", "connectionIDHasSuffix", "connectionIDEqualFold", "connectionIDContainsFold", "threadKey", "threadKeyNEQ", "threadKeyIn", "threadKeyNotIn", "threadKeyGT", "threadKeyGTE", "threadKeyLT", "threadKeyLTE", "threadKeyContains", "threadKeyHasPrefix", "threadKeyHasSuffix", "threadKeyEqualFold", "threadKeyContainsFold", "subject", "subjectNEQ", "subjectIn", "subjectNotIn", "subjectGT", "subjectGTE", "subjectLT", "subjectLTE", "subjectContains", "subjectHasPrefix", "subjectHasSuffix", "subjectIsNil", "subjectNotNil", "subjectEqualFold", "subjectContainsFold", "typingUntil", "typingUntilNEQ", "typingUntilIn", "typingUntilNotIn", "typingUntilGT", "typingUntilGTE", "typingUntilLT", "typingUntilLTE", "typingUntilIsNil", "typingUntilNotNil", "lastMessageAt", "lastMessageAtNEQ", "lastMessageAtIn", "lastMessageAtNotIn", "lastMessageAtGT", "lastMessageAtGTE", "lastMessageAtLT", "lastMessageAtLTE"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "connectionID", "connectionIDNEQ", "connectionIDIn", "connectionIDNotIn", "connectionIDGT", "connectionIDGTE", "connectionIDLT", "connectionIDLTE", "connectionIDContains", "connectionIDHasPrefix", "connectionIDHasSuffix", "connectionIDEqualFold", "connectionIDContainsFold", "threadKey", "threadKeyNEQ", "threadKeyIn", "threadKeyNotIn", "threadKeyGT", "threadKeyGTE", "threadKeyLT", "threadKeyLTE", "threadKeyContains", "threadKeyHasPrefix", "threadKeyHasSuffix", "threadKeyEqualFold", "threadKeyContainsFold", "participant", "participantNEQ", "participantIn", "participantNotIn", "participantGT", "participantGTE", "participantLT", "participantLTE", "participantContains", "participantHasPrefix", "participantHasSuffix", "participantIsNil", "participantNotNil", "participantEqualFold", "participantContainsFold", "subject", "subjectNEQ", "subjectIn", "subjectNotIn", "subjectGT", "subjectGTE", "subjectLT", "subjectLTE", "subjectContains", "subjectHasPrefix", "subjectHasSuffix", "subjectIsNil", "subjectNotNil", "subjectEqualFold", "subjectContainsFold", "typingUntil", "typingUntilNEQ", "typingUntilIn", "typingUntilNotIn", "typingUntilGT", "typingUntilGTE", "typingUntilLT", "typingUntilLTE", "typingUntilIsNil", "typingUntilNotNil", "lastMessageAt", "lastMessageAtNEQ", "lastMessageAtIn", "lastMessageAtNotIn", "lastMessageAtGT", "lastMessageAtGTE", "lastMessageAtLT", "lastMessageAtLTE"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -8921,6 +8975,111 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 				return it, err
 			}
 			it.ThreadKeyContainsFold = data
+		case "participant":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participant"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Participant = data
+		case "participantNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantNEQ = data
+		case "participantIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantIn = data
+		case "participantNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantNotIn = data
+		case "participantGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantGT = data
+		case "participantGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantGTE = data
+		case "participantLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantLT = data
+		case "participantLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantLTE = data
+		case "participantContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantContains = data
+		case "participantHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantHasPrefix = data
+		case "participantHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantHasSuffix = data
+		case "participantIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantIsNil = data
+		case "participantNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantNotNil = data
+		case "participantEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantEqualFold = data
+		case "participantContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("participantContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParticipantContainsFold = data
 		case "subject":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("subject"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -11784,6 +11943,11 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 		case "threadKey":
 			out.Values[i] = ec._Conversation_threadKey(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "participant":
+			out.Values[i] = ec._Conversation_participant(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "subject":

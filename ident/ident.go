@@ -27,6 +27,8 @@ const (
 	Webhook        = "whk"
 	WebhookAttempt = "wha"
 	Device         = "dev"
+	Attachment     = "att"
+	Domain         = "dom"
 )
 
 // ErrMalformed is wrapped by every parse failure.

@@ -111,11 +111,19 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		return nil, Invalid("config", "%v", err)
 	}
 	var created *ent.Connection
+	var address string
+	if ib, ok := adapter.(channels.Inbox); ok {
+		address = ib.InboxAddress()
+	}
 	now := s.now()
 	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
-		created, err = tx.Client().Connection.Create().SetID(id).SetChannel(d.Channel).SetProvider(d.Provider).
+		create := tx.Client().Connection.Create().SetID(id).SetChannel(d.Channel).SetProvider(d.Provider).
 			SetStatus(StatusActive).SetCustomerID(in.CustomerID).SetAgentID(in.AgentID).
-			SetName(in.Name).SetConfig(in.Config).SetCreatedAt(now).Save(tx.Context())
+			SetName(in.Name).SetConfig(in.Config).SetCreatedAt(now)
+		if address != "" {
+			create.SetAddress(address).SetInboxKey(inboxKey(d.Channel, address))
+		}
+		created, err = create.Save(tx.Context())
 		if err != nil {
 			return err
 		}
@@ -126,6 +134,10 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 	if err != nil {
 		if c, ok := adapter.(channels.Closer); ok {
 			c.Close()
+		}
+		if address != "" && ent.IsConstraintError(err) {
+			return nil, &Error{Code: ErrConflict.Code, Param: "config.address",
+				Message: fmt.Sprintf("the address %s is taken; choose another", address)}
 		}
 		return nil, err
 	}
@@ -198,7 +210,7 @@ func (s *Service) DeleteConnection(ctx context.Context, p *Principal, id string)
 	now := s.now()
 	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
 		n, err := tx.Client().Connection.Update().Where(entconn.ID(id), entconn.DeletedAtIsNil()).
-			SetDeletedAt(now).SetStatus("deleted").Save(tx.Context())
+			SetDeletedAt(now).SetStatus("deleted").ClearInboxKey().Save(tx.Context())
 		if err == nil && n == 0 {
 			return NotFound("connection", id)
 		}

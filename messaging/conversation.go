@@ -27,6 +27,9 @@ func (s *Service) conversationOf(c *ent.Conversation) *Conversation {
 		ID: c.ID, ConnectionID: c.ConnectionID, Participant: c.ThreadKey, Subject: c.Subject,
 		LastMessageAt: c.LastMessageAt.UTC(), CreatedAt: c.CreatedAt.UTC(),
 	}
+	if c.Participant != "" {
+		out.Participant = c.Participant
+	}
 	if c.TypingUntil != nil && c.TypingUntil.After(s.now()) {
 		t := c.TypingUntil.UTC()
 		out.Typing, out.TypingUntil = true, &t

@@ -13,6 +13,7 @@ import (
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/ent"
+	entatt "github.com/comm-gateway/comm/ent/attachment"
 	entconv "github.com/comm-gateway/comm/ent/conversation"
 	entmsg "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ident"
@@ -38,6 +39,29 @@ type Message struct {
 	Attempts       int        `json:"attempts"`
 	CreatedAt      time.Time  `json:"created_at"`
 	SentAt         *time.Time `json:"sent_at"`
+	// Attachments and Details appear on channels that have them (email).
+	Attachments []AttachmentInfo `json:"attachments,omitempty"`
+	Details     json.RawMessage  `json:"details,omitempty"`
+}
+
+// AttachmentInfo describes an attachment of a message; its bytes are at
+// GET /v1/messages/{message_id}/attachments/{id}.
+type AttachmentInfo struct {
+	ID          string  `json:"id"`
+	Filename    string  `json:"filename"`
+	ContentType string  `json:"content_type"`
+	Size        int64   `json:"size"`
+	Inline      bool    `json:"inline"`
+	ContentID   *string `json:"content_id"`
+}
+
+func attachmentsOf(raw json.RawMessage) []AttachmentInfo {
+	if len(raw) == 0 {
+		return nil
+	}
+	var out []AttachmentInfo
+	_ = json.Unmarshal(raw, &out)
+	return out
 }
 
 func messageOf(m *ent.Message) *Message {
@@ -46,6 +70,7 @@ func messageOf(m *ent.Message) *Message {
 		Direction: string(m.Direction), Status: string(m.Status), Sender: m.Sender, Recipient: nonEmpty(m.Recipient),
 		Subject: m.Subject, Text: m.Text, HTML: m.HTML, InReplyTo: m.InReplyTo, Error: m.Error,
 		Attempts: m.Attempts, CreatedAt: m.CreatedAt.UTC(),
+		Attachments: attachmentsOf(m.Attachments), Details: m.Details,
 	}
 	if m.SentAt != nil {
 		t := m.SentAt.UTC()
@@ -65,6 +90,9 @@ type receivedMessage struct {
 	Subject        *string `json:"subject"`
 	Text           string  `json:"text"`
 	HTML           *string `json:"html"`
+	// Beyond the spec's fields, on channels that have them (email).
+	Attachments []AttachmentInfo `json:"attachments,omitempty"`
+	Details     json.RawMessage  `json:"details,omitempty"`
 }
 
 // messageEvent is the data of message.received, message.sent and
@@ -86,27 +114,63 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 	if in.ThreadKey == "" {
 		in.ThreadKey = in.Sender
 	}
+	convID, err := s.threadOf(ctx, c, in)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(in.References) > MaxReferences {
+		in.References = append(in.References[:1:1], in.References[len(in.References)-MaxReferences+1:]...)
+	}
 	var stored *ent.Message
 	_, err = s.log.Write(ctx, c.ProjectID, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		now := s.now()
-		convID, err := s.touchConversation(tctx, cl, c, in.ThreadKey, in.Subject, now)
+		conv := convID
+		var err error
+		if conv != "" {
+			err = cl.Conversation.UpdateOneID(conv).SetLastMessageAt(now).Exec(tctx)
+		} else {
+			conv, err = s.touchConversation(tctx, cl, c, in.ThreadKey, in.Sender, in.Subject, now)
+		}
 		if err != nil {
 			return err
+		}
+		msgID := ident.New(ident.Message)
+		var atts []AttachmentInfo
+		for _, a := range in.Attachments {
+			att, err := cl.Attachment.Create().SetID(ident.New(ident.Attachment)).SetMessageID(msgID).
+				SetFilename(a.Filename).SetContentType(a.ContentType).SetContentID(a.ContentID).SetInline(a.Inline).
+				SetSize(int64(len(a.Data))).SetData(a.Data).SetCreatedAt(now).Save(tctx)
+			if err != nil {
+				return err
+			}
+			atts = append(atts, AttachmentInfo{ID: att.ID, Filename: a.Filename, ContentType: a.ContentType,
+				Size: att.Size, Inline: a.Inline, ContentID: nonEmpty(a.ContentID)})
 		}
 		// No look-up first: the unique (connection, provider id) index
 		// refuses a repeat, the savepoint undoes this write, and the
 		// stored message is read below.
-		stored, err = cl.Message.Create().SetConversationID(convID).SetConnectionID(c.ID).SetChannel(c.Channel).
+		create := cl.Message.Create().SetID(msgID).SetConversationID(conv).SetConnectionID(c.ID).SetChannel(c.Channel).
 			SetDirection(entmsg.DirectionInbound).SetStatus(entmsg.StatusReceived).
 			SetProviderMessageID(in.ProviderID).SetSender(in.Sender).SetRecipient(c.Address).
-			SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).SetCreatedAt(now).Save(tctx)
-		if err != nil {
+			SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).SetCreatedAt(now)
+		if len(in.References) > 0 {
+			create.SetReferences(in.References)
+		}
+		if len(in.Details) > 0 {
+			create.SetDetails(in.Details)
+		}
+		if len(atts) > 0 {
+			j, _ := json.Marshal(atts)
+			create.SetAttachments(j)
+		}
+		if stored, err = create.Save(tctx); err != nil {
 			return err
 		}
 		return tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID,
-			Message: receivedMessage{ID: stored.ID, ConversationID: convID, ConnectionID: c.ID, Channel: c.Channel,
-				Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML}})
+			Message: receivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
+				Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
+				Attachments: atts, Details: in.Details}})
 	})
 	if err != nil && ent.IsConstraintError(err) {
 		// A repeat delivery (here or on another replica).
@@ -122,10 +186,54 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 	return messageOf(stored), false, nil
 }
 
+// MaxReferences bounds the thread references kept on a message.
+const MaxReferences = 20
+
+// threadOf finds the existing conversation an inbound message continues:
+// the conversation of the nearest of its references stored on the same
+// connection, else the one its provider address named. "" means thread by
+// ThreadKey.
+func (s *Service) threadOf(ctx context.Context, c *ent.Connection, in channels.Inbound) (string, error) {
+	if len(in.References) > 0 {
+		refs := in.References
+		if len(refs) > 100 {
+			refs = refs[len(refs)-100:]
+		}
+		ms, err := s.read.Message.Query().
+			Where(entmsg.ConnectionID(c.ID), entmsg.ProviderMessageIDIn(refs...)).
+			Select(entmsg.FieldProviderMessageID, entmsg.FieldConversationID).All(ctx)
+		if err != nil {
+			return "", err
+		}
+		best, bestAt := "", -1
+		for _, m := range ms {
+			for i, r := range refs {
+				if m.ProviderMessageID != nil && *m.ProviderMessageID == r && i > bestAt {
+					best, bestAt = m.ConversationID, i
+				}
+			}
+		}
+		if best != "" {
+			return best, nil
+		}
+	}
+	if in.ConversationID != "" && ident.Check(in.ConversationID, ident.Conversation) == nil {
+		ok, err := s.read.Conversation.Query().
+			Where(entconv.ID(in.ConversationID), entconv.ConnectionID(c.ID)).Exist(ctx)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return in.ConversationID, nil
+		}
+	}
+	return "", nil
+}
+
 // touchConversation finds or starts the conversation of a thread and
 // records its latest activity, in one statement.
-func (s *Service) touchConversation(ctx context.Context, cl *ent.Client, c *ent.Connection, thread string, subject *string, now time.Time) (string, error) {
-	return cl.Conversation.Create().SetConnectionID(c.ID).SetThreadKey(thread).
+func (s *Service) touchConversation(ctx context.Context, cl *ent.Client, c *ent.Connection, thread, participant string, subject *string, now time.Time) (string, error) {
+	return cl.Conversation.Create().SetConnectionID(c.ID).SetThreadKey(thread).SetParticipant(participant).
 		SetNillableSubject(subject).SetLastMessageAt(now).SetCreatedAt(now).
 		OnConflictColumns(entconv.FieldProjectID, entconv.FieldConnectionID, entconv.FieldThreadKey).
 		UpdateLastMessageAt().ID(ctx)
@@ -278,7 +386,14 @@ func (s *Service) Reply(ctx context.Context, p *Principal, msgID string, in Send
 		}
 		in.Subject = &subj
 	}
-	return s.enqueue(ctx, p, c, conv.ThreadKey, to, orig.ID, in)
+	var refs []string
+	if orig.ProviderMessageID != nil {
+		refs = append(append(refs, orig.References...), *orig.ProviderMessageID)
+		if len(refs) > MaxReferences {
+			refs = append(refs[:1:1], refs[len(refs)-MaxReferences+1:]...)
+		}
+	}
+	return s.enqueue(ctx, p, c, conv, to, orig.ID, refs, in)
 }
 
 // Send starts (or continues) a conversation with a recipient proactively.
@@ -302,10 +417,12 @@ func (s *Service) Send(ctx context.Context, p *Principal, in SendInput) (*Messag
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
-	return s.enqueue(ctx, p, c, in.To, in.To, "", in)
+	return s.enqueue(ctx, p, c, nil, in.To, "", nil, in)
 }
 
-func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, thread, to, inReplyTo string, in SendInput) (*Message, error) {
+// enqueue stores an outbound message as queued in conv (nil: the
+// conversation with to, started if need be).
+func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, conv *ent.Conversation, to, inReplyTo string, refs []string, in SendInput) (*Message, error) {
 	var stored *ent.Message
 	now := s.now()
 	sender := c.Address
@@ -314,7 +431,13 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 	}
 	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
-		convID, err := s.touchConversation(tctx, cl, c, thread, in.Subject, now)
+		var convID string
+		var err error
+		if conv != nil {
+			convID, err = conv.ID, cl.Conversation.UpdateOneID(conv.ID).SetLastMessageAt(now).Exec(tctx)
+		} else {
+			convID, err = s.touchConversation(tctx, cl, c, to, to, in.Subject, now)
+		}
 		if err != nil {
 			return err
 		}
@@ -324,6 +447,9 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 			SetCreatedAt(now)
 		if inReplyTo != "" {
 			create.SetInReplyTo(inReplyTo)
+		}
+		if len(refs) > 0 {
+			create.SetReferences(refs)
 		}
 		stored, err = create.Save(tctx)
 		return err
@@ -366,4 +492,29 @@ func (s *Service) Typing(ctx context.Context, p *Principal, msgID string) (*Typi
 		}
 	}
 	return &TypingState{ConversationID: conv.ID, TypingUntil: until}, nil
+}
+
+// Attachment is a stored attachment with its bytes.
+type Attachment struct {
+	AttachmentInfo
+	Data []byte
+}
+
+// Attachment returns an attachment of one of the caller's messages.
+func (s *Service) Attachment(ctx context.Context, p *Principal, msgID, id string) (*Attachment, error) {
+	if _, err := s.message(p.Context(ctx), msgID); err != nil {
+		return nil, err
+	}
+	if ident.Check(id, ident.Attachment) != nil {
+		return nil, NotFound("attachment", id)
+	}
+	a, err := s.read.Attachment.Query().Where(entatt.ID(id), entatt.MessageID(msgID)).Only(p.Context(ctx))
+	if ent.IsNotFound(err) {
+		return nil, NotFound("attachment", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Attachment{AttachmentInfo: AttachmentInfo{ID: a.ID, Filename: a.Filename, ContentType: a.ContentType,
+		Size: a.Size, Inline: a.Inline, ContentID: nonEmpty(a.ContentID)}, Data: a.Data}, nil
 }

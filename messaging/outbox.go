@@ -95,11 +95,14 @@ func (s *Service) Deliver(ctx context.Context, c *Claim) error {
 	if err != nil {
 		return s.fail(tctx, m, conn, err.Error())
 	}
-	out := channels.Outbound{MessageID: m.ID, To: m.Recipient, Subject: m.Subject, Text: m.Text, HTML: m.HTML}
+	out := channels.Outbound{MessageID: m.ID, To: m.Recipient, Subject: m.Subject, Text: m.Text, HTML: m.HTML,
+		References: m.References, ConversationID: m.ConversationID}
 	if conv, err := s.read.Conversation.Get(tctx, m.ConversationID); err == nil {
 		out.ThreadKey = conv.ThreadKey
 	}
-	if m.InReplyTo != nil {
+	if n := len(m.References); n > 0 {
+		out.InReplyTo = m.References[n-1]
+	} else if m.InReplyTo != nil {
 		if orig, err := s.read.Message.Get(tctx, *m.InReplyTo); err == nil && orig.ProviderMessageID != nil {
 			out.InReplyTo = *orig.ProviderMessageID
 		}

@@ -9,13 +9,14 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"fmt"
-	"github.com/comm-gateway/comm/sealed"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/ent"
+	"github.com/comm-gateway/comm/sealed"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 )
@@ -37,6 +38,8 @@ type Service struct {
 	box        *sealed.Box
 
 	webhookAllowPrivate bool
+	mail                MailOptions
+	keys                sync.Map // domain id -> *email.SigningKey
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last recorded use
@@ -54,6 +57,8 @@ type Options struct {
 	// WebhookAllowPrivate accepts webhook URLs on loopback and private
 	// networks, and plain http (tests, LAN installs).
 	WebhookAllowPrivate bool
+	// Mail configures email: the mail domain, custom domain plans, DNS.
+	Mail MailOptions
 }
 
 // New returns the service over an open log.
@@ -72,6 +77,15 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 		rand.Read(key)
 		box, _ = sealed.New(key)
 	}
+	if opts.Mail.Domain == "" {
+		opts.Mail.Domain = email.DefaultMailDomain
+	}
+	if opts.Mail.Plan.SPFInclude == "" {
+		opts.Mail.Plan.SPFInclude = "_spf." + opts.Mail.Domain
+	}
+	if opts.Mail.Plan.MXHost == "" {
+		opts.Mail.Plan.MXHost = "mx." + opts.Mail.Domain
+	}
 	db := log.DB()
 	keyByHash, err := db.R.Prepare(db.Rebind(
 		"SELECT id, project_id, kind, revoked_at IS NOT NULL FROM api_keys WHERE hash = ?"))
@@ -81,7 +95,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	return &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
-		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate,
+		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
 		now:     func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },

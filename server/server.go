@@ -127,6 +127,13 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/messages/{id}", s.authed(s.getMessage))
 	s.mux.Handle("POST /v1/messages/{id}/reply", s.authed(s.reply))
 	s.mux.Handle("POST /v1/messages/{id}/typing", s.authed(s.typing))
+	s.mux.Handle("GET /v1/messages/{id}/attachments/{attachment}", s.authed(s.getAttachment))
+
+	s.mux.Handle("POST /v1/domains", s.authed(s.createDomain))
+	s.mux.Handle("GET /v1/domains", s.authed(s.listDomains))
+	s.mux.Handle("GET /v1/domains/{id}", s.authed(s.getDomain))
+	s.mux.Handle("POST /v1/domains/{id}/verify", s.authed(s.verifyDomain))
+	s.mux.Handle("DELETE /v1/domains/{id}", s.authed(s.deleteDomain))
 }
 
 type ctxKey int

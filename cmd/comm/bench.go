@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/bench"
+	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/netguard"
@@ -191,7 +192,7 @@ func runBench(args []string) error {
 
 // gateway serves the REST API and runs the outbox on a loopback port.
 func gateway(l *stream.Log) (svc *messaging.Service, base string, stop func(), err error) {
-	svc, err = messaging.New(l, messaging.Options{Channels: registry()})
+	svc, err = newService(l, messaging.Options{}, email.Options{})
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -275,7 +276,7 @@ func benchWebhooks(ctx context.Context, open opener, d time.Duration) ([]bench.R
 		if err != nil {
 			return nil, err
 		}
-		svc, err := messaging.New(l, messaging.Options{Channels: registry(), WebhookAllowPrivate: true})
+		svc, err := newService(l, messaging.Options{WebhookAllowPrivate: true}, email.Options{})
 		if err != nil {
 			done()
 			return nil, err

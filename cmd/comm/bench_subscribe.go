@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/bench"
+	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
@@ -140,7 +141,7 @@ func fillBacklog(ctx context.Context, dir string, n int) (string, error) {
 		return "", err
 	}
 	defer l.Close()
-	svc, err := messaging.New(l, messaging.Options{Channels: registry()})
+	svc, err := newService(l, messaging.Options{}, email.Options{})
 	if err != nil {
 		return "", err
 	}

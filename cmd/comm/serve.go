@@ -10,9 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/comm-gateway/comm/channels/email"
+	"github.com/comm-gateway/comm/channels/email/domain"
+	"github.com/comm-gateway/comm/channels/email/inbound"
+	"github.com/comm-gateway/comm/channels/email/outbound"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/messaging"
@@ -38,6 +43,14 @@ func serve(args []string) error {
 	disableAfter := s.add("webhook-disable-after", "COMM_WEBHOOK_DISABLE_AFTER", "72h", "disable a webhook endpoint failing continuously this long")
 	encKey := s.add("encryption-key", "COMM_ENCRYPTION_KEY", "", "base64 of 32 bytes sealing secrets at rest; default: a key file in the data dir (replicas must share one key)")
 	grace := s.add("shutdown-grace", "COMM_SHUTDOWN_GRACE", "30s", "how long in-flight requests may finish on SIGINT/SIGTERM")
+	smtpListen := s.add("smtp-listen", "COMM_SMTP_LISTEN", "127.0.0.1:2525", "address of the inbound SMTP listener (the MX of the mail domain); \"off\" disables it")
+	mailDomain := s.add("mail-domain", "COMM_MAIL_DOMAIN", email.DefaultMailDomain, "domain of the inbox addresses comm hands out")
+	smtpRelay := s.add("smtp-relay", "COMM_SMTP_RELAY", "", "SMTP relay for outbound mail: smtp://user:pass@host:587 (STARTTLS when offered) or smtps://...:465; empty: mail only between inboxes of this gateway")
+	smtpMax := s.add("smtp-max-bytes", "COMM_SMTP_MAX_BYTES", "26214400", "largest inbound email accepted, in bytes")
+	dnsResolver := s.add("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
+	mxHost := s.add("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
+	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default _spf.<mail domain>")
+	verifyEvery := s.add("domain-verify-interval", "COMM_DOMAIN_VERIFY_INTERVAL", "10m", "how often pending custom domains are checked again")
 	if err := s.parse(args); err != nil {
 		return err
 	}
@@ -88,7 +101,36 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	svc, err := messaging.New(log, messaging.Options{Channels: registry(), Logger: logger, Box: box, WebhookAllowPrivate: private})
+	maxMail, err := parseInt("--smtp-max-bytes", *smtpMax)
+	if err != nil {
+		return err
+	}
+	verifyD, err := parseDuration("--domain-verify-interval", *verifyEvery)
+	if err != nil {
+		return err
+	}
+	mailOpts := email.Options{MailDomain: *mailDomain}
+	if *smtpRelay != "" {
+		relay, err := outbound.ParseRelay(*smtpRelay)
+		if err != nil {
+			return fmt.Errorf("--smtp-relay: %w", err)
+		}
+		mailOpts.Relay = relay
+	}
+	var resolver *net.Resolver
+	if *dnsResolver != "" {
+		resolver = domain.NewResolver(*dnsResolver)
+	}
+	mx := *mxHost
+	if mx == "" {
+		mx = *mailDomain
+	}
+	svc, err := newService(log, messaging.Options{Logger: logger, Box: box, WebhookAllowPrivate: private,
+		Mail: messaging.MailOptions{
+			Plan:            domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
+			Resolver:        resolverOrNil(resolver),
+			MaxMessageBytes: int64(maxMail),
+		}}, mailOpts)
 	if err != nil {
 		return err
 	}
@@ -102,7 +144,34 @@ func serve(args []string) error {
 		Client: netguard.NewClient(netguard.Options{AllowPrivate: private})}
 	hooksDone := make(chan struct{})
 	go func() { hooks.Run(workers); close(hooksDone) }()
-	defer func() { stopWorkers(); <-outboxDone; <-hooksDone }()
+	verifierDone := make(chan struct{})
+	go func() { verifyDomains(workers, svc, verifyD, logger); close(verifierDone) }()
+	defer func() { stopWorkers(); <-outboxDone; <-hooksDone; <-verifierDone }()
+
+	var smtpLine string
+	if *smtpListen != "off" && *smtpListen != "" {
+		mailLn, err := net.Listen("tcp", *smtpListen)
+		if err != nil {
+			return fmt.Errorf("smtp listen: %w", err)
+		}
+		mx := &inbound.Server{Domain: *mailDomain, Backend: svc.MailBackend(), MaxMessageBytes: int64(maxMail)}
+		if resolver != nil {
+			mx.Resolver = resolver
+		} else {
+			mx.Resolver = net.DefaultResolver
+		}
+		go func() {
+			if err := mx.Serve(mailLn); err != nil && !errors.Is(err, inbound.ErrServerClosed) {
+				logger.Error("smtp listener", "err", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), graceD)
+			defer cancel()
+			_ = mx.Shutdown(sctx)
+		}()
+		smtpLine = fmt.Sprintf("comm: receiving mail for @%s on smtp://%s\n", strings.ToLower(*mailDomain), mailLn.Addr())
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -126,6 +195,7 @@ func serve(args []string) error {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	fmt.Printf("comm: listening on %s (database: %s)\n", base, db.Where)
+	fmt.Print(smtpLine)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -142,4 +212,30 @@ func serve(args []string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// resolverOrNil keeps a nil *net.Resolver a nil interface (the system
+// resolver).
+func resolverOrNil(r *net.Resolver) domain.Resolver {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+// verifyDomains checks pending custom domains again every so often, until
+// ctx ends.
+func verifyDomains(ctx context.Context, svc *messaging.Service, every time.Duration, logger *slog.Logger) {
+	tick := time.NewTicker(min(every, time.Minute))
+	defer tick.Stop()
+	for {
+		if _, err := svc.VerifyPending(ctx, every, 20); err != nil && ctx.Err() == nil {
+			logger.Warn("domain verification", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -31,17 +31,20 @@ func binary(t *testing.T) string {
 
 var listening = regexp.MustCompile(`^comm: listening on (http://\S+) \(database: (.+)\)$`)
 
+var receiving = regexp.MustCompile(`^comm: receiving mail for @\S+ on smtp://(\S+)$`)
+
 type proc struct {
 	cmd  *exec.Cmd
 	base string
 	db   string
+	smtp string // host:port of the SMTP listener
 	out  *bytes.Buffer
 }
 
 // start runs `comm serve` in dir with env and waits for its start line.
 func start(t *testing.T, bin, dir string, env ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--smtp-listen", "127.0.0.1:0")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	stdout, _ := cmd.StdoutPipe()
@@ -67,6 +70,9 @@ func start(t *testing.T, bin, dir string, env ...string) *proc {
 			t.Fatalf("start line %q; stderr:\n%s", l, errOut.String())
 		}
 		p.base, p.db = m[1], m[2]
+		if m := receiving.FindStringSubmatch(<-lines); m != nil {
+			p.smtp = m[1]
+		}
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("no start line; stderr:\n%s", errOut.String())

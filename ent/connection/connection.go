@@ -34,6 +34,8 @@ const (
 	FieldConfig = "config"
 	// FieldAddress holds the string denoting the address field in the database.
 	FieldAddress = "address"
+	// FieldInboxKey holds the string denoting the inbox_key field in the database.
+	FieldInboxKey = "inbox_key"
 	// FieldDeletedAt holds the string denoting the deleted_at field in the database.
 	FieldDeletedAt = "deleted_at"
 	// Table holds the table name of the connection in the database.
@@ -53,6 +55,7 @@ var Columns = []string{
 	FieldName,
 	FieldConfig,
 	FieldAddress,
+	FieldInboxKey,
 	FieldDeletedAt,
 }
 
@@ -139,6 +142,11 @@ func ByName(opts ...sql.OrderTermOption) OrderOption {
 // ByAddress orders the results by the address field.
 func ByAddress(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAddress, opts...).ToFunc()
+}
+
+// ByInboxKey orders the results by the inbox_key field.
+func ByInboxKey(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldInboxKey, opts...).ToFunc()
 }
 
 // ByDeletedAt orders the results by the deleted_at field.

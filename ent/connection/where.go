@@ -114,6 +114,11 @@ func Address(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldAddress, v))
 }
 
+// InboxKey applies equality check predicate on the "inbox_key" field. It's identical to InboxKeyEQ.
+func InboxKey(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldInboxKey, v))
+}
+
 // DeletedAt applies equality check predicate on the "deleted_at" field. It's identical to DeletedAtEQ.
 func DeletedAt(v time.Time) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldDeletedAt, v))
@@ -757,6 +762,81 @@ func AddressEqualFold(v string) predicate.Connection {
 // AddressContainsFold applies the ContainsFold predicate on the "address" field.
 func AddressContainsFold(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldContainsFold(FieldAddress, v))
+}
+
+// InboxKeyEQ applies the EQ predicate on the "inbox_key" field.
+func InboxKeyEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldInboxKey, v))
+}
+
+// InboxKeyNEQ applies the NEQ predicate on the "inbox_key" field.
+func InboxKeyNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldInboxKey, v))
+}
+
+// InboxKeyIn applies the In predicate on the "inbox_key" field.
+func InboxKeyIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldInboxKey, vs...))
+}
+
+// InboxKeyNotIn applies the NotIn predicate on the "inbox_key" field.
+func InboxKeyNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldInboxKey, vs...))
+}
+
+// InboxKeyGT applies the GT predicate on the "inbox_key" field.
+func InboxKeyGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldInboxKey, v))
+}
+
+// InboxKeyGTE applies the GTE predicate on the "inbox_key" field.
+func InboxKeyGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldInboxKey, v))
+}
+
+// InboxKeyLT applies the LT predicate on the "inbox_key" field.
+func InboxKeyLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldInboxKey, v))
+}
+
+// InboxKeyLTE applies the LTE predicate on the "inbox_key" field.
+func InboxKeyLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldInboxKey, v))
+}
+
+// InboxKeyContains applies the Contains predicate on the "inbox_key" field.
+func InboxKeyContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldInboxKey, v))
+}
+
+// InboxKeyHasPrefix applies the HasPrefix predicate on the "inbox_key" field.
+func InboxKeyHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldInboxKey, v))
+}
+
+// InboxKeyHasSuffix applies the HasSuffix predicate on the "inbox_key" field.
+func InboxKeyHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldInboxKey, v))
+}
+
+// InboxKeyIsNil applies the IsNil predicate on the "inbox_key" field.
+func InboxKeyIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldInboxKey))
+}
+
+// InboxKeyNotNil applies the NotNil predicate on the "inbox_key" field.
+func InboxKeyNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldInboxKey))
+}
+
+// InboxKeyEqualFold applies the EqualFold predicate on the "inbox_key" field.
+func InboxKeyEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldInboxKey, v))
+}
+
+// InboxKeyContainsFold applies the ContainsFold predicate on the "inbox_key" field.
+func InboxKeyContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldInboxKey, v))
 }
 
 // DeletedAtEQ applies the EQ predicate on the "deleted_at" field.

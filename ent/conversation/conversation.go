@@ -22,6 +22,8 @@ const (
 	FieldConnectionID = "connection_id"
 	// FieldThreadKey holds the string denoting the thread_key field in the database.
 	FieldThreadKey = "thread_key"
+	// FieldParticipant holds the string denoting the participant field in the database.
+	FieldParticipant = "participant"
 	// FieldSubject holds the string denoting the subject field in the database.
 	FieldSubject = "subject"
 	// FieldTypingUntil holds the string denoting the typing_until field in the database.
@@ -39,6 +41,7 @@ var Columns = []string{
 	FieldProjectID,
 	FieldConnectionID,
 	FieldThreadKey,
+	FieldParticipant,
 	FieldSubject,
 	FieldTypingUntil,
 	FieldLastMessageAt,
@@ -100,6 +103,11 @@ func ByConnectionID(opts ...sql.OrderTermOption) OrderOption {
 // ByThreadKey orders the results by the thread_key field.
 func ByThreadKey(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldThreadKey, opts...).ToFunc()
+}
+
+// ByParticipant orders the results by the participant field.
+func ByParticipant(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldParticipant, opts...).ToFunc()
 }
 
 // BySubject orders the results by the subject field.

@@ -84,6 +84,11 @@ func ThreadKey(v string) predicate.Conversation {
 	return predicate.Conversation(sql.FieldEQ(FieldThreadKey, v))
 }
 
+// Participant applies equality check predicate on the "participant" field. It's identical to ParticipantEQ.
+func Participant(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldEQ(FieldParticipant, v))
+}
+
 // Subject applies equality check predicate on the "subject" field. It's identical to SubjectEQ.
 func Subject(v string) predicate.Conversation {
 	return predicate.Conversation(sql.FieldEQ(FieldSubject, v))
@@ -332,6 +337,81 @@ func ThreadKeyEqualFold(v string) predicate.Conversation {
 // ThreadKeyContainsFold applies the ContainsFold predicate on the "thread_key" field.
 func ThreadKeyContainsFold(v string) predicate.Conversation {
 	return predicate.Conversation(sql.FieldContainsFold(FieldThreadKey, v))
+}
+
+// ParticipantEQ applies the EQ predicate on the "participant" field.
+func ParticipantEQ(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldEQ(FieldParticipant, v))
+}
+
+// ParticipantNEQ applies the NEQ predicate on the "participant" field.
+func ParticipantNEQ(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldNEQ(FieldParticipant, v))
+}
+
+// ParticipantIn applies the In predicate on the "participant" field.
+func ParticipantIn(vs ...string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldIn(FieldParticipant, vs...))
+}
+
+// ParticipantNotIn applies the NotIn predicate on the "participant" field.
+func ParticipantNotIn(vs ...string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldNotIn(FieldParticipant, vs...))
+}
+
+// ParticipantGT applies the GT predicate on the "participant" field.
+func ParticipantGT(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldGT(FieldParticipant, v))
+}
+
+// ParticipantGTE applies the GTE predicate on the "participant" field.
+func ParticipantGTE(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldGTE(FieldParticipant, v))
+}
+
+// ParticipantLT applies the LT predicate on the "participant" field.
+func ParticipantLT(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldLT(FieldParticipant, v))
+}
+
+// ParticipantLTE applies the LTE predicate on the "participant" field.
+func ParticipantLTE(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldLTE(FieldParticipant, v))
+}
+
+// ParticipantContains applies the Contains predicate on the "participant" field.
+func ParticipantContains(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldContains(FieldParticipant, v))
+}
+
+// ParticipantHasPrefix applies the HasPrefix predicate on the "participant" field.
+func ParticipantHasPrefix(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldHasPrefix(FieldParticipant, v))
+}
+
+// ParticipantHasSuffix applies the HasSuffix predicate on the "participant" field.
+func ParticipantHasSuffix(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldHasSuffix(FieldParticipant, v))
+}
+
+// ParticipantIsNil applies the IsNil predicate on the "participant" field.
+func ParticipantIsNil() predicate.Conversation {
+	return predicate.Conversation(sql.FieldIsNull(FieldParticipant))
+}
+
+// ParticipantNotNil applies the NotNil predicate on the "participant" field.
+func ParticipantNotNil() predicate.Conversation {
+	return predicate.Conversation(sql.FieldNotNull(FieldParticipant))
+}
+
+// ParticipantEqualFold applies the EqualFold predicate on the "participant" field.
+func ParticipantEqualFold(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldEqualFold(FieldParticipant, v))
+}
+
+// ParticipantContainsFold applies the ContainsFold predicate on the "participant" field.
+func ParticipantContainsFold(v string) predicate.Conversation {
+	return predicate.Conversation(sql.FieldContainsFold(FieldParticipant, v))
 }
 
 // SubjectEQ applies the EQ predicate on the "subject" field.

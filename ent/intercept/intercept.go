@@ -9,8 +9,10 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/ent/apikey"
+	"github.com/comm-gateway/comm/ent/attachment"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/predicate"
 	"github.com/comm-gateway/comm/ent/project"
@@ -101,6 +103,33 @@ func (f TraverseAPIKey) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.APIKeyQuery", q)
 }
 
+// The AttachmentFunc type is an adapter to allow the use of ordinary function as a Querier.
+type AttachmentFunc func(context.Context, *ent.AttachmentQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f AttachmentFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.AttachmentQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.AttachmentQuery", q)
+}
+
+// The TraverseAttachment type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseAttachment func(context.Context, *ent.AttachmentQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseAttachment) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseAttachment) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.AttachmentQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.AttachmentQuery", q)
+}
+
 // The ConnectionFunc type is an adapter to allow the use of ordinary function as a Querier.
 type ConnectionFunc func(context.Context, *ent.ConnectionQuery) (ent.Value, error)
 
@@ -153,6 +182,33 @@ func (f TraverseConversation) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.ConversationQuery", q)
+}
+
+// The DomainFunc type is an adapter to allow the use of ordinary function as a Querier.
+type DomainFunc func(context.Context, *ent.DomainQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f DomainFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.DomainQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.DomainQuery", q)
+}
+
+// The TraverseDomain type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseDomain func(context.Context, *ent.DomainQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseDomain) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseDomain) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.DomainQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.DomainQuery", q)
 }
 
 // The MessageFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -268,10 +324,14 @@ func NewQuery(q ent.Query) (Query, error) {
 	switch q := q.(type) {
 	case *ent.APIKeyQuery:
 		return &query[*ent.APIKeyQuery, predicate.APIKey, apikey.OrderOption]{typ: ent.TypeAPIKey, tq: q}, nil
+	case *ent.AttachmentQuery:
+		return &query[*ent.AttachmentQuery, predicate.Attachment, attachment.OrderOption]{typ: ent.TypeAttachment, tq: q}, nil
 	case *ent.ConnectionQuery:
 		return &query[*ent.ConnectionQuery, predicate.Connection, connection.OrderOption]{typ: ent.TypeConnection, tq: q}, nil
 	case *ent.ConversationQuery:
 		return &query[*ent.ConversationQuery, predicate.Conversation, conversation.OrderOption]{typ: ent.TypeConversation, tq: q}, nil
+	case *ent.DomainQuery:
+		return &query[*ent.DomainQuery, predicate.Domain, domain.OrderOption]{typ: ent.TypeDomain, tq: q}, nil
 	case *ent.MessageQuery:
 		return &query[*ent.MessageQuery, predicate.Message, message.OrderOption]{typ: ent.TypeMessage, tq: q}, nil
 	case *ent.ProjectQuery:

@@ -45,6 +45,12 @@ const (
 	FieldHTML = "html"
 	// FieldInReplyTo holds the string denoting the in_reply_to field in the database.
 	FieldInReplyTo = "in_reply_to"
+	// FieldReferences holds the string denoting the references field in the database.
+	FieldReferences = "references"
+	// FieldAttachments holds the string denoting the attachments field in the database.
+	FieldAttachments = "attachments"
+	// FieldDetails holds the string denoting the details field in the database.
+	FieldDetails = "details"
 	// FieldError holds the string denoting the error field in the database.
 	FieldError = "error"
 	// FieldAttempts holds the string denoting the attempts field in the database.
@@ -74,6 +80,9 @@ var Columns = []string{
 	FieldText,
 	FieldHTML,
 	FieldInReplyTo,
+	FieldReferences,
+	FieldAttachments,
+	FieldDetails,
 	FieldError,
 	FieldAttempts,
 	FieldNextAttemptAt,

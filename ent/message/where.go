@@ -989,6 +989,36 @@ func InReplyToContainsFold(v string) predicate.Message {
 	return predicate.Message(sql.FieldContainsFold(FieldInReplyTo, v))
 }
 
+// ReferencesIsNil applies the IsNil predicate on the "references" field.
+func ReferencesIsNil() predicate.Message {
+	return predicate.Message(sql.FieldIsNull(FieldReferences))
+}
+
+// ReferencesNotNil applies the NotNil predicate on the "references" field.
+func ReferencesNotNil() predicate.Message {
+	return predicate.Message(sql.FieldNotNull(FieldReferences))
+}
+
+// AttachmentsIsNil applies the IsNil predicate on the "attachments" field.
+func AttachmentsIsNil() predicate.Message {
+	return predicate.Message(sql.FieldIsNull(FieldAttachments))
+}
+
+// AttachmentsNotNil applies the NotNil predicate on the "attachments" field.
+func AttachmentsNotNil() predicate.Message {
+	return predicate.Message(sql.FieldNotNull(FieldAttachments))
+}
+
+// DetailsIsNil applies the IsNil predicate on the "details" field.
+func DetailsIsNil() predicate.Message {
+	return predicate.Message(sql.FieldIsNull(FieldDetails))
+}
+
+// DetailsNotNil applies the NotNil predicate on the "details" field.
+func DetailsNotNil() predicate.Message {
+	return predicate.Message(sql.FieldNotNull(FieldDetails))
+}
+
 // ErrorEQ applies the EQ predicate on the "error" field.
 func ErrorEQ(v string) predicate.Message {
 	return predicate.Message(sql.FieldEQ(FieldError, v))

@@ -37,6 +37,37 @@ var (
 			},
 		},
 	}
+	// AttachmentsColumns holds the columns for the "attachments" table.
+	AttachmentsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "project_id", Type: field.TypeString},
+		{Name: "message_id", Type: field.TypeString},
+		{Name: "filename", Type: field.TypeString, Nullable: true},
+		{Name: "content_type", Type: field.TypeString},
+		{Name: "content_id", Type: field.TypeString, Nullable: true},
+		{Name: "inline", Type: field.TypeBool, Default: false},
+		{Name: "size", Type: field.TypeInt64},
+		{Name: "data", Type: field.TypeBytes, SchemaType: map[string]string{"postgres": "bytea", "sqlite3": "blob"}},
+	}
+	// AttachmentsTable holds the schema information for the "attachments" table.
+	AttachmentsTable = &schema.Table{
+		Name:       "attachments",
+		Columns:    AttachmentsColumns,
+		PrimaryKey: []*schema.Column{AttachmentsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "attachment_project_id",
+				Unique:  false,
+				Columns: []*schema.Column{AttachmentsColumns[2]},
+			},
+			{
+				Name:    "attachment_message_id",
+				Unique:  false,
+				Columns: []*schema.Column{AttachmentsColumns[3]},
+			},
+		},
+	}
 	// ConnectionsColumns holds the columns for the "connections" table.
 	ConnectionsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString},
@@ -50,6 +81,7 @@ var (
 		{Name: "name", Type: field.TypeString, Nullable: true, Size: 200},
 		{Name: "config", Type: field.TypeBytes, Nullable: true},
 		{Name: "address", Type: field.TypeString, Nullable: true},
+		{Name: "inbox_key", Type: field.TypeString, Unique: true, Nullable: true},
 		{Name: "deleted_at", Type: field.TypeTime, Nullable: true},
 	}
 	// ConnectionsTable holds the schema information for the "connections" table.
@@ -72,6 +104,7 @@ var (
 		{Name: "project_id", Type: field.TypeString},
 		{Name: "connection_id", Type: field.TypeString},
 		{Name: "thread_key", Type: field.TypeString},
+		{Name: "participant", Type: field.TypeString, Nullable: true},
 		{Name: "subject", Type: field.TypeString, Nullable: true},
 		{Name: "typing_until", Type: field.TypeTime, Nullable: true},
 		{Name: "last_message_at", Type: field.TypeTime},
@@ -94,6 +127,44 @@ var (
 			},
 		},
 	}
+	// DomainsColumns holds the columns for the "domains" table.
+	DomainsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "project_id", Type: field.TypeString},
+		{Name: "domain", Type: field.TypeString},
+		{Name: "inbound_domain", Type: field.TypeString, Nullable: true},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"pending", "verified"}, Default: "pending"},
+		{Name: "plan", Type: field.TypeJSON},
+		{Name: "checks", Type: field.TypeJSON, Nullable: true},
+		{Name: "last_error", Type: field.TypeString, Nullable: true},
+		{Name: "dkim_key", Type: field.TypeBytes},
+		{Name: "checked_at", Type: field.TypeTime, Nullable: true},
+		{Name: "verified_at", Type: field.TypeTime, Nullable: true},
+	}
+	// DomainsTable holds the schema information for the "domains" table.
+	DomainsTable = &schema.Table{
+		Name:       "domains",
+		Columns:    DomainsColumns,
+		PrimaryKey: []*schema.Column{DomainsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "domain_project_id",
+				Unique:  false,
+				Columns: []*schema.Column{DomainsColumns[2]},
+			},
+			{
+				Name:    "domain_project_id_domain",
+				Unique:  true,
+				Columns: []*schema.Column{DomainsColumns[2], DomainsColumns[3]},
+			},
+			{
+				Name:    "domain_status_checked_at",
+				Unique:  false,
+				Columns: []*schema.Column{DomainsColumns[5], DomainsColumns[10]},
+			},
+		},
+	}
 	// MessagesColumns holds the columns for the "messages" table.
 	MessagesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString},
@@ -111,6 +182,9 @@ var (
 		{Name: "text", Type: field.TypeString, Size: 2147483647, SchemaType: map[string]string{"postgres": "text"}},
 		{Name: "html", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "in_reply_to", Type: field.TypeString, Nullable: true},
+		{Name: "references", Type: field.TypeJSON, Nullable: true},
+		{Name: "attachments", Type: field.TypeJSON, Nullable: true},
+		{Name: "details", Type: field.TypeJSON, Nullable: true},
 		{Name: "error", Type: field.TypeString, Nullable: true},
 		{Name: "attempts", Type: field.TypeInt, Default: 0},
 		{Name: "next_attempt_at", Type: field.TypeTime, Nullable: true},
@@ -140,7 +214,7 @@ var (
 			{
 				Name:    "message_status_next_attempt_at",
 				Unique:  false,
-				Columns: []*schema.Column{MessagesColumns[7], MessagesColumns[17]},
+				Columns: []*schema.Column{MessagesColumns[7], MessagesColumns[20]},
 			},
 		},
 	}
@@ -229,8 +303,10 @@ var (
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APIKeysTable,
+		AttachmentsTable,
 		ConnectionsTable,
 		ConversationsTable,
+		DomainsTable,
 		MessagesTable,
 		ProjectsTable,
 		WebhooksTable,

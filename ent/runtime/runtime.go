@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/ent/apikey"
+	"github.com/comm-gateway/comm/ent/attachment"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/schema"
@@ -64,6 +66,37 @@ func init() {
 	apikey.DefaultID = apikeyDescID.Default.(func() string)
 	// apikey.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	apikey.IDValidator = apikeyDescID.Validators[0].(func(string) error)
+	attachmentMixin := schema.Attachment{}.Mixin()
+	attachmentMixinHooks2 := attachmentMixin[2].Hooks()
+	attachment.Hooks[0] = attachmentMixinHooks2[0]
+	attachmentMixinInters2 := attachmentMixin[2].Interceptors()
+	attachment.Interceptors[0] = attachmentMixinInters2[0]
+	attachmentMixinFields0 := attachmentMixin[0].Fields()
+	_ = attachmentMixinFields0
+	attachmentMixinFields1 := attachmentMixin[1].Fields()
+	_ = attachmentMixinFields1
+	attachmentMixinFields2 := attachmentMixin[2].Fields()
+	_ = attachmentMixinFields2
+	attachmentFields := schema.Attachment{}.Fields()
+	_ = attachmentFields
+	// attachmentDescCreatedAt is the schema descriptor for created_at field.
+	attachmentDescCreatedAt := attachmentMixinFields1[0].Descriptor()
+	// attachment.DefaultCreatedAt holds the default value on creation for the created_at field.
+	attachment.DefaultCreatedAt = attachmentDescCreatedAt.Default.(func() time.Time)
+	// attachmentDescProjectID is the schema descriptor for project_id field.
+	attachmentDescProjectID := attachmentMixinFields2[0].Descriptor()
+	// attachment.ProjectIDValidator is a validator for the "project_id" field. It is called by the builders before save.
+	attachment.ProjectIDValidator = attachmentDescProjectID.Validators[0].(func(string) error)
+	// attachmentDescInline is the schema descriptor for inline field.
+	attachmentDescInline := attachmentFields[4].Descriptor()
+	// attachment.DefaultInline holds the default value on creation for the inline field.
+	attachment.DefaultInline = attachmentDescInline.Default.(bool)
+	// attachmentDescID is the schema descriptor for id field.
+	attachmentDescID := attachmentMixinFields0[0].Descriptor()
+	// attachment.DefaultID holds the default value on creation for the id field.
+	attachment.DefaultID = attachmentDescID.Default.(func() string)
+	// attachment.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	attachment.IDValidator = attachmentDescID.Validators[0].(func(string) error)
 	connectionMixin := schema.Connection{}.Mixin()
 	connectionMixinHooks2 := connectionMixin[2].Hooks()
 	connection.Hooks[0] = connectionMixinHooks2[0]
@@ -121,7 +154,7 @@ func init() {
 	// conversation.ProjectIDValidator is a validator for the "project_id" field. It is called by the builders before save.
 	conversation.ProjectIDValidator = conversationDescProjectID.Validators[0].(func(string) error)
 	// conversationDescLastMessageAt is the schema descriptor for last_message_at field.
-	conversationDescLastMessageAt := conversationFields[4].Descriptor()
+	conversationDescLastMessageAt := conversationFields[5].Descriptor()
 	// conversation.DefaultLastMessageAt holds the default value on creation for the last_message_at field.
 	conversation.DefaultLastMessageAt = conversationDescLastMessageAt.Default.(func() time.Time)
 	// conversationDescID is the schema descriptor for id field.
@@ -130,6 +163,33 @@ func init() {
 	conversation.DefaultID = conversationDescID.Default.(func() string)
 	// conversation.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	conversation.IDValidator = conversationDescID.Validators[0].(func(string) error)
+	domainMixin := schema.Domain{}.Mixin()
+	domainMixinHooks2 := domainMixin[2].Hooks()
+	domain.Hooks[0] = domainMixinHooks2[0]
+	domainMixinInters2 := domainMixin[2].Interceptors()
+	domain.Interceptors[0] = domainMixinInters2[0]
+	domainMixinFields0 := domainMixin[0].Fields()
+	_ = domainMixinFields0
+	domainMixinFields1 := domainMixin[1].Fields()
+	_ = domainMixinFields1
+	domainMixinFields2 := domainMixin[2].Fields()
+	_ = domainMixinFields2
+	domainFields := schema.Domain{}.Fields()
+	_ = domainFields
+	// domainDescCreatedAt is the schema descriptor for created_at field.
+	domainDescCreatedAt := domainMixinFields1[0].Descriptor()
+	// domain.DefaultCreatedAt holds the default value on creation for the created_at field.
+	domain.DefaultCreatedAt = domainDescCreatedAt.Default.(func() time.Time)
+	// domainDescProjectID is the schema descriptor for project_id field.
+	domainDescProjectID := domainMixinFields2[0].Descriptor()
+	// domain.ProjectIDValidator is a validator for the "project_id" field. It is called by the builders before save.
+	domain.ProjectIDValidator = domainDescProjectID.Validators[0].(func(string) error)
+	// domainDescID is the schema descriptor for id field.
+	domainDescID := domainMixinFields0[0].Descriptor()
+	// domain.DefaultID holds the default value on creation for the id field.
+	domain.DefaultID = domainDescID.Default.(func() string)
+	// domain.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	domain.IDValidator = domainDescID.Validators[0].(func(string) error)
 	messageMixin := schema.Message{}.Mixin()
 	messageMixinHooks2 := messageMixin[2].Hooks()
 	message.Hooks[0] = messageMixinHooks2[0]
@@ -152,7 +212,7 @@ func init() {
 	// message.ProjectIDValidator is a validator for the "project_id" field. It is called by the builders before save.
 	message.ProjectIDValidator = messageDescProjectID.Validators[0].(func(string) error)
 	// messageDescAttempts is the schema descriptor for attempts field.
-	messageDescAttempts := messageFields[13].Descriptor()
+	messageDescAttempts := messageFields[16].Descriptor()
 	// message.DefaultAttempts holds the default value on creation for the attempts field.
 	message.DefaultAttempts = messageDescAttempts.Default.(int)
 	// messageDescID is the schema descriptor for id field.

@@ -34,6 +34,8 @@ func (Connection) Fields() []ent.Field {
 		field.Bytes("config").Optional().Sensitive().Comment("provider configuration, encrypted at rest").
 			Annotations(entgql.Skip()),
 		field.String("address").Optional().Comment("channel-native address of the connection, if any"),
+		field.String("inbox_key").Optional().Nillable().Unique().Annotations(entgql.Skip()).
+			Comment("channel:address of an inbox this gateway hosts (email); globally unique, cleared on delete"),
 		field.Time("deleted_at").Optional().Nillable().Annotations(entgql.Skip()),
 	}
 }

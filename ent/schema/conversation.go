@@ -30,6 +30,8 @@ func (Conversation) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("connection_id").Immutable(),
 		field.String("thread_key").Immutable().Comment("channel-native thread: chat id, peer address ..."),
+		field.String("participant").Optional().Immutable().
+			Comment("who the conversation is with, where thread_key is not that (email threads are keyed by Message-ID)"),
 		field.String("subject").Optional().Nillable(),
 		field.Time("typing_until").Optional().Nillable().Comment("typing indicator lease"),
 		field.Time("last_message_at").Default(func() time.Time { return time.Now().UTC() }),

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"encoding/json"
+
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
 	"entgo.io/ent/dialect"
@@ -41,6 +43,12 @@ func (Message) Fields() []ent.Field {
 		field.Text("text").SchemaType(map[string]string{dialect.Postgres: "text"}),
 		field.Text("html").Optional().Nillable(),
 		field.String("in_reply_to").Optional().Nillable().Comment("msg_ id this one answers"),
+		field.Strings("references").Optional().Annotations(entgql.Skip()).
+			Comment("provider ids of the earlier messages of the thread, oldest first (email References)"),
+		field.JSON("attachments", json.RawMessage{}).Optional().Annotations(entgql.Skip()).
+			Comment("what the attachments table holds for this message, without the bytes"),
+		field.JSON("details", json.RawMessage{}).Optional().Annotations(entgql.Skip()).
+			Comment("channel-specific details (email: headers, full text, sender authentication)"),
 		field.String("error").Optional().Nillable().Comment("why delivery failed"),
 		field.Int("attempts").Default(0),
 		field.Time("next_attempt_at").Optional().Nillable(),

@@ -17,8 +17,10 @@ import (
 
 	"github.com/comm-gateway/comm/ent"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
+	entattachment "github.com/comm-gateway/comm/ent/attachment"
 	entconnection "github.com/comm-gateway/comm/ent/connection"
 	entconversation "github.com/comm-gateway/comm/ent/conversation"
+	entdomain "github.com/comm-gateway/comm/ent/domain"
 	entmessage "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/migrate"
 	entproject "github.com/comm-gateway/comm/ent/project"
@@ -43,6 +45,8 @@ var notTenantOwned = map[string]string{
 // TestSchemaTenantMixin fail until it is added here, and so checked.
 var schemas = map[string]entgo.Interface{
 	entapikey.Table:         schema.APIKey{},
+	entattachment.Table:     schema.Attachment{},
+	entdomain.Table:         schema.Domain{},
 	entconnection.Table:     schema.Connection{},
 	entconversation.Table:   schema.Conversation{},
 	entmessage.Table:        schema.Message{},

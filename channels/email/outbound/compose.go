@@ -45,6 +45,8 @@ type Mail struct {
 	InReplyTo []string
 	// References lists the parent's References followed by the parent's id.
 	References []string
+	// ReplyTo, when set, is where answers should go (Reply-To).
+	ReplyTo *mail.Address
 	// Date is the origination date; zero means now.
 	Date time.Time
 }
@@ -75,6 +77,9 @@ func Compose(m Mail) (msg []byte, messageID string, err error) {
 		to[i] = &gomail.Address{Name: a.Name, Address: a.Address}
 	}
 	h.SetAddressList("To", to)
+	if m.ReplyTo != nil {
+		h.SetAddressList("Reply-To", []*gomail.Address{{Name: m.ReplyTo.Name, Address: m.ReplyTo.Address}})
+	}
 	h.SetSubject(m.Subject)
 	h.SetMessageID(messageID)
 	h.SetMsgIDList("In-Reply-To", trimIDs(m.InReplyTo))
@@ -175,6 +180,14 @@ func (m Mail) validate() error {
 	if err := checkAddress("from", m.From.Address); err != nil {
 		return err
 	}
+	if m.ReplyTo != nil {
+		if strings.ContainsAny(m.ReplyTo.Name+m.ReplyTo.Address, "\r\n") {
+			return fmt.Errorf("reply-to %q: %w", m.ReplyTo.Address, ErrHeaderInjection)
+		}
+		if err := checkAddress("reply-to", m.ReplyTo.Address); err != nil {
+			return err
+		}
+	}
 	if len(m.To) == 0 {
 		return errors.New("no recipient")
 	}
@@ -203,6 +216,10 @@ func checkAddress(field, addr string) error {
 	}
 	return nil
 }
+
+// ValidMessageID reports whether id (without angle brackets) is a message
+// id Compose accepts in In-Reply-To and References.
+func ValidMessageID(id string) bool { return checkMsgID(id) == nil }
 
 func checkMsgID(id string) error {
 	left, right, ok := strings.Cut(id, "@")

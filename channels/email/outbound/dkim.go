@@ -20,7 +20,7 @@ const DKIMKeyBits = 2048
 // threading headers are signed even when absent, so none can be added in
 // transit without breaking the signature.
 var SignedHeaders = []string{
-	"From", "To", "Subject", "Date", "Message-Id", "In-Reply-To", "References",
+	"From", "To", "Reply-To", "Subject", "Date", "Message-Id", "In-Reply-To", "References",
 	"Mime-Version", "Content-Type", "Content-Transfer-Encoding",
 }
 

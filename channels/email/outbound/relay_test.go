@@ -13,6 +13,7 @@ import (
 	gomail "github.com/emersion/go-message/mail"
 
 	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/email/smtptest"
 )
 
 var relayUsers = map[string]string{"comm": "s3cret pass"}
@@ -22,8 +23,8 @@ var relayUsers = map[string]string{"comm": "s3cret pass"}
 // check what the relay received.
 func TestReplyThroughRelay(t *testing.T) {
 	t.Parallel()
-	serverTLS, clientTLS := selfSigned(t)
-	fr := startRelay(t, relayOptions{tls: serverTLS, users: relayUsers})
+	serverTLS, clientTLS := smtptest.SelfSigned(t)
+	fr := smtptest.StartRelay(t, smtptest.RelayOptions{TLS: serverTLS, Users: relayUsers})
 
 	key := rsaKey(t)
 	record, err := DKIMRecord(key.Public())
@@ -48,7 +49,7 @@ func TestReplyThroughRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	relay, err := ParseRelay("smtp://comm:s3cret%20pass@" + fr.addr)
+	relay, err := ParseRelay("smtp://comm:s3cret%20pass@" + fr.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestReplyThroughRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got := fr.messages()
+	got := fr.Messages()
 	if len(got) != 1 {
 		t.Fatalf("relay captured %d messages, want 1", len(got))
 	}
@@ -92,9 +93,9 @@ func TestReplyThroughRelay(t *testing.T) {
 
 func TestSendImplicitTLS(t *testing.T) {
 	t.Parallel()
-	serverTLS, clientTLS := selfSigned(t)
-	fr := startRelay(t, relayOptions{tls: serverTLS, implicit: true, users: relayUsers})
-	relay, err := ParseRelay("smtps://comm:s3cret%20pass@" + fr.addr)
+	serverTLS, clientTLS := smtptest.SelfSigned(t)
+	fr := smtptest.StartRelay(t, smtptest.RelayOptions{TLS: serverTLS, Implicit: true, Users: relayUsers})
+	relay, err := ParseRelay("smtps://comm:s3cret%20pass@" + fr.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestSendImplicitTLS(t *testing.T) {
 	if err := relay.Send(t.Context(), "agent@example.com", []string{"ann@customer.test"}, msg); err != nil {
 		t.Fatal(err)
 	}
-	if got := fr.messages(); len(got) != 1 || !got[0].TLS || !bytes.Equal(got[0].Data, msg) {
+	if got := fr.Messages(); len(got) != 1 || !got[0].TLS || !bytes.Equal(got[0].Data, msg) {
 		t.Fatalf("captured %+v", got)
 	}
 }
@@ -115,13 +116,13 @@ func TestSendImplicitTLS(t *testing.T) {
 // to a remote host unless the operator says so.
 func TestSendPlaintextAuth(t *testing.T) {
 	t.Parallel()
-	fr := startRelay(t, relayOptions{users: relayUsers}) // no TLS at all
+	fr := smtptest.StartRelay(t, smtptest.RelayOptions{Users: relayUsers}) // no TLS at all
 	// dialRelay makes a remote-looking host name reach the local relay.
 	dialRelay := func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
-		return d.DialContext(ctx, network, fr.addr)
+		return d.DialContext(ctx, network, fr.Addr)
 	}
-	_, port, _ := net.SplitHostPort(fr.addr)
+	_, port, _ := net.SplitHostPort(fr.Addr)
 	tests := []struct {
 		name    string
 		url     string
@@ -160,8 +161,8 @@ func TestSendPlaintextAuth(t *testing.T) {
 // retries.
 func TestSendFailures(t *testing.T) {
 	t.Parallel()
-	serverTLS, clientTLS := selfSigned(t)
-	fr := startRelay(t, relayOptions{tls: serverTLS, users: relayUsers})
+	serverTLS, clientTLS := smtptest.SelfSigned(t)
+	fr := smtptest.StartRelay(t, smtptest.RelayOptions{TLS: serverTLS, Users: relayUsers})
 
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -194,13 +195,13 @@ func TestSendFailures(t *testing.T) {
 		wantErr  error
 		wantText []string
 	}{
-		{"4xx at rcpt", "smtp://comm:s3cret%20pass@" + fr.addr, true, "busy@customer.test", 0,
+		{"4xx at rcpt", "smtp://comm:s3cret%20pass@" + fr.Addr, true, "busy@customer.test", 0,
 			channels.ErrTransient, []string{"451", "4.3.0 mailbox busy, try later", "rcpt to busy@customer.test"}},
-		{"5xx at rcpt", "smtp://comm:s3cret%20pass@" + fr.addr, true, "nobody@customer.test", 0,
+		{"5xx at rcpt", "smtp://comm:s3cret%20pass@" + fr.Addr, true, "nobody@customer.test", 0,
 			channels.ErrPermanent, []string{"550", "5.1.1 no such user"}},
-		{"bad password", "smtp://comm:wrong@" + fr.addr, true, "ann@customer.test", 0,
+		{"bad password", "smtp://comm:wrong@" + fr.Addr, true, "ann@customer.test", 0,
 			channels.ErrPermanent, []string{"auth", "535", "bad credentials"}},
-		{"untrusted certificate", "smtp://comm:s3cret%20pass@" + fr.addr, false, "ann@customer.test", 0,
+		{"untrusted certificate", "smtp://comm:s3cret%20pass@" + fr.Addr, false, "ann@customer.test", 0,
 			channels.ErrPermanent, []string{"certificate"}},
 		{"connection refused", "smtp://" + closedAddr, false, "ann@customer.test", 0,
 			channels.ErrTransient, []string{"connect", closedAddr}},
@@ -248,7 +249,7 @@ func TestSendFailures(t *testing.T) {
 			}
 		})
 	}
-	if got := fr.messages(); len(got) != 0 {
+	if got := fr.Messages(); len(got) != 0 {
 		t.Errorf("relay captured %d messages from failed sends", len(got))
 	}
 }

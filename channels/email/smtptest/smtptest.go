@@ -1,4 +1,6 @@
-package outbound
+// Package smtptest runs real SMTP servers for tests: a relay that captures
+// what it accepts (the far side of comm's outbound mail).
+package smtptest
 
 import (
 	"crypto/ecdsa"
@@ -19,11 +21,22 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
-// The fake relay is a real go-smtp server on 127.0.0.1 that captures what
-// it accepts. Recipients steer its answers: busy@ gets 451 at RCPT,
-// nobody@ gets 550.
+// Relay is a real go-smtp server on 127.0.0.1 that captures what it
+// accepts. Recipients steer its answers at RCPT: busy@ gets 451, down@ 421,
+// nobody@ 550, unauthorized@ 530, and slow@ no answer until the client
+// gives up (at most a minute).
+type Relay struct {
+	// Addr is the relay's host:port.
+	Addr string
+	opts RelayOptions
 
-type captured struct {
+	done chan struct{}
+	mu   sync.Mutex
+	msgs []Captured
+}
+
+// Captured is one message the relay accepted.
+type Captured struct {
 	From string
 	To   []string
 	Data []byte
@@ -31,25 +44,19 @@ type captured struct {
 	User string
 }
 
-type relayOptions struct {
-	// tls enables STARTTLS (or implicit TLS with implicit) with this config.
-	tls      *tls.Config
-	implicit bool
-	// users, when set, makes AUTH PLAIN required.
-	users map[string]string
+// RelayOptions configure a Relay.
+type RelayOptions struct {
+	// TLS enables STARTTLS (or implicit TLS with Implicit) with this config.
+	TLS      *tls.Config
+	Implicit bool
+	// Users, when set, makes AUTH PLAIN required.
+	Users map[string]string
 }
 
-type fakeRelay struct {
-	addr string
-	opts relayOptions
-
-	mu   sync.Mutex
-	msgs []captured
-}
-
-func startRelay(t *testing.T, opts relayOptions) *fakeRelay {
+// StartRelay starts a relay, stopped by t.Cleanup.
+func StartRelay(t testing.TB, opts RelayOptions) *Relay {
 	t.Helper()
-	fr := &fakeRelay{opts: opts}
+	fr := &Relay{opts: opts, done: make(chan struct{})}
 	s := smtp.NewServer(fr)
 	s.Domain = "relay.test"
 	s.ReadTimeout, s.WriteTimeout = 10*time.Second, 10*time.Second
@@ -58,45 +65,46 @@ func startRelay(t *testing.T, opts relayOptions) *fakeRelay {
 	var l net.Listener
 	var err error
 	switch {
-	case opts.implicit:
-		l, err = tls.Listen("tcp", "127.0.0.1:0", opts.tls)
+	case opts.Implicit:
+		l, err = tls.Listen("tcp", "127.0.0.1:0", opts.TLS)
 	default:
-		s.TLSConfig = opts.tls
-		s.AllowInsecureAuth = opts.tls == nil
+		s.TLSConfig = opts.TLS
+		s.AllowInsecureAuth = opts.TLS == nil
 		l, err = net.Listen("tcp", "127.0.0.1:0")
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr.addr = l.Addr().String()
+	fr.Addr = l.Addr().String()
 	go s.Serve(l)
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { close(fr.done); s.Close() })
 	return fr
 }
 
-func (fr *fakeRelay) messages() []captured {
+// Messages returns the accepted messages, in order.
+func (fr *Relay) Messages() []Captured {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	return append([]captured(nil), fr.msgs...)
+	return append([]Captured(nil), fr.msgs...)
 }
 
 // NewSession implements smtp.Backend.
-func (fr *fakeRelay) NewSession(c *smtp.Conn) (smtp.Session, error) {
+func (fr *Relay) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	return &relaySession{relay: fr, conn: c}, nil
 }
 
 type relaySession struct {
-	relay *fakeRelay
+	relay *Relay
 	conn  *smtp.Conn
 	user  string
-	cur   captured
+	cur   Captured
 }
 
 func (s *relaySession) AuthMechanisms() []string { return []string{sasl.Plain} }
 
 func (s *relaySession) Auth(string) (sasl.Server, error) {
 	return sasl.NewPlainServer(func(_, user, pass string) error {
-		if want, ok := s.relay.opts.users[user]; ok && want == pass {
+		if want, ok := s.relay.opts.Users[user]; ok && want == pass {
 			s.user = user
 			return nil
 		}
@@ -105,11 +113,11 @@ func (s *relaySession) Auth(string) (sasl.Server, error) {
 }
 
 func (s *relaySession) Mail(from string, _ *smtp.MailOptions) error {
-	if s.relay.opts.users != nil && s.user == "" {
+	if s.relay.opts.Users != nil && s.user == "" {
 		return &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "authentication required"}
 	}
 	_, isTLS := s.conn.TLSConnectionState()
-	s.cur = captured{From: from, TLS: isTLS, User: s.user}
+	s.cur = Captured{From: from, TLS: isTLS, User: s.user}
 	return nil
 }
 
@@ -117,8 +125,18 @@ func (s *relaySession) Rcpt(to string, _ *smtp.RcptOptions) error {
 	switch {
 	case strings.HasPrefix(to, "busy@"):
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "mailbox busy, try later"}
+	case strings.HasPrefix(to, "down@"):
+		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "service not available"}
 	case strings.HasPrefix(to, "nobody@"):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
+	case strings.HasPrefix(to, "unauthorized@"):
+		return &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "authentication required"}
+	case strings.HasPrefix(to, "slow@"):
+		select {
+		case <-s.relay.done:
+		case <-time.After(time.Minute):
+		}
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "timed out"}
 	}
 	s.cur.To = append(s.cur.To, to)
 	return nil
@@ -136,17 +154,17 @@ func (s *relaySession) Data(r io.Reader) error {
 	return nil
 }
 
-func (s *relaySession) Reset()        { s.cur = captured{} }
+func (s *relaySession) Reset()        { s.cur = Captured{} }
 func (s *relaySession) Logout() error { return nil }
 
-type testLogger struct{ t *testing.T }
+type testLogger struct{ t testing.TB }
 
 func (l testLogger) Printf(format string, v ...any) { l.t.Logf(format, v...) }
 func (l testLogger) Println(v ...any)               { l.t.Log(v...) }
 
-// selfSigned returns a server config with a fresh self-signed certificate
+// SelfSigned returns a server config with a fresh self-signed certificate
 // for 127.0.0.1 and relay.example.test, and a client config trusting it.
-func selfSigned(t *testing.T) (server, client *tls.Config) {
+func SelfSigned(t testing.TB) (server, client *tls.Config) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

@@ -1,0 +1,323 @@
+package messaging
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/comm-gateway/comm/channels/email"
+	"github.com/comm-gateway/comm/channels/email/domain"
+	"github.com/comm-gateway/comm/ent"
+	entdomain "github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+// MailOptions configure the email side of the gateway.
+type MailOptions struct {
+	// Domain is the gateway's mail domain (inbox addresses comm hands out).
+	Domain string
+	// Plan is the operator's side of custom domain plans: the SPF include
+	// and the MX host customers publish.
+	Plan domain.PlanConfig
+	// Resolver answers the DNS lookups of domain verification; the system
+	// resolver when nil.
+	Resolver domain.Resolver
+	// MaxMessageBytes and MaxAttachmentBytes limit mail delivered inside
+	// the gateway, as the SMTP listener limits mail from outside.
+	MaxMessageBytes    int64
+	MaxAttachmentBytes int64
+}
+
+// Domain is a custom email domain as the API shows it.
+type Domain struct {
+	ID            string         `json:"id"`
+	Domain        string         `json:"domain"`
+	InboundDomain *string        `json:"inbound_domain"`
+	Status        string         `json:"status"`
+	Records       []DomainRecord `json:"records"`
+	LastError     *string        `json:"last_error"`
+	CheckedAt     *time.Time     `json:"checked_at"`
+	VerifiedAt    *time.Time     `json:"verified_at"`
+	CreatedAt     time.Time      `json:"created_at"`
+}
+
+// DomainRecord is one DNS record to publish and what verification found.
+type DomainRecord struct {
+	domain.Record
+	// State is "pending" until verification has looked, then what it
+	// found: found, missing or mismatch.
+	State  string   `json:"state"`
+	Seen   []string `json:"seen,omitempty"`
+	Detail string   `json:"detail,omitempty"`
+	// Zone is the record as a zone-file line, ready to paste.
+	Zone string `json:"zone"`
+}
+
+func domainOf(d *ent.Domain) (*Domain, error) {
+	var plan domain.Records
+	if err := json.Unmarshal(d.Plan, &plan); err != nil {
+		return nil, fmt.Errorf("domain %s: plan: %w", d.ID, err)
+	}
+	var checks domain.Status
+	if len(d.Checks) > 0 {
+		if err := json.Unmarshal(d.Checks, &checks); err != nil {
+			return nil, fmt.Errorf("domain %s: checks: %w", d.ID, err)
+		}
+	}
+	out := &Domain{
+		ID: d.ID, Domain: d.Domain, InboundDomain: nonEmpty(d.InboundDomain), Status: string(d.Status),
+		LastError: d.LastError, CheckedAt: utcPtr(d.CheckedAt), VerifiedAt: utcPtr(d.VerifiedAt), CreatedAt: d.CreatedAt.UTC(),
+	}
+	for _, rec := range plan.Records {
+		r := DomainRecord{Record: rec, State: "pending", Zone: rec.ZoneLine()}
+		if st, ok := checks.Get(rec.Kind); ok {
+			r.State, r.Seen, r.Detail = string(st.State), st.Seen, st.Detail
+		}
+		out.Records = append(out.Records, r)
+	}
+	return out, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// CreateDomain adds a custom email domain to the project and returns the
+// DNS records its owner publishes, with a DKIM key made for it.
+func (s *Service) CreateDomain(ctx context.Context, p *Principal, name string) (*Domain, error) {
+	if name == "" {
+		return nil, Invalid("domain", "required, e.g. \"example.com\"")
+	}
+	norm, err := domain.NormalizeDomain(name)
+	if err != nil {
+		return nil, Invalid("domain", "%v", err)
+	}
+	if norm == s.mail.Domain {
+		return nil, Invalid("domain", "%s is this gateway's own mail domain; connect an email inbox on it without adding it", norm)
+	}
+	if exists, err := s.read.Domain.Query().Where(entdomain.Domain(norm)).Exist(p.Context(ctx)); err != nil {
+		return nil, err
+	} else if exists {
+		return nil, &Error{Code: ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
+	}
+	recs, err := domain.Plan(norm, s.mail.Plan)
+	if err != nil {
+		return nil, Invalid("domain", "%v", err)
+	}
+	sealedKey := s.box.Seal(recs.DKIMPrivateKeyPEM)
+	plan, err := json.Marshal(recs)
+	if err != nil {
+		return nil, err
+	}
+	var created *ent.Domain
+	now := s.now()
+	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+		created, err = tx.Client().Domain.Create().SetID(ident.New(ident.Domain)).SetDomain(norm).
+			SetInboundDomain(recs.InboundDomain).SetPlan(plan).SetDkimKey(sealedKey).SetCreatedAt(now).Save(tx.Context())
+		return err
+	})
+	if ent.IsConstraintError(err) {
+		return nil, &Error{Code: ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return domainOf(created)
+}
+
+// Domains lists the project's custom domains, oldest first.
+func (s *Service) Domains(ctx context.Context, p *Principal, pg Page) ([]*Domain, error) {
+	if err := pg.validate(ident.Domain); err != nil {
+		return nil, err
+	}
+	q := s.read.Domain.Query().Order(ent.Asc(entdomain.FieldID)).Limit(pg.Limit)
+	if pg.After != "" {
+		q = q.Where(entdomain.IDGT(pg.After))
+	}
+	ds, err := q.All(p.Context(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Domain, 0, len(ds))
+	for _, d := range ds {
+		v, err := domainOf(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Domain returns one custom domain with the state of each record.
+func (s *Service) Domain(ctx context.Context, p *Principal, id string) (*Domain, error) {
+	d, err := s.domain(p.Context(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return domainOf(d)
+}
+
+func (s *Service) domain(ctx context.Context, id string) (*ent.Domain, error) {
+	if ident.Check(id, ident.Domain) != nil {
+		return nil, NotFound("domain", id)
+	}
+	d, err := s.read.Domain.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return nil, NotFound("domain", id)
+	}
+	return d, err
+}
+
+// DeleteDomain removes a custom domain: its mail is no longer signed, and
+// inboxes on it stop receiving new mail once its MX moves away.
+func (s *Service) DeleteDomain(ctx context.Context, p *Principal, id string) error {
+	if _, err := s.domain(p.Context(ctx), id); err != nil {
+		return err
+	}
+	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
+		return tx.Client().Domain.DeleteOneID(id).Exec(tx.Context())
+	})
+	s.keys.Delete(id)
+	return err
+}
+
+// VerifyDomain looks up the domain's records now. The domain comes back
+// with each record's state; when every required record is found it is
+// verified and domain.verified is appended (once). A DNS failure is not an
+// error of the call: it is the domain's last_error.
+func (s *Service) VerifyDomain(ctx context.Context, p *Principal, id string) (*Domain, error) {
+	d, err := s.domain(p.Context(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	d, err = s.verify(p.Context(ctx), d)
+	if err != nil {
+		return nil, err
+	}
+	return domainOf(d)
+}
+
+// VerifyPending verifies the pending domains of every project not checked
+// for at least every (the periodic check), at most n at a time, and
+// returns how many it checked.
+func (s *Service) VerifyPending(ctx context.Context, every time.Duration, n int) (int, error) {
+	sys := tenant.System(ctx)
+	due, err := s.read.Domain.Query().
+		Where(entdomain.StatusEQ(entdomain.StatusPending),
+			entdomain.Or(entdomain.CheckedAtIsNil(), entdomain.CheckedAtLTE(s.now().Add(-every)))).
+		Order(ent.Asc(entdomain.FieldID)).Limit(n).All(sys)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range due {
+		if _, err := s.verify(tenant.WithProject(ctx, d.ProjectID), d); err != nil {
+			return 0, err
+		}
+	}
+	return len(due), nil
+}
+
+// verify runs the DNS checks of d (no transaction is open meanwhile) and
+// records the outcome.
+func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error) {
+	var plan domain.Records
+	if err := json.Unmarshal(d.Plan, &plan); err != nil {
+		return nil, fmt.Errorf("domain %s: plan: %w", d.ID, err)
+	}
+	resolver := s.mail.Resolver
+	if resolver == nil {
+		resolver = domain.NewResolver("")
+	}
+	vctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	status, verr := domain.Verify(vctx, resolver, &plan)
+	cancel()
+	now := s.now()
+	var taken bool
+	if verr == nil && status.Verified && d.Status != entdomain.StatusVerified {
+		// A domain sends for one project only: the first to verify it.
+		var err error
+		taken, err = s.read.Domain.Query().Where(entdomain.Domain(d.Domain), entdomain.StatusEQ(entdomain.StatusVerified),
+			entdomain.ProjectIDNEQ(d.ProjectID)).Exist(tenant.System(ctx))
+		if err != nil {
+			return nil, err
+		}
+	}
+	var updated *ent.Domain
+	_, err := s.log.Write(tenant.WithProject(ctx, d.ProjectID), d.ProjectID, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		upd := cl.Domain.UpdateOneID(d.ID).SetCheckedAt(now)
+		switch {
+		case verr != nil:
+			upd.SetLastError(verr.Error())
+		case taken:
+			checks, _ := json.Marshal(status)
+			upd.SetChecks(checks).SetLastError(fmt.Sprintf("%s is verified by another project of this gateway", d.Domain))
+		default:
+			checks, _ := json.Marshal(status)
+			upd.SetChecks(checks).ClearLastError()
+		}
+		newly := verr == nil && !taken && status.Verified && d.Status != entdomain.StatusVerified
+		if newly {
+			upd.SetStatus(entdomain.StatusVerified).SetVerifiedAt(now)
+		}
+		var err error
+		if updated, err = upd.Save(tctx); err != nil {
+			return err
+		}
+		if !newly {
+			return nil
+		}
+		view, err := domainOf(updated)
+		if err != nil {
+			return err
+		}
+		return tx.Append(stream.DomainVerified, struct {
+			Domain *Domain `json:"domain"`
+		}{view})
+	})
+	if ent.IsNotFound(err) {
+		return nil, NotFound("domain", d.ID)
+	}
+	return updated, err
+}
+
+// SigningKey returns the DKIM key of a verified custom domain of the
+// project (email.Gateway).
+func (s *Service) SigningKey(ctx context.Context, projectID, name string) (*email.SigningKey, error) {
+	d, err := s.read.Domain.Query().Where(entdomain.ProjectID(projectID), entdomain.Domain(name)).
+		Only(tenant.System(ctx))
+	if ent.IsNotFound(err) || (err == nil && d.Status != entdomain.StatusVerified) {
+		return nil, email.ErrNotVerified
+	}
+	if err != nil {
+		return nil, err
+	}
+	if k, ok := s.keys.Load(d.ID); ok {
+		return k.(*email.SigningKey), nil
+	}
+	pemBytes, err := s.box.Open(d.DkimKey)
+	if err != nil {
+		return nil, fmt.Errorf("domain %s: open dkim key: %w", d.ID, err)
+	}
+	signer, err := domain.ParsePrivateKey(pemBytes)
+	if err != nil {
+		return nil, fmt.Errorf("domain %s: %w", d.ID, err)
+	}
+	var plan domain.Records
+	if err := json.Unmarshal(d.Plan, &plan); err != nil {
+		return nil, fmt.Errorf("domain %s: plan: %w", d.ID, err)
+	}
+	k := &email.SigningKey{Domain: d.Domain, Selector: plan.Selector, Key: signer}
+	s.keys.Store(d.ID, k)
+	return k, nil
+}
+
+var _ email.Gateway = (*Service)(nil)

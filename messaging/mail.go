@@ -1,0 +1,192 @@
+package messaging
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/email/inbound"
+	"github.com/comm-gateway/comm/ent"
+	entconn "github.com/comm-gateway/comm/ent/connection"
+	entdomain "github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+// inboxKey is the gateway-wide key of a hosted inbox address.
+func inboxKey(channel, address string) string {
+	return channel + ":" + strings.ToLower(address)
+}
+
+// inbox finds the live email connection receiving at rcpt. A plus-address
+// (inbox+conv_...@domain) reaches its inbox and names the conversation an
+// answer belongs to.
+func (s *Service) inbox(ctx context.Context, rcpt string) (conn *ent.Connection, conversation string, err error) {
+	addr := strings.ToLower(strings.TrimSpace(rcpt))
+	local, domain, ok := strings.Cut(addr, "@")
+	if !ok || local == "" || domain == "" {
+		return nil, "", fmt.Errorf("%q: %w", rcpt, inbound.ErrUnknownRecipient)
+	}
+	if base, tag, ok := strings.Cut(local, "+"); ok {
+		local = base
+		if ident.Check(tag, ident.Conversation) == nil {
+			conversation = tag
+		}
+	}
+	c, err := s.read.Connection.Query().
+		Where(entconn.InboxKey(inboxKey("email", local+"@"+domain)), entconn.DeletedAtIsNil()).
+		Only(tenant.System(ctx))
+	if ent.IsNotFound(err) {
+		return nil, "", fmt.Errorf("%q: %w", rcpt, inbound.ErrUnknownRecipient)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("look up inbox %q: %w", rcpt, err)
+	}
+	return c, conversation, nil
+}
+
+// MailBackend is the gateway side of the SMTP listener: it accepts mail for
+// the inboxes of this gateway and stores it as message.received.
+func (s *Service) MailBackend() inbound.Backend { return mailBackend{s} }
+
+type mailBackend struct{ s *Service }
+
+// Accept knows the inbox addresses of every project.
+func (b mailBackend) Accept(ctx context.Context, rcpt string) error {
+	_, _, err := b.s.inbox(ctx, rcpt)
+	return err
+}
+
+// Deliver stores the message once per accepted inbox. A failure answers
+// 451 and the sending MTA retries; the Message-ID makes the retry store
+// nothing twice.
+func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.Message, raw []byte) error {
+	for _, rcpt := range rcpts {
+		c, conv, err := b.s.inbox(ctx, rcpt)
+		if errors.Is(err, inbound.ErrUnknownRecipient) {
+			continue // deleted between RCPT and DATA
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", inbound.ErrTransient, err)
+		}
+		in := mailInbound(msg, raw, conv)
+		if _, _, err := b.s.Receive(ctx, c, in); err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Code == ErrInvalid.Code {
+				return fmt.Errorf("%w: %v", inbound.ErrPermanent, err)
+			}
+			return fmt.Errorf("%w: store message for %s: %v", inbound.ErrTransient, c.ID, err)
+		}
+	}
+	return nil
+}
+
+// mailDetails is the details object of an email message.
+type mailDetails struct {
+	MessageID  string             `json:"message_id"`
+	FromName   string             `json:"from_name,omitempty"`
+	To         []string           `json:"to,omitempty"`
+	Cc         []string           `json:"cc,omitempty"`
+	InReplyTo  []string           `json:"in_reply_to,omitempty"`
+	References []string           `json:"references,omitempty"`
+	Date       *time.Time         `json:"date,omitempty"`
+	MailFrom   string             `json:"mail_from,omitempty"`
+	FullText   string             `json:"full_text"`
+	Auth       *inbound.AuthResult `json:"auth"`
+	Warnings   []string           `json:"warnings,omitempty"`
+}
+
+// mailInbound normalises a parsed email. The provider id is the Message-ID,
+// or a digest of the raw message when it has none, so a redelivery stores
+// nothing new. A new mail (no known References, no plus-address) starts a
+// conversation of its own, keyed by its id.
+func mailInbound(msg *inbound.Message, raw []byte, conversation string) channels.Inbound {
+	id := msg.MessageID
+	if id == "" {
+		sum := sha256.Sum256(raw)
+		id = "sha256-" + hex.EncodeToString(sum[:16]) + "@comm.invalid"
+	}
+	d := mailDetails{
+		MessageID: id, FromName: msg.FromName, To: msg.To, Cc: msg.Cc, InReplyTo: msg.InReplyTo,
+		References: msg.References, MailFrom: msg.MailFrom, FullText: msg.FullText, Auth: &msg.Auth, Warnings: msg.Warnings,
+	}
+	if !msg.Date.IsZero() {
+		t := msg.Date.UTC()
+		d.Date = &t
+	}
+	details, _ := json.Marshal(d)
+	// The nearest reference last: References is oldest first; In-Reply-To
+	// names the parent.
+	refs := append(append([]string(nil), msg.References...), msg.InReplyTo...)
+	in := channels.Inbound{
+		ProviderID: id, ThreadKey: id, Sender: msg.From, Text: msg.Text, HTML: msg.HTML,
+		References: refs, ConversationID: conversation, Details: details,
+	}
+	if msg.Subject != "" {
+		subj := msg.Subject
+		in.Subject = &subj
+	}
+	for _, a := range msg.Attachments {
+		in.Attachments = append(in.Attachments, channels.Attachment{
+			Filename: a.Filename, ContentType: a.ContentType, ContentID: a.ContentID, Inline: a.Inline, Data: a.Data,
+		})
+	}
+	return in
+}
+
+// DeliverLocal hands mail from an inbox of this gateway to another one
+// without a relay: parsed and stored exactly as if it had come over SMTP.
+// It reports false for an address on a domain this gateway does not
+// receive for.
+func (s *Service) DeliverLocal(ctx context.Context, from, rcpt string, raw []byte) (bool, error) {
+	c, conv, err := s.inbox(ctx, rcpt)
+	if errors.Is(err, inbound.ErrUnknownRecipient) {
+		hosted, herr := s.hostsMailDomain(ctx, rcpt)
+		if herr != nil {
+			return false, fmt.Errorf("%w: %v", channels.ErrTransient, herr)
+		}
+		if hosted {
+			return false, fmt.Errorf("no inbox %s on this gateway: %w", rcpt, channels.ErrPermanent)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", channels.ErrTransient, err)
+	}
+	p := inbound.Parser{MaxBytes: s.mail.MaxMessageBytes, MaxAttachmentBytes: s.mail.MaxAttachmentBytes}
+	msg, err := p.Parse(bytes.NewReader(raw))
+	if err != nil {
+		return false, fmt.Errorf("%v: %w", err, channels.ErrPermanent)
+	}
+	msg.MailFrom = from
+	msg.Auth = inbound.AuthResult{SPF: inbound.Pass, DKIM: inbound.None, DMARC: inbound.None,
+		Reason: "delivered inside this gateway from its inbox " + from}
+	if _, _, err := s.Receive(ctx, c, mailInbound(msg, raw, conv)); err != nil {
+		return false, fmt.Errorf("store message for %s: %v: %w", c.ID, err, channels.ErrTransient)
+	}
+	return true, nil
+}
+
+// hostsMailDomain reports whether mail for addr's domain is this gateway's
+// to receive: the mail domain, or a verified custom domain.
+func (s *Service) hostsMailDomain(ctx context.Context, addr string) (bool, error) {
+	a, err := mail.ParseAddress(addr)
+	if err != nil {
+		return false, nil
+	}
+	_, domain, _ := strings.Cut(strings.ToLower(a.Address), "@")
+	if domain == s.mail.Domain {
+		return true, nil
+	}
+	return s.read.Domain.Query().
+		Where(entdomain.InboundDomain(domain), entdomain.StatusEQ(entdomain.StatusVerified)).
+		Exist(tenant.System(ctx))
+}

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/comm-gateway/comm/messaging"
+)
+
+func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	var in struct {
+		Domain string `json:"domain"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	d, err := s.svc.CreateDomain(r.Context(), p, in.Domain)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, d)
+	return nil
+}
+
+func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	q := newQuery(r)
+	pg := page(q)
+	if err := q.done(); err != nil {
+		return err
+	}
+	ds, err := s.svc.Domains(r.Context(), p, pg)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ds)
+	return nil
+}
+
+func (s *Server) getDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	d, err := s.svc.Domain(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) verifyDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	d, err := s.svc.VerifyDomain(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	if err := s.svc.DeleteDomain(r.Context(), p, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// getAttachment serves an attachment's bytes as a download: never
+// rendered inline by a browser, whatever its declared type.
+func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	a, err := s.svc.Attachment(r.Context(), p, r.PathValue("id"), r.PathValue("attachment"))
+	if err != nil {
+		return err
+	}
+	ct := a.ContentType
+	if _, _, err := mime.ParseMediaType(ct); err != nil || ct == "" {
+		ct = "application/octet-stream"
+	}
+	name := a.Filename
+	if name == "" {
+		name = a.ID
+	}
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", strconv.FormatInt(int64(len(a.Data)), 10))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	if h.Get("Content-Disposition") == "" {
+		h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", a.ID))
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(a.Data)
+	}
+	return nil
+}
