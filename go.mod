@@ -3,6 +3,7 @@ module github.com/comm-gateway/comm
 go 1.26.8
 
 require (
+	blitiri.com.ar/go/spf v1.6.0
 	entgo.io/contrib v0.7.0
 	entgo.io/ent v0.14.5
 	github.com/99designs/gqlgen v0.17.98

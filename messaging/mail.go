@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,7 +69,7 @@ func (b mailBackend) Accept(ctx context.Context, rcpt string) error {
 // Deliver stores the message once per accepted inbox. A failure answers
 // 451 and the sending MTA retries; the Message-ID makes the retry store
 // nothing twice.
-func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.Message, raw []byte) error {
+func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.Message) error {
 	for _, rcpt := range rcpts {
 		c, conv, err := b.s.inbox(ctx, rcpt)
 		if errors.Is(err, inbound.ErrUnknownRecipient) {
@@ -77,7 +78,7 @@ func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.M
 		if err != nil {
 			return fmt.Errorf("%w: %v", inbound.ErrTransient, err)
 		}
-		in := mailInbound(msg, raw, conv)
+		in := mailInbound(msg, conv)
 		if _, _, err := b.s.Receive(ctx, c, in); err != nil {
 			var e *Error
 			if errors.As(err, &e) && e.Code == ErrInvalid.Code {
@@ -91,32 +92,36 @@ func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.M
 
 // mailDetails is the details object of an email message.
 type mailDetails struct {
-	MessageID  string             `json:"message_id"`
-	FromName   string             `json:"from_name,omitempty"`
-	To         []string           `json:"to,omitempty"`
-	Cc         []string           `json:"cc,omitempty"`
-	InReplyTo  []string           `json:"in_reply_to,omitempty"`
-	References []string           `json:"references,omitempty"`
-	Date       *time.Time         `json:"date,omitempty"`
-	MailFrom   string             `json:"mail_from,omitempty"`
-	FullText   string             `json:"full_text"`
-	Auth       *inbound.AuthResult `json:"auth"`
-	Warnings   []string           `json:"warnings,omitempty"`
+	MessageID  string     `json:"message_id"`
+	FromName   string     `json:"from_name,omitempty"`
+	To         []string   `json:"to,omitempty"`
+	Cc         []string   `json:"cc,omitempty"`
+	InReplyTo  []string   `json:"in_reply_to,omitempty"`
+	References []string   `json:"references,omitempty"`
+	Date       *time.Time `json:"date,omitempty"`
+	MailFrom   string     `json:"mail_from,omitempty"`
+	// FullText is the whole text body, quoted history included, when it
+	// differs from the message's text.
+	FullText string              `json:"full_text,omitempty"`
+	Auth     *inbound.AuthResult `json:"auth"`
+	Warnings []string            `json:"warnings,omitempty"`
 }
 
 // mailInbound normalises a parsed email. The provider id is the Message-ID,
 // or a digest of the raw message when it has none, so a redelivery stores
 // nothing new. A new mail (no known References, no plus-address) starts a
 // conversation of its own, keyed by its id.
-func mailInbound(msg *inbound.Message, raw []byte, conversation string) channels.Inbound {
+func mailInbound(msg *inbound.Message, conversation string) channels.Inbound {
 	id := msg.MessageID
 	if id == "" {
-		sum := sha256.Sum256(raw)
-		id = "sha256-" + hex.EncodeToString(sum[:16]) + "@comm.invalid"
+		id = "sha256-" + msg.Digest + "@comm.invalid"
 	}
 	d := mailDetails{
 		MessageID: id, FromName: msg.FromName, To: msg.To, Cc: msg.Cc, InReplyTo: msg.InReplyTo,
-		References: msg.References, MailFrom: msg.MailFrom, FullText: msg.FullText, Auth: &msg.Auth, Warnings: msg.Warnings,
+		References: msg.References, MailFrom: msg.MailFrom, Auth: &msg.Auth, Warnings: msg.Warnings,
+	}
+	if full := strings.TrimRight(lf(msg.FullText), "\n"); full != strings.TrimRight(msg.Text, "\n") {
+		d.FullText = full
 	}
 	if !msg.Date.IsZero() {
 		t := msg.Date.UTC()
@@ -125,10 +130,19 @@ func mailInbound(msg *inbound.Message, raw []byte, conversation string) channels
 	details, _ := json.Marshal(d)
 	// The nearest reference last: References is oldest first; In-Reply-To
 	// names the parent.
-	refs := append(append([]string(nil), msg.References...), msg.InReplyTo...)
+	refs := append([]string(nil), msg.References...)
+	for _, id := range msg.InReplyTo {
+		if !slices.Contains(refs, id) {
+			refs = append(refs, id)
+		}
+	}
 	in := channels.Inbound{
 		ProviderID: id, ThreadKey: id, Sender: msg.From, Text: msg.Text, HTML: msg.HTML,
 		References: refs, ConversationID: conversation, Details: details,
+	}
+	if in.HTML != nil {
+		html := lf(*in.HTML)
+		in.HTML = &html
 	}
 	if msg.Subject != "" {
 		subj := msg.Subject
@@ -167,9 +181,11 @@ func (s *Service) DeliverLocal(ctx context.Context, from, rcpt string, raw []byt
 		return false, fmt.Errorf("%v: %w", err, channels.ErrPermanent)
 	}
 	msg.MailFrom = from
+	sum := sha256.Sum256(raw)
+	msg.Digest = hex.EncodeToString(sum[:])
 	msg.Auth = inbound.AuthResult{SPF: inbound.Pass, DKIM: inbound.None, DMARC: inbound.None,
 		Reason: "delivered inside this gateway from its inbox " + from}
-	if _, _, err := s.Receive(ctx, c, mailInbound(msg, raw, conv)); err != nil {
+	if _, _, err := s.Receive(ctx, c, mailInbound(msg, conv)); err != nil {
 		return false, fmt.Errorf("store message for %s: %v: %w", c.ID, err, channels.ErrTransient)
 	}
 	return true, nil
@@ -190,3 +206,6 @@ func (s *Service) hostsMailDomain(ctx context.Context, addr string) (bool, error
 		Where(entdomain.InboundDomain(domain), entdomain.StatusEQ(entdomain.StatusVerified)).
 		Exist(tenant.System(ctx))
 }
+
+// lf turns CRLF line endings into LF, as the message text has them.
+func lf(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }

@@ -81,7 +81,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 		opts.Mail.Domain = email.DefaultMailDomain
 	}
 	if opts.Mail.Plan.SPFInclude == "" {
-		opts.Mail.Plan.SPFInclude = "_spf." + opts.Mail.Domain
+		opts.Mail.Plan.SPFInclude = "spf." + opts.Mail.Domain
 	}
 	if opts.Mail.Plan.MXHost == "" {
 		opts.Mail.Plan.MXHost = "mx." + opts.Mail.Domain

@@ -127,7 +127,10 @@ type Config struct {
 	Address string `json:"address,omitempty"`
 }
 
-var localRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$`)
+// localRE is an inbox's local part: at most 32 characters, so that the
+// reply-to plus-address (local+conv_<26>) stays within the 64 octets SMTP
+// allows a local part.
+var localRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9._-]{0,30}[a-z0-9])?$`)
 
 // connect provisions an email connection: it settles the inbox address.
 func (c *Channel) connect(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
@@ -152,7 +155,7 @@ func (c *Channel) connect(ctx context.Context, conn channels.Connection) (channe
 	case strings.Contains(local, "+"):
 		return nil, fmt.Errorf("email: config.address %q: '+' is reserved for reply addresses (inbox+conversation@domain)", cfg.Address)
 	case !localRE.MatchString(local) || strings.Contains(local, ".."):
-		return nil, fmt.Errorf("email: config.address %q: the local part takes 1 to 64 of a-z 0-9 . _ - and starts and ends with a letter or digit", cfg.Address)
+		return nil, fmt.Errorf("email: config.address %q: the local part takes 1 to 32 of a-z 0-9 . _ - and starts and ends with a letter or digit", cfg.Address)
 	}
 	a := &Adapter{ch: c, conn: conn, domain: c.opts.MailDomain, dkim: c.opts.DKIM}
 	if hasDomain && domain != c.opts.MailDomain {

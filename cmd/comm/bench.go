@@ -12,6 +12,7 @@ import (
 
 	"github.com/comm-gateway/comm/bench"
 	"github.com/comm-gateway/comm/channels/email"
+	"github.com/comm-gateway/comm/channels/email/inbound"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/netguard"
@@ -26,7 +27,7 @@ func runBench(args []string) error {
 		"The load runs in this process and shares its CPU with what is measured.")
 	dbURL := s.add("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.add("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.add("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers)")
+	what := s.add("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers)")
 	dur := s.add("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.add("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.add("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -175,6 +176,15 @@ func runBench(args []string) error {
 				got[i].Engine = engine
 			}
 			results = append(results, got...)
+		case "mail":
+			got, err := benchMail(ctx, open, d)
+			if err != nil {
+				return err
+			}
+			for i := range got {
+				got[i].Engine = engine
+			}
+			results = append(results, got...)
 		case "read":
 			r, err := benchRead(ctx, open, nEv, nCl, d)
 			if err != nil {
@@ -306,4 +316,41 @@ func benchWebhooks(ctx context.Context, open opener, d time.Duration) ([]bench.R
 		}
 	}
 	return out, nil
+}
+
+// benchMail measures the SMTP listener: 10 KB mails per second into
+// message.received, then the heap while one 25 MB mail is received.
+func benchMail(ctx context.Context, open opener, d time.Duration) ([]bench.Result, error) {
+	var out []bench.Result
+	_, err := onGateway(open, func(_ *stream.Log, svc *messaging.Service, base string) (bench.Result, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return bench.Result{}, err
+		}
+		mx := &inbound.Server{Backend: svc.MailBackend()}
+		go mx.Serve(ln)
+		defer mx.Close()
+		api := bench.NewAPI(base, 4)
+		addrs, _, err := bench.NewEmailInboxes(ctx, api, 10)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		const big = 25 << 20
+		peak, took, err := bench.MailMemory(ctx, ln.Addr().String(), addrs[0], big)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		out = append(out, bench.Result{Name: "SMTP: one 25 MB mail (memory)", Ops: 1, Elapsed: took, P50: took, P99: took,
+			Note: fmt.Sprintf("peak Go heap %.0f MB above idle while receiving and storing it", float64(peak)/(1<<20))})
+		for _, conns := range []int{16, 64} {
+			r, err := bench.Mail(ctx, ln.Addr().String(), addrs, conns, 10<<10, d)
+			if err != nil {
+				return r, err
+			}
+			r.Name = "SMTP: 10 KB mails -> message.received"
+			out = append(out, r)
+		}
+		return bench.Result{}, nil
+	})
+	return out, err
 }

@@ -49,7 +49,7 @@ func serve(args []string) error {
 	smtpMax := s.add("smtp-max-bytes", "COMM_SMTP_MAX_BYTES", "26214400", "largest inbound email accepted, in bytes")
 	dnsResolver := s.add("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.add("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
-	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default _spf.<mail domain>")
+	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
 	verifyEvery := s.add("domain-verify-interval", "COMM_DOMAIN_VERIFY_INTERVAL", "10m", "how often pending custom domains are checked again")
 	if err := s.parse(args); err != nil {
 		return err

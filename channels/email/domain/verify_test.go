@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/comm-gateway/comm/channels/email/dnstest"
 )
 
 var (
@@ -62,11 +64,11 @@ func line(t *testing.T, recs *Records, k Kind) string {
 	return rec.ZoneLine()
 }
 
-func verify(t *testing.T, f *fakeDNS, recs *Records) *Status {
+func verify(t *testing.T, f *dnstest.Server, recs *Records) *Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := Verify(ctx, NewResolver(f.addr), recs)
+	st, err := Verify(ctx, NewResolver(f.Addr), recs)
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -218,9 +220,9 @@ func TestVerify(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := startDNS(t)
+			f := dnstest.Start(t)
 			recs := plan(t, "example.com")
-			f.publish(t, tc.zone(recs)...)
+			f.Publish(t, tc.zone(recs)...)
 			checkStates(t, verify(t, f, recs), tc.want, tc.verified)
 		})
 	}
@@ -229,7 +231,7 @@ func TestVerify(t *testing.T) {
 // TestVerifyLifecycle edits one zone between checks, as a customer does.
 func TestVerifyLifecycle(t *testing.T) {
 	t.Parallel()
-	f := startDNS(t)
+	f := dnstest.Start(t)
 	recs := plan(t, "Shop.Example.ORG.")
 	if recs.Domain != "shop.example.org" || recs.InboundDomain != "in.shop.example.org" {
 		t.Fatalf("domain %q inbound %q", recs.Domain, recs.InboundDomain)
@@ -237,10 +239,10 @@ func TestVerifyLifecycle(t *testing.T) {
 
 	checkStates(t, verify(t, f, recs), map[Kind]State{}, false)
 
-	f.publish(t, line(t, recs, Ownership), line(t, recs, SPF))
+	f.Publish(t, line(t, recs, Ownership), line(t, recs, SPF))
 	checkStates(t, verify(t, f, recs), map[Kind]State{Ownership: Found, SPF: Found}, false)
 
-	f.publish(t, line(t, recs, DKIM), line(t, recs, Inbound))
+	f.Publish(t, line(t, recs, DKIM), line(t, recs, Inbound))
 	st := verify(t, f, recs)
 	checkStates(t, st, map[Kind]State{Ownership: Found, SPF: Found, DKIM: Found, Inbound: Found}, true)
 	if rs, _ := st.Get(Inbound); len(rs.Seen) != 1 || !sameHost(rs.Seen[0], "mx.comm.example") {
@@ -248,8 +250,8 @@ func TestVerifyLifecycle(t *testing.T) {
 	}
 
 	// The customer rotates the DKIM record to something else: no longer verified.
-	f.remove(recs.Selector+"._domainkey."+recs.Domain, 16 /* TXT */)
-	f.publish(t, recs.Selector+"._domainkey."+recs.Domain+`. 300 IN TXT "v=DKIM1; k=rsa; p="`)
+	f.Remove(recs.Selector+"._domainkey."+recs.Domain, 16 /* TXT */)
+	f.Publish(t, recs.Selector+"._domainkey."+recs.Domain+`. 300 IN TXT "v=DKIM1; k=rsa; p="`)
 	checkStates(t, verify(t, f, recs), map[Kind]State{Ownership: Found, SPF: Found, DKIM: Mismatch, Inbound: Found}, false)
 }
 
@@ -257,13 +259,13 @@ func TestVerifyLifecycle(t *testing.T) {
 // TCP, to the same configured address.
 func TestVerifyOverTCP(t *testing.T) {
 	t.Parallel()
-	f := startDNS(t)
+	f := dnstest.Start(t)
 	recs := plan(t, "example.net")
-	f.publish(t, line(t, recs, Ownership), line(t, recs, SPF), line(t, recs, DKIM), line(t, recs, Inbound))
-	f.setTruncateUDP(true)
+	f.Publish(t, line(t, recs, Ownership), line(t, recs, SPF), line(t, recs, DKIM), line(t, recs, Inbound))
+	f.SetTruncateUDP(true)
 	checkStates(t, verify(t, f, recs), map[Kind]State{Ownership: Found, SPF: Found, DKIM: Found, Inbound: Found}, true)
-	if f.count("tcp") == 0 {
-		t.Errorf("no query over TCP (udp %d)", f.count("udp"))
+	if f.Count("tcp") == 0 {
+		t.Errorf("no query over TCP (udp %d)", f.Count("udp"))
 	}
 }
 
@@ -273,21 +275,21 @@ func TestVerifyResolverFailure(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		fail func(f *fakeDNS)
+		fail func(f *dnstest.Server)
 	}{
-		{"server down", func(f *fakeDNS) { f.stop() }},
-		{"SERVFAIL", func(f *fakeDNS) { f.setServfail(true) }},
+		{"server down", func(f *dnstest.Server) { f.Stop() }},
+		{"SERVFAIL", func(f *dnstest.Server) { f.SetServfail(true) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := startDNS(t)
+			f := dnstest.Start(t)
 			recs := plan(t, "example.com")
-			f.publish(t, line(t, recs, Ownership))
+			f.Publish(t, line(t, recs, Ownership))
 			tc.fail(f)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			st, err := Verify(ctx, NewResolver(f.addr), recs)
+			st, err := Verify(ctx, NewResolver(f.Addr), recs)
 			if !errors.Is(err, ErrLookup) {
 				t.Fatalf("Verify: status %+v, err %v; want an error wrapping ErrLookup", st, err)
 			}
@@ -302,11 +304,11 @@ func TestVerifyResolverFailure(t *testing.T) {
 // TestVerifyCancelled: a cancelled context is an error too.
 func TestVerifyCancelled(t *testing.T) {
 	t.Parallel()
-	f := startDNS(t)
+	f := dnstest.Start(t)
 	recs := plan(t, "example.com")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Verify(ctx, NewResolver(f.addr), recs); !errors.Is(err, ErrLookup) || !errors.Is(err, context.Canceled) {
+	if _, err := Verify(ctx, NewResolver(f.Addr), recs); !errors.Is(err, ErrLookup) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v; want ErrLookup and context.Canceled", err)
 	}
 }

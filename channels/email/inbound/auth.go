@@ -1,23 +1,29 @@
 package inbound
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"strings"
 
+	"blitiri.com.ar/go/spf"
 	"github.com/emersion/go-msgauth/dkim"
 	"github.com/emersion/go-msgauth/dmarc"
+	"golang.org/x/net/publicsuffix"
 )
 
 // Verdict is the outcome of one authentication method, with the names of
 // RFC 8601 (Authentication-Results).
 type Verdict string
 
-// Verdicts.
+// Verdicts. SoftFail and Neutral are SPF results only.
 const (
 	Pass      Verdict = "pass"
 	Fail      Verdict = "fail"
+	SoftFail  Verdict = "softfail"
+	Neutral   Verdict = "neutral"
 	None      Verdict = "none"
 	TempError Verdict = "temperror"
 	PermError Verdict = "permerror"
@@ -26,6 +32,12 @@ const (
 // Resolver looks up DNS TXT records. *net.Resolver satisfies it; tests use
 // a map. A name that does not exist should give a *net.DNSError with
 // IsNotFound set.
+//
+// The SPF check also needs MX, address and reverse lookups: it runs only
+// when the Resolver has the methods of spf.DNSResolver too (LookupMX,
+// LookupIPAddr and LookupAddr, as *net.Resolver does). Errors must be
+// *net.DNSError, unwrapped, for SPF to tell "no such domain" and
+// temporary failures from permanent ones.
 type Resolver interface {
 	LookupTXT(ctx context.Context, name string) ([]string, error)
 }
@@ -33,59 +45,86 @@ type Resolver interface {
 // AuthResult is what comm could verify about the sender of a message, so an
 // agent can tell a spoofed From.
 type AuthResult struct {
-	// SPF is always None for now: the check (RFC 7208 with include, a, mx
-	// and redirect) is not implemented.
-	SPF Verdict
+	// SPF is the RFC 7208 verdict on the SMTP client's address for
+	// SPFDomain: Pass, Fail, SoftFail, Neutral, None (no SPF record, or
+	// no check possible, then Reason says why), TempError or PermError.
+	SPF Verdict `json:"spf"`
+	// SPFDomain is the domain SPF checked: the domain of the envelope
+	// sender (MAIL FROM), or the HELO name for a bounce (empty MAIL FROM).
+	// Empty when there was none to check.
+	SPFDomain string `json:"spf_domain"`
 	// DKIM summarises DKIMSignatures: Pass when any signature verifies,
 	// None when the message is unsigned, else the first failure.
-	DKIM           Verdict
-	DKIMSignatures []DKIMResult
-	// DMARC is Pass when a DKIM signature that verifies is aligned with the
-	// From domain, Fail when the From domain publishes a DMARC policy and
-	// none is, None when it publishes none.
-	DMARC Verdict
+	DKIM           Verdict      `json:"dkim"`
+	DKIMSignatures []DKIMResult `json:"dkim_signatures"`
+	// DMARC is Pass when the From domain is authenticated by an aligned
+	// identifier, a DKIM signature that verifies or an SPF pass for
+	// SPFDomain; Fail when the From domain publishes a DMARC policy and
+	// neither is aligned; None when it publishes none.
+	DMARC Verdict `json:"dmarc"`
 	// DMARCPolicy is the published policy ("none", "quarantine",
 	// "reject"), empty without a record.
-	DMARCPolicy string
+	DMARCPolicy string `json:"dmarc_policy"`
 	// Reason explains a None or error verdict ("no resolver configured").
-	Reason string `json:",omitempty"`
+	// Explanations of several checks are joined by "; ".
+	Reason string `json:"reason,omitempty"`
 }
 
 // DKIMResult is the verdict on one DKIM-Signature.
 type DKIMResult struct {
 	// Domain is the signing domain (d=).
-	Domain  string
-	Verdict Verdict
+	Domain  string  `json:"domain"`
+	Verdict Verdict `json:"verdict"`
 	// Reason is why it did not pass.
-	Reason string `json:",omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Envelope is the SMTP transaction a message arrived in, what SPF checks.
+type Envelope struct {
+	// ClientIP is the address of the SMTP client.
+	ClientIP net.IP
+	// Helo is the name the client gave in HELO or EHLO.
+	Helo string
+	// MailFrom is the envelope sender (MAIL FROM); empty for bounces.
+	MailFrom string
 }
 
 // maxDKIMSignatures bounds the work a message can ask for.
 const maxDKIMSignatures = 5
 
-// Authenticator checks DKIM signatures and DMARC alignment of inbound mail.
+// Authenticator checks the SPF verdict, DKIM signatures and DMARC
+// alignment of inbound mail.
 type Authenticator struct {
-	// Resolver answers the DKIM key and DMARC record lookups. When nil no
-	// check runs and every verdict is None.
+	// Resolver answers the SPF, DKIM key and DMARC record lookups. When nil
+	// no check runs and every verdict is None. SPF needs more than TXT
+	// lookups (see Resolver); without them SPF is None.
 	Resolver Resolver
 }
 
-// Check verifies the raw message whose From address is from.
-func (a Authenticator) Check(ctx context.Context, raw []byte, from string) AuthResult {
+// Check verifies the raw message (read from raw) whose From address is
+// from, received in the SMTP transaction env.
+func (a Authenticator) Check(ctx context.Context, raw io.Reader, from string, env Envelope) AuthResult {
 	res := AuthResult{SPF: None, DKIM: None, DMARC: None}
 	if a.Resolver == nil {
 		res.Reason = "no resolver configured"
 		return res
 	}
+	var reasons []string
 	lookup := func(name string) ([]string, error) { return a.Resolver.LookupTXT(ctx, name) }
 
-	verifs, err := dkim.VerifyWithOptions(bytes.NewReader(raw), &dkim.VerifyOptions{
+	var spfReason string
+	res.SPF, res.SPFDomain, spfReason = a.spf(ctx, env)
+	if spfReason != "" {
+		reasons = append(reasons, "spf: "+spfReason)
+	}
+
+	verifs, err := dkim.VerifyWithOptions(raw, &dkim.VerifyOptions{
 		LookupTXT:        lookup,
 		MaxVerifications: maxDKIMSignatures,
 	})
 	if err != nil && !errors.Is(err, dkim.ErrTooManySignatures) {
 		res.DKIM = PermError
-		res.Reason = "dkim: " + err.Error()
+		reasons = append(reasons, "dkim: "+err.Error())
 	}
 	for _, v := range verifs {
 		r := DKIMResult{Domain: strings.ToLower(v.Domain), Verdict: Pass}
@@ -110,13 +149,78 @@ func (a Authenticator) Check(ctx context.Context, raw []byte, from string) AuthR
 		}
 	}
 	a.dmarc(&res, lookup, domainOf(from))
+	res.Reason = strings.Join(reasons, "; ")
 	return res
 }
 
+// spf runs check_host (RFC 7208) for the client address and the MAIL FROM
+// identity: the envelope sender, or postmaster@ the HELO name when the
+// sender is empty (section 2.4). It returns the verdict, the domain checked
+// and, when the check could not run or ended in an error, why.
+func (a Authenticator) spf(ctx context.Context, env Envelope) (verdict Verdict, domain, reason string) {
+	helo := strings.TrimSuffix(env.Helo, ".")
+	local, domain := "postmaster", helo // a bounce: the HELO identity (section 2.4)
+	if env.MailFrom != "" {
+		at := strings.LastIndexByte(env.MailFrom, '@')
+		if at < 0 {
+			return None, "", fmt.Sprintf("MAIL FROM %q has no domain", env.MailFrom)
+		}
+		local, domain = env.MailFrom[:at], env.MailFrom[at+1:]
+		// An empty local part is postmaster (section 4.3). So is a quoted
+		// one holding an "@", which the library would split at the wrong
+		// place; it only shows in %{l} macros.
+		if local == "" || strings.Contains(local, "@") {
+			local = "postmaster"
+		}
+	}
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	if !validDomain(domain) {
+		// Section 4.3: a malformed or single-label domain is None.
+		if env.MailFrom == "" {
+			return None, "", fmt.Sprintf("empty MAIL FROM and HELO %q is not a domain name", env.Helo)
+		}
+		return None, "", fmt.Sprintf("MAIL FROM domain %q is not a domain name", domain)
+	}
+	r, ok := a.Resolver.(spf.DNSResolver)
+	if !ok {
+		return None, domain, "the resolver cannot look up MX and address records"
+	}
+	ip := env.ClientIP
+	if ip4 := ip.To4(); ip4 != nil {
+		ip = ip4
+	}
+	if ip.To16() == nil {
+		return None, domain, "no SMTP client address"
+	}
+
+	res, err := spf.CheckHostWithSender(ip, helo, local+"@"+domain, spf.WithContext(ctx), spf.WithResolver(r))
+	switch res {
+	case spf.Pass:
+		return Pass, domain, ""
+	case spf.Fail:
+		return Fail, domain, ""
+	case spf.SoftFail:
+		return SoftFail, domain, ""
+	case spf.Neutral:
+		return Neutral, domain, ""
+	case spf.None:
+		return None, domain, ""
+	case spf.TempError:
+		return TempError, domain, errText(err)
+	}
+	if ctx.Err() != nil {
+		// A lookup cut short by our own deadline is no verdict on the
+		// record.
+		return TempError, domain, errText(err)
+	}
+	return PermError, domain, errText(err)
+}
+
 // dmarc looks up the From domain's policy (falling back to its
-// organisational domain) and checks DKIM alignment. The organisational
-// domain is approximated by the last two labels; there is no public suffix
-// list here, so "example.co.uk" style domains only align strictly.
+// organisational domain) and checks whether a DKIM signature that verifies
+// or an SPF pass is aligned with the From domain (RFC 7489 section 3.1):
+// the same domain in strict mode, the same organisational domain in relaxed
+// mode (the default).
 func (a Authenticator) dmarc(res *AuthResult, lookup func(string) ([]string, error), fromDomain string) {
 	if fromDomain == "" {
 		return
@@ -141,18 +245,26 @@ func (a Authenticator) dmarc(res *AuthResult, lookup func(string) ([]string, err
 	res.DMARCPolicy = string(rec.Policy)
 	res.DMARC = Fail
 	for _, s := range res.DKIMSignatures {
-		if s.Verdict != Pass {
-			continue
-		}
-		aligned := s.Domain == fromDomain
-		if rec.DKIMAlignment != dmarc.AlignmentStrict {
-			aligned = orgDomain(s.Domain) == orgDomain(fromDomain)
-		}
-		if aligned {
+		if s.Verdict == Pass && aligned(s.Domain, fromDomain, rec.DKIMAlignment) {
 			res.DMARC = Pass
 			return
 		}
 	}
+	if res.SPF == Pass && aligned(res.SPFDomain, fromDomain, rec.SPFAlignment) {
+		res.DMARC = Pass
+	}
+}
+
+// aligned reports whether the authenticated domain d is aligned with the
+// From domain under mode.
+func aligned(d, fromDomain string, mode dmarc.AlignmentMode) bool {
+	if d == "" {
+		return false
+	}
+	if mode == dmarc.AlignmentStrict {
+		return d == fromDomain
+	}
+	return orgDomain(d) == orgDomain(fromDomain)
 }
 
 func domainOf(addr string) string {
@@ -163,10 +275,37 @@ func domainOf(addr string) string {
 	return strings.ToLower(strings.TrimSuffix(addr[at+1:], "."))
 }
 
+// orgDomain is the organisational domain of d (RFC 7489 section 3.2): one
+// label below its public suffix, by the list of golang.org/x/net/publicsuffix
+// ("mail.example.co.uk" gives "example.co.uk"). A public suffix itself is
+// its own organisational domain, so it aligns with nothing but itself.
 func orgDomain(d string) string {
-	labels := strings.Split(d, ".")
-	if len(labels) <= 2 {
+	org, err := publicsuffix.EffectiveTLDPlusOne(d)
+	if err != nil {
 		return d
 	}
-	return strings.Join(labels[len(labels)-2:], ".")
+	return org
+}
+
+// validDomain reports whether d can be an SPF domain: a multi-label name
+// with labels of 1 to 63 octets, not an address literal.
+func validDomain(d string) bool {
+	if len(d) > 253 || !strings.Contains(d, ".") || net.ParseIP(d) != nil {
+		return false
+	}
+	for _, l := range strings.Split(d, ".") {
+		if l == "" || len(l) > 63 || strings.ContainsFunc(l, func(r rune) bool {
+			return r <= ' ' || r == 0x7f || r == '[' || r == ']' || r == '@'
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -2,8 +2,9 @@
 // github.com/emersion/go-smtp) acting as the MX of the mail domain, a MIME
 // parser (on github.com/jhillyerd/enmime/v2) that turns a raw RFC 5322
 // message into a Message with its new text separated from the quoted
-// history, and sender authentication (DKIM through
-// github.com/emersion/go-msgauth, a DMARC alignment check over it).
+// history, and sender authentication (SPF through blitiri.com.ar/go/spf,
+// DKIM through github.com/emersion/go-msgauth, a DMARC alignment check over
+// both).
 //
 // The gateway plugs in through Backend: Accept is asked at RCPT time whether
 // an address is a known inbox, Deliver receives each fully parsed message

@@ -51,6 +51,8 @@ type Message struct {
 
 	// MailFrom is the SMTP envelope sender (MAIL FROM); empty for bounces.
 	MailFrom string
+	// Digest is the hex SHA-256 of the raw message as received.
+	Digest string
 	// RemoteAddr is the address of the SMTP client.
 	RemoteAddr string
 	// Auth holds the sender authentication verdicts.
@@ -110,7 +112,7 @@ func (p Parser) Parse(r io.Reader) (msg *Message, err error) {
 		}
 	}()
 
-	env, perr := enmime.NewParser().ReadEnvelope(lr)
+	env, perr := parser.ReadEnvelope(lr)
 	if _, cerr := io.Copy(io.Discard, lr); cerr != nil && perr == nil {
 		perr = cerr
 	}
@@ -248,3 +250,7 @@ func msgIDList(v string) []string {
 	}
 	return ids
 }
+
+// parser trusts a part's declared charset and guesses (an expensive n-gram
+// detection) only for parts that declare none.
+var parser = enmime.NewParser(enmime.DisableCharacterDetection(true))

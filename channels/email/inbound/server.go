@@ -33,12 +33,12 @@ type Backend interface {
 	// (550 5.7.1); any other error answers 451 4.3.0 (try again later).
 	Accept(ctx context.Context, rcpt string) error
 	// Deliver is called after DATA with the accepted recipients and the
-	// fully parsed message; raw is the message as received (CRLF line
-	// endings) and is not reused by the server. It returns nil once the
+	// fully parsed message (Message.Digest identifies the raw bytes, for
+	// messages without a Message-ID). It returns nil once the
 	// message is stored (250), an error wrapping ErrPermanent when it must
 	// bounce (554 5.3.0); any other error answers 451 4.3.0 and the sending
 	// MTA retries, so Deliver must be idempotent on Message.MessageID.
-	Deliver(ctx context.Context, rcpts []string, msg *Message, raw []byte) error
+	Deliver(ctx context.Context, rcpts []string, msg *Message) error
 }
 
 // Server is the inbound SMTP listener (the MX of the mail domain). Set the
@@ -70,10 +70,14 @@ type Server struct {
 	// BackendTimeout bounds each Accept and Deliver call and the DNS
 	// lookups of the sender checks; DefaultBackendTimeout when 0.
 	BackendTimeout time.Duration
-	// Resolver answers the DKIM and DMARC lookups of inbound mail
+	// Resolver answers the SPF, DKIM and DMARC lookups of inbound mail
 	// (a *net.Resolver in production). When nil no sender check runs and
-	// Message.Auth says so.
+	// Message.Auth says so; SPF runs only when it also has the lookups of
+	// spf.DNSResolver (see Resolver).
 	Resolver Resolver
+	// SpoolDir holds the temporary files of messages larger than 1 MB
+	// while they are received; os.TempDir() when empty.
+	SpoolDir string
 	// TLSConfig, when set, enables STARTTLS.
 	TLSConfig *tls.Config
 
@@ -184,9 +188,12 @@ func (s *Server) server() (*smtp.Server, error) {
 
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 	ctx, cancel := context.WithCancel(s.ctx)
-	sess := &session{srv: s, ctx: ctx, cancel: cancel}
+	sess := &session{srv: s, conn: c, ctx: ctx, cancel: cancel}
 	if addr := c.Conn().RemoteAddr(); addr != nil {
 		sess.remote = addr.String()
+		if tcp, ok := addr.(*net.TCPAddr); ok {
+			sess.remoteIP = tcp.IP
+		}
 	}
 	return sess, nil
 }

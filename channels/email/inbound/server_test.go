@@ -2,6 +2,8 @@ package inbound
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -25,7 +27,6 @@ type fakeBackend struct {
 type delivery struct {
 	rcpts []string
 	msg   *Message
-	raw   []byte
 }
 
 func (b *fakeBackend) Accept(_ context.Context, rcpt string) error {
@@ -35,13 +36,13 @@ func (b *fakeBackend) Accept(_ context.Context, rcpt string) error {
 	return nil
 }
 
-func (b *fakeBackend) Deliver(_ context.Context, rcpts []string, msg *Message, raw []byte) error {
+func (b *fakeBackend) Deliver(_ context.Context, rcpts []string, msg *Message) error {
 	if b.deliverErr != nil {
 		return b.deliverErr
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.delivered = append(b.delivered, delivery{rcpts, msg, raw})
+	b.delivered = append(b.delivered, delivery{rcpts, msg})
 	return nil
 }
 
@@ -167,8 +168,8 @@ func TestServerDelivers(t *testing.T) {
 			if d.msg.Auth.DKIM != Pass || d.msg.Auth.DMARC != Pass || d.msg.Auth.DMARCPolicy != "quarantine" {
 				t.Errorf("Auth = %+v, want DKIM and DMARC pass", d.msg.Auth)
 			}
-			if string(d.raw) != signed {
-				t.Errorf("raw differs from what was sent")
+			if sum := sha256.Sum256([]byte(signed)); d.msg.Digest != hex.EncodeToString(sum[:]) {
+				t.Errorf("digest %s is not the SHA-256 of what was sent", d.msg.Digest)
 			}
 		}},
 	}
@@ -184,6 +185,46 @@ func TestServerDelivers(t *testing.T) {
 				t.Fatalf("deliveries = %d, want %d", len(got), before+1)
 			}
 			tt.check(t, got[before])
+		})
+	}
+}
+
+// TestServerSPF: the session hands the client address, the EHLO name and
+// MAIL FROM to the SPF check.
+func TestServerSPF(t *testing.T) {
+	t.Parallel()
+	dns := fakeDNS{
+		"example.test":        {"v=spf1 ip4:127.0.0.1 -all"},
+		"_dmarc.example.test": {"v=DMARC1; p=reject"},
+		"client.test":         {"v=spf1 ip4:192.0.2.1 -all"}, // send's EHLO name
+	}
+	addr, be := newTestServer(t, func(s *Server, _ *fakeBackend) { s.Resolver = dns })
+	raw := strings.Replace(plainMsg, "ann@example.com", "ann@example.test", 1)
+
+	tests := []struct {
+		name, mailFrom string
+		spf            Verdict
+		spfDomain      string
+		dmarc          Verdict
+	}{
+		{"MAIL FROM domain lists the client", "sender@example.test", Pass, "example.test", Pass},
+		{"bounce: HELO name does not list the client", "", Fail, "client.test", Fail},
+		{"MAIL FROM domain without a record", "sender@other.test", None, "other.test", Fail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(be.deliveries())
+			if stage, err := send(addr, tt.mailFrom, []string{"inbox@in.comm.test"}, raw); err != nil {
+				t.Fatalf("%s: %v", stage, err)
+			}
+			got := be.deliveries()
+			if len(got) != before+1 {
+				t.Fatalf("deliveries = %d, want %d", len(got), before+1)
+			}
+			a := got[before].msg.Auth
+			if a.SPF != tt.spf || a.SPFDomain != tt.spfDomain || a.DMARC != tt.dmarc || a.Reason != "" {
+				t.Errorf("Auth = %+v; want SPF %s for %q, DMARC %s", a, tt.spf, tt.spfDomain, tt.dmarc)
+			}
 		})
 	}
 }

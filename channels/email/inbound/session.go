@@ -1,10 +1,10 @@
 package inbound
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 
 	"github.com/emersion/go-smtp"
@@ -12,13 +12,16 @@ import (
 
 // session is one SMTP connection; go-smtp calls it from one goroutine.
 type session struct {
-	srv    *Server
-	ctx    context.Context
-	cancel context.CancelFunc
-	remote string
+	srv      *Server
+	conn     *smtp.Conn
+	ctx      context.Context
+	cancel   context.CancelFunc
+	remote   string
+	remoteIP net.IP // nil when the connection is not over IP
 
 	from  string
-	size  int64 // SIZE announced at MAIL FROM, if any
+	helo  string // the HELO/EHLO name in effect at MAIL FROM
+	size  int64  // SIZE announced at MAIL FROM, if any
 	rcpts []string
 }
 
@@ -34,6 +37,7 @@ var (
 
 func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 	s.from = from
+	s.helo = s.conn.Hostname()
 	s.size = 0
 	if opts != nil {
 		s.size = opts.Size
@@ -62,21 +66,18 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 // before Deliver answers with an error and stores nothing.
 func (s *session) Data(r io.Reader) error {
 	limit := s.srv.maxBytes()
-	var buf bytes.Buffer
-	if s.size > 0 && s.size <= limit {
-		buf.Grow(int(s.size) + 512) // avoid regrowth copies when SIZE is announced
-	}
-	if _, err := buf.ReadFrom(r); err != nil {
+	sp := newSpool(s.srv.SpoolDir)
+	defer sp.close()
+	if _, err := io.Copy(sp, r); err != nil {
 		var smtpErr *smtp.SMTPError
 		if errors.As(err, &smtpErr) {
 			return smtpErr // 552 from the size limit
 		}
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Error reading message"}
 	}
-	raw := buf.Bytes()
 
 	p := Parser{MaxBytes: limit, MaxAttachmentBytes: s.srv.MaxAttachmentBytes}
-	msg, err := p.Parse(bytes.NewReader(raw))
+	msg, err := p.Parse(sp.reader())
 	switch {
 	case errors.Is(err, ErrTooLarge):
 		return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: oneLine(err.Error())}
@@ -85,13 +86,15 @@ func (s *session) Data(r io.Reader) error {
 	}
 	msg.MailFrom = s.from
 	msg.RemoteAddr = s.remote
+	msg.Digest = sp.digest()
 
 	ctx, cancel := context.WithTimeout(s.ctx, orDur(s.srv.BackendTimeout, DefaultBackendTimeout))
 	defer cancel()
-	msg.Auth = Authenticator{Resolver: s.srv.Resolver}.Check(ctx, raw, msg.From)
+	env := Envelope{ClientIP: s.remoteIP, Helo: s.helo, MailFrom: s.from}
+	msg.Auth = Authenticator{Resolver: s.srv.Resolver}.Check(ctx, sp.reader(), msg.From, env)
 
 	rcpts := append([]string(nil), s.rcpts...)
-	switch err := s.srv.Backend.Deliver(ctx, rcpts, msg, raw); {
+	switch err := s.srv.Backend.Deliver(ctx, rcpts, msg); {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrPermanent):
@@ -102,7 +105,7 @@ func (s *session) Data(r io.Reader) error {
 }
 
 func (s *session) Reset() {
-	s.from, s.size, s.rcpts = "", 0, nil
+	s.from, s.helo, s.size, s.rcpts = "", "", 0, nil
 }
 
 func (s *session) Logout() error {

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"net"
 	"strings"
+
+	"blitiri.com.ar/go/spf"
 )
 
 // crlf joins lines with CRLF, as messages travel.
@@ -12,14 +14,49 @@ func crlf(lines ...string) string {
 	return strings.Join(lines, "\r\n") + "\r\n"
 }
 
-// fakeDNS is a Resolver over a map; missing names are NXDOMAIN.
+// fakeDNS is a Resolver over a map of TXT records; missing names are
+// NXDOMAIN, a name whose record is servFail a temporary failure. It has the
+// lookups SPF needs too, with no MX, address or PTR records at all.
 type fakeDNS map[string][]string
 
+// servFail as the only record of a name makes its lookup fail temporarily.
+const servFail = "\x00SERVFAIL"
+
+var _ spf.DNSResolver = fakeDNS(nil)
+
 func (f fakeDNS) LookupTXT(_ context.Context, name string) ([]string, error) {
-	if txt, ok := f[strings.TrimSuffix(name, ".")]; ok {
-		return txt, nil
+	txt, ok := f[strings.TrimSuffix(name, ".")]
+	switch {
+	case !ok:
+		return nil, notFound(name)
+	case len(txt) == 1 && txt[0] == servFail:
+		return nil, &net.DNSError{Err: "server misbehaving", Name: name, IsTemporary: true}
 	}
-	return nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+	return txt, nil
+}
+
+func (fakeDNS) LookupMX(_ context.Context, name string) ([]*net.MX, error) {
+	return nil, notFound(name)
+}
+
+func (fakeDNS) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
+	return nil, notFound(host)
+}
+
+func (fakeDNS) LookupAddr(_ context.Context, addr string) ([]string, error) {
+	return nil, notFound(addr)
+}
+
+func notFound(name string) error {
+	return &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+}
+
+// txtOnlyDNS has nothing but the TXT lookups of the Resolver interface, so
+// no SPF check can run with it.
+type txtOnlyDNS struct{ dns fakeDNS }
+
+func (t txtOnlyDNS) LookupTXT(ctx context.Context, name string) ([]string, error) {
+	return t.dns.LookupTXT(ctx, name)
 }
 
 var (

@@ -1,4 +1,6 @@
-package domain
+// Package dnstest runs an authoritative DNS server on 127.0.0.1 for tests:
+// the domain verification and sender checks of email resolve against it.
+package dnstest
 
 import (
 	"net"
@@ -9,10 +11,11 @@ import (
 	"github.com/miekg/dns"
 )
 
-// fakeDNS is an authoritative DNS server on 127.0.0.1 (UDP and TCP on the
+// Server is an authoritative DNS server on 127.0.0.1 (UDP and TCP on the
 // same port) serving an in-memory zone that tests edit between checks.
-type fakeDNS struct {
-	addr string
+type Server struct {
+	// Addr is the host:port the server answers on (UDP and TCP).
+	Addr string
 
 	mu          sync.Mutex
 	rrs         map[string][]dns.RR // by lowercase FQDN
@@ -23,10 +26,10 @@ type fakeDNS struct {
 	servers []*dns.Server
 }
 
-// startDNS starts a fake DNS server, stopped when the test ends.
-func startDNS(t *testing.T) *fakeDNS {
+// Start starts a DNS server, stopped when the test ends.
+func Start(t testing.TB) *Server {
 	t.Helper()
-	f := &fakeDNS{rrs: map[string][]dns.RR{}, queries: map[string]int{}}
+	f := &Server{rrs: map[string][]dns.RR{}, queries: map[string]int{}}
 	var (
 		pc  net.PacketConn
 		ln  net.Listener
@@ -46,7 +49,7 @@ func startDNS(t *testing.T) *fakeDNS {
 	if err != nil {
 		t.Fatalf("fake dns: no port free for both udp and tcp: %v", err)
 	}
-	f.addr = pc.LocalAddr().String()
+	f.Addr = pc.LocalAddr().String()
 	f.servers = []*dns.Server{{PacketConn: pc, Handler: f}, {Listener: ln, Handler: f}}
 	for _, s := range f.servers {
 		started := make(chan struct{})
@@ -58,12 +61,12 @@ func startDNS(t *testing.T) *fakeDNS {
 		}()
 		<-started
 	}
-	t.Cleanup(f.stop)
+	t.Cleanup(f.Stop)
 	return f
 }
 
-// stop shuts the server down; queries then fail with connection refused.
-func (f *fakeDNS) stop() {
+// Stop shuts the server down; queries then fail with connection refused.
+func (f *Server) Stop() {
 	f.mu.Lock()
 	servers := f.servers
 	f.servers = nil
@@ -73,8 +76,8 @@ func (f *fakeDNS) stop() {
 	}
 }
 
-// publish adds records given as zone-file lines.
-func (f *fakeDNS) publish(t *testing.T, lines ...string) {
+// Publish adds records given as zone-file lines.
+func (f *Server) Publish(t testing.TB, lines ...string) {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -88,8 +91,8 @@ func (f *fakeDNS) publish(t *testing.T, lines ...string) {
 	}
 }
 
-// remove deletes every record of type typ at name.
-func (f *fakeDNS) remove(name string, typ uint16) {
+// Remove deletes every record of type typ at name.
+func (f *Server) Remove(name string, typ uint16) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	name = strings.ToLower(dns.Fqdn(name))
@@ -106,19 +109,22 @@ func (f *fakeDNS) remove(name string, typ uint16) {
 	}
 }
 
-func (f *fakeDNS) setServfail(v bool) {
+// SetServfail makes every answer SERVFAIL (or not).
+func (f *Server) SetServfail(v bool) {
 	f.mu.Lock()
 	f.servfail = v
 	f.mu.Unlock()
 }
 
-func (f *fakeDNS) setTruncateUDP(v bool) {
+// SetTruncateUDP truncates UDP answers, so resolvers retry over TCP.
+func (f *Server) SetTruncateUDP(v bool) {
 	f.mu.Lock()
 	f.truncateUDP = v
 	f.mu.Unlock()
 }
 
-func (f *fakeDNS) count(network string) int {
+// Count returns the queries received over network ("udp", "tcp").
+func (f *Server) Count(network string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.queries[network]
@@ -126,7 +132,7 @@ func (f *fakeDNS) count(network string) int {
 
 // ServeDNS answers authoritatively: the records of the asked type, NODATA
 // when the name has other types only, NXDOMAIN when it has none.
-func (f *fakeDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+func (f *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	network := w.RemoteAddr().Network()
