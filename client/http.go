@@ -44,10 +44,19 @@ type request struct {
 	query  url.Values
 	body   any // JSON-encoded when not nil
 	out    any // decoded from a 2xx answer when not nil
+	// raw, when not nil, receives a 2xx answer's body and header as they
+	// are, instead of out (downloads).
+	raw *rawAnswer
 	// wait lengthens the attempt's timeout (long polls).
 	wait time.Duration
 	// noAuth leaves the Authorization header out.
 	noAuth bool
+}
+
+// rawAnswer is a 2xx answer kept as it came.
+type rawAnswer struct {
+	header http.Header
+	body   []byte
 }
 
 // idempotent reports whether a method may be repeated safely.
@@ -127,7 +136,11 @@ func (c *Client) once(ctx context.Context, r request, payload []byte) (retry boo
 	if err != nil {
 		return false, fmt.Errorf("comm: %s %s: %w", r.method, r.path, err)
 	}
-	req.Header.Set("Accept", "application/json")
+	if r.raw != nil {
+		req.Header.Set("Accept", "*/*")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
 	req.Header.Set("User-Agent", userAgent)
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -147,6 +160,14 @@ func (c *Client) once(ctx context.Context, r request, payload []byte) (retry boo
 		e := errorOf(resp, b)
 		s := resp.StatusCode
 		return s == http.StatusTooManyRequests || (s >= 500 && s != http.StatusNotImplemented && s != http.StatusHTTPVersionNotSupported), e
+	}
+	if r.raw != nil {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return ctx.Err() == nil, fmt.Errorf("comm: %s %s: read answer: %w", r.method, r.path, err)
+		}
+		r.raw.header, r.raw.body = resp.Header, b
+		return false, nil
 	}
 	if r.out == nil || resp.StatusCode == http.StatusNoContent {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,10 @@ type InboundMessage struct {
 	Subject string
 	Text    string
 	HTML    string
+	// Attachments and Details are set on channels that have them (email),
+	// as in Message; Client.Attachment downloads an attachment.
+	Attachments []AttachmentInfo
+	Details     json.RawMessage
 	// CustomerID and AgentID are the connection's tenant scope.
 	CustomerID string
 	AgentID    string
@@ -81,7 +86,8 @@ func (c *Client) MessageOf(e *Event) (*InboundMessage, error) {
 	mm := d.Message
 	m := &InboundMessage{
 		ID: mm.ID, ConversationID: mm.ConversationID, ConnectionID: mm.ConnectionID, Channel: mm.Channel,
-		Sender: mm.Sender, Text: mm.Text, CustomerID: d.CustomerID, AgentID: d.AgentID, Event: e, client: c,
+		Sender: mm.Sender, Text: mm.Text, Attachments: mm.Attachments, Details: mm.Details,
+		CustomerID: d.CustomerID, AgentID: d.AgentID, Event: e, client: c,
 	}
 	if mm.Subject != nil {
 		m.Subject = *mm.Subject

@@ -68,6 +68,10 @@ type MessageEvent struct {
 		Subject        *string `json:"subject"`
 		Text           string  `json:"text"`
 		HTML           *string `json:"html"`
+		// Attachments and Details are set on channels that have them
+		// (email), as in Message.
+		Attachments []AttachmentInfo `json:"attachments,omitempty"`
+		Details     json.RawMessage  `json:"details,omitempty"`
 		// The fields below are set on message.sent and message.failed.
 		Recipient *string    `json:"recipient,omitempty"`
 		InReplyTo *string    `json:"in_reply_to,omitempty"`
@@ -147,6 +151,102 @@ type Message struct {
 	Attempts       int        `json:"attempts"`
 	CreatedAt      time.Time  `json:"created_at"`
 	SentAt         *time.Time `json:"sent_at"`
+	// Attachments lists the message's attachments, on channels that have
+	// them (email); Client.Attachment downloads one.
+	Attachments []AttachmentInfo `json:"attachments,omitempty"`
+	// Details is channel-specific JSON, absent on channels without it.
+	// Email: message_id, from_name, to, cc, in_reply_to, references, date,
+	// mail_from, full_text, auth (sender authentication) and warnings.
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// AttachmentInfo describes an attachment of a message; Client.Attachment
+// downloads its bytes.
+type AttachmentInfo struct {
+	ID string `json:"id"`
+	// Filename is the name the sender gave; it may be empty.
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type"`
+	// Size is in bytes.
+	Size int64 `json:"size"`
+	// Inline reports a part the HTML body shows in place, referencing it
+	// as cid:ContentID.
+	Inline    bool    `json:"inline"`
+	ContentID *string `json:"content_id"`
+}
+
+// AttachmentFile is an attachment's content, as Client.Attachment
+// downloads it.
+type AttachmentFile struct {
+	// Filename is the name the sender gave, else the attachment's id.
+	Filename string
+	// ContentType is the media type the gateway serves the bytes with
+	// (application/octet-stream when the sender's was unusable).
+	ContentType string
+	Data        []byte
+}
+
+// Domain statuses and domain record states.
+const (
+	DomainPending  = "pending"
+	DomainVerified = "verified"
+
+	RecordPending  = "pending"
+	RecordFound    = "found"
+	RecordMissing  = "missing"
+	RecordMismatch = "mismatch"
+)
+
+// Domain is a custom email domain of the project: the DNS records its
+// owner publishes, and what verification found. Once verified, mail from
+// the domain is DKIM-signed and inboxes on InboundDomain receive mail.
+type Domain struct {
+	ID string `json:"id"`
+	// Domain is the domain, normalized (lowercase, punycode).
+	Domain string `json:"domain"`
+	// InboundDomain is the domain inbox addresses live on (Domain or a
+	// subdomain of it); nil when the domain only sends.
+	InboundDomain *string `json:"inbound_domain"`
+	// Status is DomainPending until every required record is found, then
+	// DomainVerified.
+	Status string `json:"status"`
+	// Records are the records to publish, in the order to show them.
+	Records []DomainRecord `json:"records"`
+	// LastError says why the last check did not complete: a DNS failure,
+	// or the domain verified by another project.
+	LastError *string `json:"last_error"`
+	// CheckedAt is when verification last looked (VerifyDomain or the
+	// gateway's periodic check).
+	CheckedAt  *time.Time `json:"checked_at"`
+	VerifiedAt *time.Time `json:"verified_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+}
+
+// DomainRecord is one DNS record to publish, and what verification found.
+type DomainRecord struct {
+	// Kind is what the record is for: ownership, spf, dkim, dmarc or mx.
+	Kind string `json:"kind"`
+	// Type is TXT or MX.
+	Type string `json:"type"`
+	// Name is the fully qualified owner name, without the trailing dot.
+	Name string `json:"name"`
+	// Value is the TXT text (unsplit) or the MX target host.
+	Value string `json:"value"`
+	// Priority is the MX preference; zero for TXT.
+	Priority int `json:"priority,omitempty"`
+	// Required records must all be found before the domain is verified.
+	Required bool `json:"required"`
+	// Purpose explains the record, for the domain's owner.
+	Purpose string `json:"purpose"`
+	// State is RecordPending until verification has looked, then
+	// RecordFound, RecordMissing or RecordMismatch.
+	State string `json:"state"`
+	// Seen is what DNS answered at Name (TXT texts, MX hosts); Detail
+	// explains a missing or mismatched record.
+	Seen   []string `json:"seen,omitempty"`
+	Detail string   `json:"detail,omitempty"`
+	// Zone is the record as a zone-file line, ready to paste.
+	Zone string `json:"zone"`
 }
 
 // ReplyRequest is the body of Reply. Text or HTML is required. Subject

@@ -34,6 +34,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Connection() ConnectionResolver
 	Conversation() ConversationResolver
+	DomainRecord() DomainRecordResolver
 	Message() MessageResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -44,6 +45,16 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	Attachment struct {
+		ContentID   func(childComplexity int) int
+		ContentType func(childComplexity int) int
+		Filename    func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Inline      func(childComplexity int) int
+		Size        func(childComplexity int) int
+		URL         func(childComplexity int) int
+	}
+
 	Connection struct {
 		Address    func(childComplexity int) int
 		AgentID    func(childComplexity int) int
@@ -89,6 +100,32 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Domain struct {
+		CheckedAt     func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		Domain        func(childComplexity int) int
+		ID            func(childComplexity int) int
+		InboundDomain func(childComplexity int) int
+		LastError     func(childComplexity int) int
+		Records       func(childComplexity int) int
+		Status        func(childComplexity int) int
+		VerifiedAt    func(childComplexity int) int
+	}
+
+	DomainRecord struct {
+		Detail   func(childComplexity int) int
+		Kind     func(childComplexity int) int
+		Name     func(childComplexity int) int
+		Priority func(childComplexity int) int
+		Purpose  func(childComplexity int) int
+		Required func(childComplexity int) int
+		Seen     func(childComplexity int) int
+		State    func(childComplexity int) int
+		Type     func(childComplexity int) int
+		Value    func(childComplexity int) int
+		Zone     func(childComplexity int) int
+	}
+
 	Event struct {
 		Data func(childComplexity int) int
 		Seq  func(childComplexity int) int
@@ -116,11 +153,13 @@ type ComplexityRoot struct {
 	}
 
 	Message struct {
+		Attachments       func(childComplexity int) int
 		Attempts          func(childComplexity int) int
 		Channel           func(childComplexity int) int
 		ConnectionID      func(childComplexity int) int
 		ConversationID    func(childComplexity int) int
 		CreatedAt         func(childComplexity int) int
+		Details           func(childComplexity int) int
 		Direction         func(childComplexity int) int
 		Error             func(childComplexity int) int
 		HTML              func(childComplexity int) int
@@ -148,8 +187,10 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		AddDomain        func(childComplexity int, domain string) int
 		Connect          func(childComplexity int, input ConnectInput) int
 		DeleteConnection func(childComplexity int, id string) int
+		DeleteDomain     func(childComplexity int, id string) int
 		DeleteWebhook    func(childComplexity int) int
 		InjectInbound    func(childComplexity int, connectionID string, input InjectInput) int
 		ReplayWebhook    func(childComplexity int, fromSeq int) int
@@ -157,6 +198,7 @@ type ComplexityRoot struct {
 		Send             func(childComplexity int, input SendInput) int
 		SetWebhook       func(childComplexity int, input WebhookInput) int
 		Typing           func(childComplexity int, messageID string) int
+		VerifyDomain     func(childComplexity int, id string) int
 	}
 
 	PageInfo struct {
@@ -178,6 +220,8 @@ type ComplexityRoot struct {
 	Query struct {
 		Connections     func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConnectionOrder, where *ent.ConnectionWhereInput) int
 		Conversations   func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConversationOrder, where *ent.ConversationWhereInput) int
+		Domain          func(childComplexity int, id string) int
+		Domains         func(childComplexity int, after *string, limit *int) int
 		Events          func(childComplexity int, afterSeq *int, first *int, typeArg *string) int
 		Messages        func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.MessageOrder, where *ent.MessageWhereInput) int
 		Node            func(childComplexity int, id string) int
@@ -236,8 +280,18 @@ type ConnectionResolver interface {
 type ConversationResolver interface {
 	TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error)
 }
+type DomainRecordResolver interface {
+	Kind(ctx context.Context, obj *messaging.DomainRecord) (string, error)
+
+	Priority(ctx context.Context, obj *messaging.DomainRecord) (*int, error)
+
+	Detail(ctx context.Context, obj *messaging.DomainRecord) (*string, error)
+}
 type MessageResolver interface {
 	Recipient(ctx context.Context, obj *ent.Message) (*string, error)
+
+	Attachments(ctx context.Context, obj *ent.Message) ([]*Attachment, error)
+	Details(ctx context.Context, obj *ent.Message) (JSON, error)
 }
 type MutationResolver interface {
 	Connect(ctx context.Context, input ConnectInput) (*ent.Connection, error)
@@ -249,6 +303,9 @@ type MutationResolver interface {
 	SetWebhook(ctx context.Context, input WebhookInput) (*messaging.Webhook, error)
 	DeleteWebhook(ctx context.Context) (bool, error)
 	ReplayWebhook(ctx context.Context, fromSeq int) (*messaging.Webhook, error)
+	AddDomain(ctx context.Context, domain string) (*messaging.Domain, error)
+	VerifyDomain(ctx context.Context, id string) (*messaging.Domain, error)
+	DeleteDomain(ctx context.Context, id string) (bool, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (ent.Noder, error)
@@ -260,6 +317,8 @@ type QueryResolver interface {
 	Events(ctx context.Context, afterSeq *int, first *int, typeArg *string) (*EventConnection, error)
 	Webhook(ctx context.Context) (*messaging.Webhook, error)
 	WebhookAttempts(ctx context.Context, after *string, first *int) ([]*messaging.WebhookAttempt, error)
+	Domains(ctx context.Context, after *string, limit *int) ([]*messaging.Domain, error)
+	Domain(ctx context.Context, id string) (*messaging.Domain, error)
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, afterSeq *int, typeArg *string) (<-chan *Event, error)
@@ -283,6 +342,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "Attachment.contentID":
+		if e.ComplexityRoot.Attachment.ContentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.ContentID(childComplexity), true
+	case "Attachment.contentType":
+		if e.ComplexityRoot.Attachment.ContentType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.ContentType(childComplexity), true
+	case "Attachment.filename":
+		if e.ComplexityRoot.Attachment.Filename == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Filename(childComplexity), true
+	case "Attachment.id":
+		if e.ComplexityRoot.Attachment.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.ID(childComplexity), true
+	case "Attachment.inline":
+		if e.ComplexityRoot.Attachment.Inline == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Inline(childComplexity), true
+	case "Attachment.size":
+		if e.ComplexityRoot.Attachment.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Size(childComplexity), true
+	case "Attachment.url":
+		if e.ComplexityRoot.Attachment.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.URL(childComplexity), true
 
 	case "Connection.address":
 		if e.ComplexityRoot.Connection.Address == nil {
@@ -452,6 +554,128 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
 
+	case "Domain.checkedAt":
+		if e.ComplexityRoot.Domain.CheckedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Domain.CheckedAt(childComplexity), true
+	case "Domain.createdAt":
+		if e.ComplexityRoot.Domain.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Domain.CreatedAt(childComplexity), true
+	case "Domain.domain":
+		if e.ComplexityRoot.Domain.Domain == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Domain.Domain(childComplexity), true
+	case "Domain.id":
+		if e.ComplexityRoot.Domain.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Domain.ID(childComplexity), true
+	case "Domain.inboundDomain":
+		if e.ComplexityRoot.Domain.InboundDomain == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Domain.InboundDomain(childComplexity), true
+	case "Domain.lastError":
+		if e.ComplexityRoot.Domain.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Domain.LastError(childComplexity), true
+	case "Domain.records":
+		if e.ComplexityRoot.Domain.Records == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Domain.Records(childComplexity), true
+	case "Domain.status":
+		if e.ComplexityRoot.Domain.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Domain.Status(childComplexity), true
+	case "Domain.verifiedAt":
+		if e.ComplexityRoot.Domain.VerifiedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Domain.VerifiedAt(childComplexity), true
+
+	case "DomainRecord.detail":
+		if e.ComplexityRoot.DomainRecord.Detail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Detail(childComplexity), true
+	case "DomainRecord.kind":
+		if e.ComplexityRoot.DomainRecord.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Kind(childComplexity), true
+	case "DomainRecord.name":
+		if e.ComplexityRoot.DomainRecord.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Name(childComplexity), true
+	case "DomainRecord.priority":
+		if e.ComplexityRoot.DomainRecord.Priority == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Priority(childComplexity), true
+	case "DomainRecord.purpose":
+		if e.ComplexityRoot.DomainRecord.Purpose == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Purpose(childComplexity), true
+	case "DomainRecord.required":
+		if e.ComplexityRoot.DomainRecord.Required == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Required(childComplexity), true
+	case "DomainRecord.seen":
+		if e.ComplexityRoot.DomainRecord.Seen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Seen(childComplexity), true
+	case "DomainRecord.state":
+		if e.ComplexityRoot.DomainRecord.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.State(childComplexity), true
+	case "DomainRecord.type":
+		if e.ComplexityRoot.DomainRecord.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Type(childComplexity), true
+	case "DomainRecord.value":
+		if e.ComplexityRoot.DomainRecord.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Value(childComplexity), true
+	case "DomainRecord.zone":
+		if e.ComplexityRoot.DomainRecord.Zone == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DomainRecord.Zone(childComplexity), true
+
 	case "Event.data":
 		if e.ComplexityRoot.Event.Data == nil {
 			break
@@ -523,6 +747,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.InjectResult.Message(childComplexity), true
 
+	case "Message.attachments":
+		if e.ComplexityRoot.Message.Attachments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Attachments(childComplexity), true
 	case "Message.attempts":
 		if e.ComplexityRoot.Message.Attempts == nil {
 			break
@@ -553,6 +783,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.CreatedAt(childComplexity), true
+	case "Message.details":
+		if e.ComplexityRoot.Message.Details == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Details(childComplexity), true
 	case "Message.direction":
 		if e.ComplexityRoot.Message.Direction == nil {
 			break
@@ -664,6 +900,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MessageEdge.Node(childComplexity), true
 
+	case "Mutation.addDomain":
+		if e.ComplexityRoot.Mutation.AddDomain == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addDomain_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddDomain(childComplexity, args["domain"].(string)), true
 	case "Mutation.connect":
 		if e.ComplexityRoot.Mutation.Connect == nil {
 			break
@@ -686,6 +933,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteConnection(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteDomain":
+		if e.ComplexityRoot.Mutation.DeleteDomain == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteDomain_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteDomain(childComplexity, args["id"].(string)), true
 	case "Mutation.deleteWebhook":
 		if e.ComplexityRoot.Mutation.DeleteWebhook == nil {
 			break
@@ -758,6 +1016,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Typing(childComplexity, args["messageID"].(string)), true
+	case "Mutation.verifyDomain":
+		if e.ComplexityRoot.Mutation.VerifyDomain == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_verifyDomain_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.VerifyDomain(childComplexity, args["id"].(string)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -843,6 +1112,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Conversations(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.ConversationOrder), args["where"].(*ent.ConversationWhereInput)), true
+	case "Query.domain":
+		if e.ComplexityRoot.Query.Domain == nil {
+			break
+		}
+
+		args, err := ec.field_Query_domain_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Domain(childComplexity, args["id"].(string)), true
+	case "Query.domains":
+		if e.ComplexityRoot.Query.Domains == nil {
+			break
+		}
+
+		args, err := ec.field_Query_domains_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Domains(childComplexity, args["after"].(*string), args["limit"].(*int)), true
 	case "Query.events":
 		if e.ComplexityRoot.Query.Events == nil {
 			break
@@ -1360,6 +1651,102 @@ extend type Mutation {
   deleteWebhook: Boolean!
   "Move the cursor: deliveries resume with the event after fromSeq."
   replayWebhook(fromSeq: Int!): WebhookEndpoint!
+}
+
+"""
+A custom email domain of the project (POST /v1/domains): the DNS records its
+owner publishes, and what verification found. Once verified, mail from it is
+DKIM-signed and inboxes on its inbound domain receive mail.
+"""
+type Domain {
+  id: ID!
+  "The domain, normalized: lowercase, punycode, no trailing dot."
+  domain: String!
+  "The domain inbox addresses live on (the domain or a subdomain of it); null when the domain only sends."
+  inboundDomain: String
+  "pending until every required record is found, then verified."
+  status: String!
+  "The records to publish, in the order to show them."
+  records: [DomainRecord!]!
+  "Why the last check did not complete (a DNS failure, or the domain verified by another project); null otherwise."
+  lastError: String
+  "When verification last looked, by verifyDomain or the periodic check."
+  checkedAt: Time
+  verifiedAt: Time
+  createdAt: Time!
+}
+
+"One DNS record to publish, and what verification found."
+type DomainRecord {
+  "ownership, spf, dkim, dmarc or mx"
+  kind: String!
+  "TXT or MX"
+  type: String!
+  "The fully qualified owner name, without the trailing dot."
+  name: String!
+  "The TXT text (unsplit) or the MX target host."
+  value: String!
+  "The MX preference; null for a TXT record."
+  priority: Int
+  "Required records must all be found before the domain is verified."
+  required: Boolean!
+  "What the record is for, to show the domain's owner."
+  purpose: String!
+  "pending until verification has looked, then found, missing or mismatch."
+  state: String!
+  "The values verification saw at the name (TXT texts, MX hosts); empty before a check."
+  seen: [String!]!
+  "Why the record is missing or mismatched; null otherwise."
+  detail: String
+  "The record as a zone-file line, ready to paste."
+  zone: String!
+}
+
+extend type Query {
+  "The project's custom domains, oldest first; limit is 1 to 500 (default 50)."
+  domains(after: ID, limit: Int): [Domain!]!
+  "One custom domain; null when the project has none with this id."
+  domain(id: ID!): Domain
+}
+
+extend type Mutation {
+  "Add a custom email domain; the answer lists the DNS records to publish, all pending."
+  addDomain(domain: String!): Domain!
+  """
+  Look the domain's records up now. The domain comes back with each record's
+  state; it is verified once every required record is found. A DNS failure is
+  the domain's lastError, not an error of the call.
+  """
+  verifyDomain(id: ID!): Domain!
+  "Remove a custom domain: its mail is no longer signed. True once removed; an unknown id is not_found."
+  deleteDomain(id: ID!): Boolean!
+}
+
+"An attachment of a message. Its bytes are at url, with the API key."
+type Attachment {
+  id: ID!
+  "The file name the sender gave; may be empty."
+  filename: String!
+  contentType: String!
+  "In bytes."
+  size: Int!
+  "True for a part the HTML body shows in place (referenced by contentID)."
+  inline: Boolean!
+  "The Content-ID the HTML body references an inline part by (cid:...); null when none."
+  contentID: String
+  "The download path, relative to the gateway's base URL: /v1/messages/{messageID}/attachments/{id}."
+  url: String!
+}
+
+extend type Message {
+  "The message's attachments, on channels that have them (email); empty otherwise."
+  attachments: [Attachment!]!
+  """
+  Channel-specific details with the REST API's keys, null on channels without
+  them. Email: message_id, from_name, to, cc, in_reply_to, references, date,
+  mail_from, full_text, auth (spf, dkim, dmarc ...) and warnings.
+  """
+  details: JSON
 }
 `, BuiltIn: false},
 	{Name: "../ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -2443,6 +2830,26 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_Attachment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Attachment_id(ctx, field)
+	case "filename":
+		return ec.fieldContext_Attachment_filename(ctx, field)
+	case "contentType":
+		return ec.fieldContext_Attachment_contentType(ctx, field)
+	case "size":
+		return ec.fieldContext_Attachment_size(ctx, field)
+	case "inline":
+		return ec.fieldContext_Attachment_inline(ctx, field)
+	case "contentID":
+		return ec.fieldContext_Attachment_contentID(ctx, field)
+	case "url":
+		return ec.fieldContext_Attachment_url(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Attachment", field.Name)
+}
+
 func (ec *executionContext) childFields_Connection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2531,6 +2938,58 @@ func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, fi
 		return ec.fieldContext_ConversationEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_Domain(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Domain_id(ctx, field)
+	case "domain":
+		return ec.fieldContext_Domain_domain(ctx, field)
+	case "inboundDomain":
+		return ec.fieldContext_Domain_inboundDomain(ctx, field)
+	case "status":
+		return ec.fieldContext_Domain_status(ctx, field)
+	case "records":
+		return ec.fieldContext_Domain_records(ctx, field)
+	case "lastError":
+		return ec.fieldContext_Domain_lastError(ctx, field)
+	case "checkedAt":
+		return ec.fieldContext_Domain_checkedAt(ctx, field)
+	case "verifiedAt":
+		return ec.fieldContext_Domain_verifiedAt(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Domain_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Domain", field.Name)
+}
+
+func (ec *executionContext) childFields_DomainRecord(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_DomainRecord_kind(ctx, field)
+	case "type":
+		return ec.fieldContext_DomainRecord_type(ctx, field)
+	case "name":
+		return ec.fieldContext_DomainRecord_name(ctx, field)
+	case "value":
+		return ec.fieldContext_DomainRecord_value(ctx, field)
+	case "priority":
+		return ec.fieldContext_DomainRecord_priority(ctx, field)
+	case "required":
+		return ec.fieldContext_DomainRecord_required(ctx, field)
+	case "purpose":
+		return ec.fieldContext_DomainRecord_purpose(ctx, field)
+	case "state":
+		return ec.fieldContext_DomainRecord_state(ctx, field)
+	case "seen":
+		return ec.fieldContext_DomainRecord_seen(ctx, field)
+	case "detail":
+		return ec.fieldContext_DomainRecord_detail(ctx, field)
+	case "zone":
+		return ec.fieldContext_DomainRecord_zone(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DomainRecord", field.Name)
 }
 
 func (ec *executionContext) childFields_Event(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2623,6 +3082,10 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_nextAttemptAt(ctx, field)
 	case "sentAt":
 		return ec.fieldContext_Message_sentAt(ctx, field)
+	case "attachments":
+		return ec.fieldContext_Message_attachments(ctx, field)
+	case "details":
+		return ec.fieldContext_Message_details(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -2857,6 +3320,20 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_addDomain_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "domain",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["domain"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_connect_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2872,6 +3349,20 @@ func (ec *executionContext) field_Mutation_connect_args(ctx context.Context, raw
 }
 
 func (ec *executionContext) field_Mutation_deleteConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteDomain_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -2982,6 +3473,20 @@ func (ec *executionContext) field_Mutation_typing_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["messageID"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_verifyDomain_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -3104,6 +3609,42 @@ func (ec *executionContext) field_Query_conversations_args(ctx context.Context, 
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_domain_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_domains_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limit"] = arg1
 	return args, nil
 }
 
@@ -3366,6 +3907,167 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _Attachment_id(ctx context.Context, field graphql.CollectedField, obj *Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Attachment_filename(ctx context.Context, field graphql.CollectedField, obj *Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_filename(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Filename, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_filename(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _Attachment_contentType(ctx context.Context, field graphql.CollectedField, obj *Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_contentType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContentType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_contentType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _Attachment_size(ctx context.Context, field graphql.CollectedField, obj *Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Size, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Attachment_inline(ctx context.Context, field graphql.CollectedField, obj *Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_inline(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Inline, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_inline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Attachment_contentID(ctx context.Context, field graphql.CollectedField, obj *Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_contentID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContentID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_contentID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _Attachment_url(ctx context.Context, field graphql.CollectedField, obj *Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, true, false, "String")
+}
 
 func (ec *executionContext) _Connection_id(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -4040,6 +4742,475 @@ func (ec *executionContext) _ConversationEdge_cursor(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_ConversationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ConversationEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _Domain_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Domain_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Domain_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Domain", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Domain_domain(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Domain_domain(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Domain, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Domain_domain(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
+}
+
+func (ec *executionContext) _Domain_inboundDomain(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Domain_inboundDomain(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InboundDomain, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Domain_inboundDomain(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
+}
+
+func (ec *executionContext) _Domain_status(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Domain_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Domain_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
+}
+
+func (ec *executionContext) _Domain_records(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Domain_records(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Records, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.DomainRecord) graphql.Marshaler {
+			return ec.marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainRecordᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Domain_records(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Domain",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DomainRecord(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Domain_lastError(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Domain_lastError(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastError, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Domain_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
+}
+
+func (ec *executionContext) _Domain_checkedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Domain_checkedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CheckedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Domain_checkedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Domain", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Domain_verifiedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Domain_verifiedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VerifiedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Domain_verifiedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Domain", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Domain_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Domain_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Domain_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Domain", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DomainRecord_kind(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DomainRecord().Kind(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, true, true, "String")
+}
+
+func (ec *executionContext) _DomainRecord_type(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
+}
+
+func (ec *executionContext) _DomainRecord_name(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
+}
+
+func (ec *executionContext) _DomainRecord_value(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
+}
+
+func (ec *executionContext) _DomainRecord_priority(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_priority(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DomainRecord().Priority(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_priority(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, true, true, "Int")
+}
+
+func (ec *executionContext) _DomainRecord_required(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_required(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Required, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_required(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _DomainRecord_purpose(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_purpose(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Purpose, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_purpose(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
+}
+
+func (ec *executionContext) _DomainRecord_state(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
+}
+
+func (ec *executionContext) _DomainRecord_seen(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_seen(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Seen, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_seen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
+}
+
+func (ec *executionContext) _DomainRecord_detail(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_detail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DomainRecord().Detail(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, true, true, "String")
+}
+
+func (ec *executionContext) _DomainRecord_zone(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DomainRecord_zone(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Zone, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DomainRecord_zone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
 func (ec *executionContext) _Event_seq(ctx context.Context, field graphql.CollectedField, obj *Event) (ret graphql.Marshaler) {
@@ -4745,6 +5916,61 @@ func (ec *executionContext) fieldContext_Message_sentAt(_ context.Context, field
 	return graphql.NewScalarFieldContext("Message", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Message_attachments(ctx context.Context, field graphql.CollectedField, obj *ent.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_attachments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Attachments(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Attachment) graphql.Marshaler {
+			return ec.marshalNAttachment2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐAttachmentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_attachments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Attachment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Message_details(ctx context.Context, field graphql.CollectedField, obj *ent.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_details(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Details(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v JSON) graphql.Marshaler {
+			return ec.marshalOJSON2githubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_details(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, true, "JSON")
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5256,6 +6482,138 @@ func (ec *executionContext) fieldContext_Mutation_replayWebhook(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_replayWebhook_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_addDomain(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addDomain(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddDomain(ctx, fc.Args["domain"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
+			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addDomain(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Domain(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addDomain_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_verifyDomain(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_verifyDomain(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().VerifyDomain(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
+			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_verifyDomain(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Domain(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_verifyDomain_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteDomain(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteDomain(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteDomain(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteDomain(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteDomain_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5858,6 +7216,94 @@ func (ec *executionContext) fieldContext_Query_webhookAttempts(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_webhookAttempts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_domains(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_domains(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Domains(ctx, fc.Args["after"].(*string), fc.Args["limit"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*messaging.Domain) graphql.Marshaler {
+			return ec.marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_domains(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Domain(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_domains_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_domain(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_domain(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Domain(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
+			return ec.marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_domain(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Domain(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_domain_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -11757,6 +13203,69 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 
 // region    **************************** object.gotpl ****************************
 
+var attachmentImplementors = []string{"Attachment"}
+
+func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSet, obj *Attachment) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, attachmentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Attachment")
+		case "id":
+			out.Values[i] = ec._Attachment_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "filename":
+			out.Values[i] = ec._Attachment_filename(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "contentType":
+			out.Values[i] = ec._Attachment_contentType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "size":
+			out.Values[i] = ec._Attachment_size(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inline":
+			out.Values[i] = ec._Attachment_inline(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "contentID":
+			out.Values[i] = ec._Attachment_contentID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._Attachment_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var connectionImplementors = []string{"Connection", "Node"}
 
 func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSet, obj *ent.Connection) graphql.Marshaler {
@@ -12046,6 +13555,165 @@ func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.Selec
 			out.Values[i] = ec._ConversationEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var domainImplementors = []string{"Domain"}
+
+func (ec *executionContext) _Domain(ctx context.Context, sel ast.SelectionSet, obj *messaging.Domain) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, domainImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Domain")
+		case "id":
+			out.Values[i] = ec._Domain_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "domain":
+			out.Values[i] = ec._Domain_domain(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inboundDomain":
+			out.Values[i] = ec._Domain_inboundDomain(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._Domain_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "records":
+			out.Values[i] = ec._Domain_records(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastError":
+			out.Values[i] = ec._Domain_lastError(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "checkedAt":
+			out.Values[i] = ec._Domain_checkedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "verifiedAt":
+			out.Values[i] = ec._Domain_verifiedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Domain_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var domainRecordImplementors = []string{"DomainRecord"}
+
+func (ec *executionContext) _DomainRecord(ctx context.Context, sel ast.SelectionSet, obj *messaging.DomainRecord) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, domainRecordImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DomainRecord")
+		case "kind":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DomainRecord_kind(ctx, field, obj)
+				})
+		case "type":
+			out.Values[i] = ec._DomainRecord_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._DomainRecord_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "value":
+			out.Values[i] = ec._DomainRecord_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "priority":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DomainRecord_priority(ctx, field, obj)
+				})
+		case "required":
+			out.Values[i] = ec._DomainRecord_required(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "purpose":
+			out.Values[i] = ec._DomainRecord_purpose(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "state":
+			out.Values[i] = ec._DomainRecord_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "seen":
+			out.Values[i] = ec._DomainRecord_seen(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "detail":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DomainRecord_detail(ctx, field, obj)
+				})
+		case "zone":
+			out.Values[i] = ec._DomainRecord_zone(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -12361,6 +14029,18 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "attachments":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Message_attachments(ctx, field, obj)
+				})
+		case "details":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Message_details(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12537,6 +14217,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "replayWebhook":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_replayWebhook(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "addDomain":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addDomain(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "verifyDomain":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_verifyDomain(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteDomain":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteDomain(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -12736,6 +14437,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_webhookAttempts(ctx, field)
+				})
+		case "domains":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_domains(ctx, field)
+				})
+		case "domain":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_domain(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -13341,6 +15054,30 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAttachment2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐAttachmentᚄ(ctx context.Context, sel ast.SelectionSet, v []*Attachment) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAttachment2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐAttachment(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAttachment2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐAttachment(ctx context.Context, sel ast.SelectionSet, v *Attachment) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Attachment!")
+		return graphql.Null
+	}
+	return ec._Attachment(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -13430,6 +15167,50 @@ func (ec *executionContext) unmarshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCur
 
 func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, sel ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainᚄ(ctx context.Context, sel ast.SelectionSet, v []*messaging.Domain) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx context.Context, sel ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Domain!")
+		return graphql.Null
+	}
+	return ec._Domain(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainRecord(ctx context.Context, sel ast.SelectionSet, v messaging.DomainRecord) graphql.Marshaler {
+	return ec._DomainRecord(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.DomainRecord) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainRecord(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNEvent2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐEventᚄ(ctx context.Context, sel ast.SelectionSet, v []*Event) graphql.Marshaler {
@@ -13722,6 +15503,35 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "String!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
@@ -14089,6 +15899,13 @@ func (ec *executionContext) marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCu
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx context.Context, sel ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Domain(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

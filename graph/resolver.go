@@ -8,6 +8,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -103,13 +104,17 @@ func (r *Resolver) message(ctx context.Context, id string) (*ent.Message, error)
 // race the delivery worker, which may already be sending it.
 func outbound(p *messaging.Principal, m *messaging.Message) *ent.Message {
 	next := m.CreatedAt // a queued message is due when stored
-	return &ent.Message{
+	out := &ent.Message{
 		ID: m.ID, CreatedAt: m.CreatedAt, ProjectID: p.ProjectID, ConversationID: m.ConversationID,
 		ConnectionID: m.ConnectionID, Channel: m.Channel, Direction: message.Direction(m.Direction),
 		Status: message.Status(m.Status), Sender: m.Sender, Recipient: deref(m.Recipient), Subject: m.Subject,
 		Text: m.Text, HTML: m.HTML, InReplyTo: m.InReplyTo, Error: m.Error, Attempts: m.Attempts,
-		NextAttemptAt: &next, SentAt: m.SentAt,
+		NextAttemptAt: &next, SentAt: m.SentAt, Details: m.Details,
 	}
+	if len(m.Attachments) > 0 {
+		out.Attachments, _ = json.Marshal(m.Attachments)
+	}
+	return out
 }
 
 func deref(s *string) string {

@@ -14,6 +14,34 @@ import (
 	"github.com/comm-gateway/comm/messaging"
 )
 
+// Kind is the resolver for the kind field.
+func (r *domainRecordResolver) Kind(ctx context.Context, obj *messaging.DomainRecord) (string, error) {
+	return string(obj.Kind), nil
+}
+
+// Priority is the resolver for the priority field.
+func (r *domainRecordResolver) Priority(ctx context.Context, obj *messaging.DomainRecord) (*int, error) {
+	if obj.Priority == 0 {
+		return nil, nil
+	}
+	return &obj.Priority, nil
+}
+
+// Detail is the resolver for the detail field.
+func (r *domainRecordResolver) Detail(ctx context.Context, obj *messaging.DomainRecord) (*string, error) {
+	return nullable(obj.Detail), nil
+}
+
+// Attachments is the resolver for the attachments field.
+func (r *messageResolver) Attachments(ctx context.Context, obj *ent.Message) ([]*Attachment, error) {
+	return attachmentsOf(obj), nil
+}
+
+// Details is the resolver for the details field.
+func (r *messageResolver) Details(ctx context.Context, obj *ent.Message) (JSON, error) {
+	return JSON(obj.Details), nil
+}
+
 // Connect is the resolver for the connect field.
 func (r *mutationResolver) Connect(ctx context.Context, input ConnectInput) (*ent.Connection, error) {
 	p, err := principal(ctx)
@@ -142,6 +170,36 @@ func (r *mutationResolver) ReplayWebhook(ctx context.Context, fromSeq int) (*mes
 	return w, renameParams(err)
 }
 
+// AddDomain is the resolver for the addDomain field.
+func (r *mutationResolver) AddDomain(ctx context.Context, domain string) (*messaging.Domain, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.CreateDomain(ctx, p, domain)
+}
+
+// VerifyDomain is the resolver for the verifyDomain field.
+func (r *mutationResolver) VerifyDomain(ctx context.Context, id string) (*messaging.Domain, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.VerifyDomain(ctx, p, id)
+}
+
+// DeleteDomain is the resolver for the deleteDomain field.
+func (r *mutationResolver) DeleteDomain(ctx context.Context, id string) (bool, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Service.DeleteDomain(ctx, p, id); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // Project is the resolver for the project field.
 func (r *queryResolver) Project(ctx context.Context) (*ent.Project, error) {
 	p, err := principal(ctx)
@@ -198,6 +256,31 @@ func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, firs
 	return as, renameParams(err)
 }
 
+// Domains is the resolver for the domains field.
+func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) ([]*messaging.Domain, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if limit != nil && *limit == 0 {
+		return nil, messaging.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
+	}
+	return r.Service.Domains(ctx, p, messaging.Page{After: deref(after), Limit: derefInt(limit)})
+}
+
+// Domain is the resolver for the domain field.
+func (r *queryResolver) Domain(ctx context.Context, id string) (*messaging.Domain, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.Service.Domain(ctx, p, id)
+	if errors.Is(err, messaging.ErrNotFound) {
+		return nil, nil
+	}
+	return d, err
+}
+
 // Events is the resolver for the events field.
 func (r *subscriptionResolver) Events(ctx context.Context, afterSeq *int, typeArg *string) (<-chan *Event, error) {
 	return nil, errSubscriptionTransport
@@ -208,6 +291,9 @@ func (r *subscriptionResolver) EventBatches(ctx context.Context, afterSeq *int, 
 	return nil, errSubscriptionTransport
 }
 
+// DomainRecord returns DomainRecordResolver implementation.
+func (r *Resolver) DomainRecord() DomainRecordResolver { return &domainRecordResolver{r} }
+
 // Mutation returns MutationResolver implementation.
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
@@ -215,6 +301,7 @@ func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
 
 type (
+	domainRecordResolver struct{ *Resolver }
 	mutationResolver     struct{ *Resolver }
 	subscriptionResolver struct{ *Resolver }
 )

@@ -95,6 +95,9 @@ func (s *Service) CreateDomain(ctx context.Context, p *Principal, name string) (
 	if name == "" {
 		return nil, Invalid("domain", "required, e.g. \"example.com\"")
 	}
+	if err := s.mailPlanError(); err != nil {
+		return nil, err
+	}
 	norm, err := domain.NormalizeDomain(name)
 	if err != nil {
 		return nil, Invalid("domain", "%v", err)
@@ -130,6 +133,23 @@ func (s *Service) CreateDomain(ctx context.Context, p *Principal, name string) (
 		return nil, err
 	}
 	return domainOf(created)
+}
+
+// mailPlanError says why this gateway cannot offer custom domains: the
+// hosts customers would publish (SPF include, MX) are not public names, as
+// with the default local mail domain.
+func (s *Service) mailPlanError() error {
+	for _, h := range []struct{ flag, host string }{
+		{"--spf-include (COMM_SPF_INCLUDE)", s.mail.Plan.SPFInclude},
+		{"--mx-host (COMM_MX_HOST)", s.mail.Plan.MXHost},
+	} {
+		if _, err := domain.NormalizeDomain(h.host); err != nil {
+			return &Error{Code: ErrNotImplemented.Code, Message: fmt.Sprintf(
+				"custom domains are not available on this gateway: its %s is %q, which customers cannot publish (%v); the operator sets it to a public host name",
+				h.flag, h.host, err)}
+		}
+	}
+	return nil
 }
 
 // Domains lists the project's custom domains, oldest first.

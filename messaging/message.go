@@ -55,7 +55,9 @@ type AttachmentInfo struct {
 	ContentID   *string `json:"content_id"`
 }
 
-func attachmentsOf(raw json.RawMessage) []AttachmentInfo {
+// AttachmentsOf decodes the attachment list a message row keeps; a list
+// that does not decode shows none.
+func AttachmentsOf(raw json.RawMessage) []AttachmentInfo {
 	if len(raw) == 0 {
 		return nil
 	}
@@ -70,7 +72,7 @@ func messageOf(m *ent.Message) *Message {
 		Direction: string(m.Direction), Status: string(m.Status), Sender: m.Sender, Recipient: nonEmpty(m.Recipient),
 		Subject: m.Subject, Text: m.Text, HTML: m.HTML, InReplyTo: m.InReplyTo, Error: m.Error,
 		Attempts: m.Attempts, CreatedAt: m.CreatedAt.UTC(),
-		Attachments: attachmentsOf(m.Attachments), Details: m.Details,
+		Attachments: AttachmentsOf(m.Attachments), Details: m.Details,
 	}
 	if m.SentAt != nil {
 		t := m.SentAt.UTC()

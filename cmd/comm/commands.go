@@ -334,7 +334,11 @@ func connectCmd(args []string) error {
 		return cliError{exitFailed, err}
 	}
 	output(*f.json, conn, func(w io.Writer) {
-		fmt.Fprintf(w, "Connected %s: %s (%s)\n", conn.Channel, conn.ID, conn.Status)
+		fmt.Fprintf(w, "Connected %s: %s (%s)", conn.Channel, conn.ID, conn.Status)
+		if conn.Address != nil {
+			fmt.Fprintf(w, " %s", *conn.Address)
+		}
+		fmt.Fprintln(w)
 	})
 	return nil
 }
