@@ -27,6 +27,8 @@ type APIKey struct {
 	Kind apikey.Kind `json:"kind,omitempty"`
 	// prefix and last four characters
 	Display string `json:"display,omitempty"`
+	// what the key is for, chosen by its maker
+	Name string `json:"name,omitempty"`
 	// LastUsedAt holds the value of the "last_used_at" field.
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	// RevokedAt holds the value of the "revoked_at" field.
@@ -41,7 +43,7 @@ func (*APIKey) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case apikey.FieldHash:
 			values[i] = new([]byte)
-		case apikey.FieldID, apikey.FieldProjectID, apikey.FieldKind, apikey.FieldDisplay:
+		case apikey.FieldID, apikey.FieldProjectID, apikey.FieldKind, apikey.FieldDisplay, apikey.FieldName:
 			values[i] = new(sql.NullString)
 		case apikey.FieldCreatedAt, apikey.FieldLastUsedAt, apikey.FieldRevokedAt:
 			values[i] = new(sql.NullTime)
@@ -95,6 +97,12 @@ func (_m *APIKey) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field display", values[i])
 			} else if value.Valid {
 				_m.Display = value.String
+			}
+		case apikey.FieldName:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field name", values[i])
+			} else if value.Valid {
+				_m.Name = value.String
 			}
 		case apikey.FieldLastUsedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -159,6 +167,9 @@ func (_m *APIKey) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("display=")
 	builder.WriteString(_m.Display)
+	builder.WriteString(", ")
+	builder.WriteString("name=")
+	builder.WriteString(_m.Name)
 	builder.WriteString(", ")
 	if v := _m.LastUsedAt; v != nil {
 		builder.WriteString("last_used_at=")

@@ -61,6 +61,20 @@ func (_c *APIKeyCreate) SetDisplay(v string) *APIKeyCreate {
 	return _c
 }
 
+// SetName sets the "name" field.
+func (_c *APIKeyCreate) SetName(v string) *APIKeyCreate {
+	_c.mutation.SetName(v)
+	return _c
+}
+
+// SetNillableName sets the "name" field if the given value is not nil.
+func (_c *APIKeyCreate) SetNillableName(v *string) *APIKeyCreate {
+	if v != nil {
+		_c.SetName(*v)
+	}
+	return _c
+}
+
 // SetLastUsedAt sets the "last_used_at" field.
 func (_c *APIKeyCreate) SetLastUsedAt(v time.Time) *APIKeyCreate {
 	_c.mutation.SetLastUsedAt(v)
@@ -189,6 +203,11 @@ func (_c *APIKeyCreate) check() error {
 	if _, ok := _c.mutation.Display(); !ok {
 		return &ValidationError{Name: "display", err: errors.New(`ent: missing required field "APIKey.display"`)}
 	}
+	if v, ok := _c.mutation.Name(); ok {
+		if err := apikey.NameValidator(v); err != nil {
+			return &ValidationError{Name: "name", err: fmt.Errorf(`ent: validator failed for field "APIKey.name": %w`, err)}
+		}
+	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := apikey.IDValidator(v); err != nil {
 			return &ValidationError{Name: "id", err: fmt.Errorf(`ent: validator failed for field "APIKey.id": %w`, err)}
@@ -250,6 +269,10 @@ func (_c *APIKeyCreate) createSpec() (*APIKey, *sqlgraph.CreateSpec) {
 		_spec.SetField(apikey.FieldDisplay, field.TypeString, value)
 		_node.Display = value
 	}
+	if value, ok := _c.mutation.Name(); ok {
+		_spec.SetField(apikey.FieldName, field.TypeString, value)
+		_node.Name = value
+	}
 	if value, ok := _c.mutation.LastUsedAt(); ok {
 		_spec.SetField(apikey.FieldLastUsedAt, field.TypeTime, value)
 		_node.LastUsedAt = &value
@@ -309,6 +332,24 @@ type (
 		*sql.UpdateSet
 	}
 )
+
+// SetName sets the "name" field.
+func (u *APIKeyUpsert) SetName(v string) *APIKeyUpsert {
+	u.Set(apikey.FieldName, v)
+	return u
+}
+
+// UpdateName sets the "name" field to the value that was provided on create.
+func (u *APIKeyUpsert) UpdateName() *APIKeyUpsert {
+	u.SetExcluded(apikey.FieldName)
+	return u
+}
+
+// ClearName clears the value of the "name" field.
+func (u *APIKeyUpsert) ClearName() *APIKeyUpsert {
+	u.SetNull(apikey.FieldName)
+	return u
+}
 
 // SetLastUsedAt sets the "last_used_at" field.
 func (u *APIKeyUpsert) SetLastUsedAt(v time.Time) *APIKeyUpsert {
@@ -407,6 +448,27 @@ func (u *APIKeyUpsertOne) Update(set func(*APIKeyUpsert)) *APIKeyUpsertOne {
 		set(&APIKeyUpsert{UpdateSet: update})
 	}))
 	return u
+}
+
+// SetName sets the "name" field.
+func (u *APIKeyUpsertOne) SetName(v string) *APIKeyUpsertOne {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.SetName(v)
+	})
+}
+
+// UpdateName sets the "name" field to the value that was provided on create.
+func (u *APIKeyUpsertOne) UpdateName() *APIKeyUpsertOne {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.UpdateName()
+	})
+}
+
+// ClearName clears the value of the "name" field.
+func (u *APIKeyUpsertOne) ClearName() *APIKeyUpsertOne {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.ClearName()
+	})
 }
 
 // SetLastUsedAt sets the "last_used_at" field.
@@ -679,6 +741,27 @@ func (u *APIKeyUpsertBulk) Update(set func(*APIKeyUpsert)) *APIKeyUpsertBulk {
 		set(&APIKeyUpsert{UpdateSet: update})
 	}))
 	return u
+}
+
+// SetName sets the "name" field.
+func (u *APIKeyUpsertBulk) SetName(v string) *APIKeyUpsertBulk {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.SetName(v)
+	})
+}
+
+// UpdateName sets the "name" field to the value that was provided on create.
+func (u *APIKeyUpsertBulk) UpdateName() *APIKeyUpsertBulk {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.UpdateName()
+	})
+}
+
+// ClearName clears the value of the "name" field.
+func (u *APIKeyUpsertBulk) ClearName() *APIKeyUpsertBulk {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.ClearName()
+	})
 }
 
 // SetLastUsedAt sets the "last_used_at" field.

@@ -14,10 +14,13 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
+	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/creditentry"
+	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
@@ -34,12 +37,18 @@ type Client struct {
 	Schema *migrate.Schema
 	// APIKey is the client for interacting with the APIKey builders.
 	APIKey *APIKeyClient
+	// Account is the client for interacting with the Account builders.
+	Account *AccountClient
 	// Attachment is the client for interacting with the Attachment builders.
 	Attachment *AttachmentClient
 	// Connection is the client for interacting with the Connection builders.
 	Connection *ConnectionClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
+	// CreditEntry is the client for interacting with the CreditEntry builders.
+	CreditEntry *CreditEntryClient
+	// DeviceRequest is the client for interacting with the DeviceRequest builders.
+	DeviceRequest *DeviceRequestClient
 	// Domain is the client for interacting with the Domain builders.
 	Domain *DomainClient
 	// Message is the client for interacting with the Message builders.
@@ -62,9 +71,12 @@ func NewClient(opts ...Option) *Client {
 func (c *Client) init() {
 	c.Schema = migrate.NewSchema(c.driver)
 	c.APIKey = NewAPIKeyClient(c.config)
+	c.Account = NewAccountClient(c.config)
 	c.Attachment = NewAttachmentClient(c.config)
 	c.Connection = NewConnectionClient(c.config)
 	c.Conversation = NewConversationClient(c.config)
+	c.CreditEntry = NewCreditEntryClient(c.config)
+	c.DeviceRequest = NewDeviceRequestClient(c.config)
 	c.Domain = NewDomainClient(c.config)
 	c.Message = NewMessageClient(c.config)
 	c.Project = NewProjectClient(c.config)
@@ -163,9 +175,12 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ctx:            ctx,
 		config:         cfg,
 		APIKey:         NewAPIKeyClient(cfg),
+		Account:        NewAccountClient(cfg),
 		Attachment:     NewAttachmentClient(cfg),
 		Connection:     NewConnectionClient(cfg),
 		Conversation:   NewConversationClient(cfg),
+		CreditEntry:    NewCreditEntryClient(cfg),
+		DeviceRequest:  NewDeviceRequestClient(cfg),
 		Domain:         NewDomainClient(cfg),
 		Message:        NewMessageClient(cfg),
 		Project:        NewProjectClient(cfg),
@@ -191,9 +206,12 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ctx:            ctx,
 		config:         cfg,
 		APIKey:         NewAPIKeyClient(cfg),
+		Account:        NewAccountClient(cfg),
 		Attachment:     NewAttachmentClient(cfg),
 		Connection:     NewConnectionClient(cfg),
 		Conversation:   NewConversationClient(cfg),
+		CreditEntry:    NewCreditEntryClient(cfg),
+		DeviceRequest:  NewDeviceRequestClient(cfg),
 		Domain:         NewDomainClient(cfg),
 		Message:        NewMessageClient(cfg),
 		Project:        NewProjectClient(cfg),
@@ -228,8 +246,8 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIKey, c.Attachment, c.Connection, c.Conversation, c.Domain, c.Message,
-		c.Project, c.Webhook, c.WebhookAttempt,
+		c.APIKey, c.Account, c.Attachment, c.Connection, c.Conversation, c.CreditEntry,
+		c.DeviceRequest, c.Domain, c.Message, c.Project, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Use(hooks...)
 	}
@@ -239,8 +257,8 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIKey, c.Attachment, c.Connection, c.Conversation, c.Domain, c.Message,
-		c.Project, c.Webhook, c.WebhookAttempt,
+		c.APIKey, c.Account, c.Attachment, c.Connection, c.Conversation, c.CreditEntry,
+		c.DeviceRequest, c.Domain, c.Message, c.Project, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -251,12 +269,18 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 	switch m := m.(type) {
 	case *APIKeyMutation:
 		return c.APIKey.mutate(ctx, m)
+	case *AccountMutation:
+		return c.Account.mutate(ctx, m)
 	case *AttachmentMutation:
 		return c.Attachment.mutate(ctx, m)
 	case *ConnectionMutation:
 		return c.Connection.mutate(ctx, m)
 	case *ConversationMutation:
 		return c.Conversation.mutate(ctx, m)
+	case *CreditEntryMutation:
+		return c.CreditEntry.mutate(ctx, m)
+	case *DeviceRequestMutation:
+		return c.DeviceRequest.mutate(ctx, m)
 	case *DomainMutation:
 		return c.Domain.mutate(ctx, m)
 	case *MessageMutation:
@@ -404,6 +428,139 @@ func (c *APIKeyClient) mutate(ctx context.Context, m *APIKeyMutation) (Value, er
 		return (&APIKeyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown APIKey mutation op: %q", m.Op())
+	}
+}
+
+// AccountClient is a client for the Account schema.
+type AccountClient struct {
+	config
+}
+
+// NewAccountClient returns a client for the Account from the given config.
+func NewAccountClient(c config) *AccountClient {
+	return &AccountClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `account.Hooks(f(g(h())))`.
+func (c *AccountClient) Use(hooks ...Hook) {
+	c.hooks.Account = append(c.hooks.Account, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `account.Intercept(f(g(h())))`.
+func (c *AccountClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Account = append(c.inters.Account, interceptors...)
+}
+
+// Create returns a builder for creating a Account entity.
+func (c *AccountClient) Create() *AccountCreate {
+	mutation := newAccountMutation(c.config, OpCreate)
+	return &AccountCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Account entities.
+func (c *AccountClient) CreateBulk(builders ...*AccountCreate) *AccountCreateBulk {
+	return &AccountCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *AccountClient) MapCreateBulk(slice any, setFunc func(*AccountCreate, int)) *AccountCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &AccountCreateBulk{err: fmt.Errorf("calling to AccountClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*AccountCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &AccountCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Account.
+func (c *AccountClient) Update() *AccountUpdate {
+	mutation := newAccountMutation(c.config, OpUpdate)
+	return &AccountUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *AccountClient) UpdateOne(_m *Account) *AccountUpdateOne {
+	mutation := newAccountMutation(c.config, OpUpdateOne, withAccount(_m))
+	return &AccountUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *AccountClient) UpdateOneID(id string) *AccountUpdateOne {
+	mutation := newAccountMutation(c.config, OpUpdateOne, withAccountID(id))
+	return &AccountUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Account.
+func (c *AccountClient) Delete() *AccountDelete {
+	mutation := newAccountMutation(c.config, OpDelete)
+	return &AccountDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *AccountClient) DeleteOne(_m *Account) *AccountDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *AccountClient) DeleteOneID(id string) *AccountDeleteOne {
+	builder := c.Delete().Where(account.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &AccountDeleteOne{builder}
+}
+
+// Query returns a query builder for Account.
+func (c *AccountClient) Query() *AccountQuery {
+	return &AccountQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeAccount},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Account entity by its id.
+func (c *AccountClient) Get(ctx context.Context, id string) (*Account, error) {
+	return c.Query().Where(account.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *AccountClient) GetX(ctx context.Context, id string) *Account {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *AccountClient) Hooks() []Hook {
+	return c.hooks.Account
+}
+
+// Interceptors returns the client interceptors.
+func (c *AccountClient) Interceptors() []Interceptor {
+	return c.inters.Account
+}
+
+func (c *AccountClient) mutate(ctx context.Context, m *AccountMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&AccountCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&AccountUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&AccountUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&AccountDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Account mutation op: %q", m.Op())
 	}
 }
 
@@ -809,6 +966,272 @@ func (c *ConversationClient) mutate(ctx context.Context, m *ConversationMutation
 		return (&ConversationDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Conversation mutation op: %q", m.Op())
+	}
+}
+
+// CreditEntryClient is a client for the CreditEntry schema.
+type CreditEntryClient struct {
+	config
+}
+
+// NewCreditEntryClient returns a client for the CreditEntry from the given config.
+func NewCreditEntryClient(c config) *CreditEntryClient {
+	return &CreditEntryClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `creditentry.Hooks(f(g(h())))`.
+func (c *CreditEntryClient) Use(hooks ...Hook) {
+	c.hooks.CreditEntry = append(c.hooks.CreditEntry, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `creditentry.Intercept(f(g(h())))`.
+func (c *CreditEntryClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CreditEntry = append(c.inters.CreditEntry, interceptors...)
+}
+
+// Create returns a builder for creating a CreditEntry entity.
+func (c *CreditEntryClient) Create() *CreditEntryCreate {
+	mutation := newCreditEntryMutation(c.config, OpCreate)
+	return &CreditEntryCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CreditEntry entities.
+func (c *CreditEntryClient) CreateBulk(builders ...*CreditEntryCreate) *CreditEntryCreateBulk {
+	return &CreditEntryCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CreditEntryClient) MapCreateBulk(slice any, setFunc func(*CreditEntryCreate, int)) *CreditEntryCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CreditEntryCreateBulk{err: fmt.Errorf("calling to CreditEntryClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CreditEntryCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CreditEntryCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CreditEntry.
+func (c *CreditEntryClient) Update() *CreditEntryUpdate {
+	mutation := newCreditEntryMutation(c.config, OpUpdate)
+	return &CreditEntryUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CreditEntryClient) UpdateOne(_m *CreditEntry) *CreditEntryUpdateOne {
+	mutation := newCreditEntryMutation(c.config, OpUpdateOne, withCreditEntry(_m))
+	return &CreditEntryUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CreditEntryClient) UpdateOneID(id string) *CreditEntryUpdateOne {
+	mutation := newCreditEntryMutation(c.config, OpUpdateOne, withCreditEntryID(id))
+	return &CreditEntryUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CreditEntry.
+func (c *CreditEntryClient) Delete() *CreditEntryDelete {
+	mutation := newCreditEntryMutation(c.config, OpDelete)
+	return &CreditEntryDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CreditEntryClient) DeleteOne(_m *CreditEntry) *CreditEntryDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CreditEntryClient) DeleteOneID(id string) *CreditEntryDeleteOne {
+	builder := c.Delete().Where(creditentry.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CreditEntryDeleteOne{builder}
+}
+
+// Query returns a query builder for CreditEntry.
+func (c *CreditEntryClient) Query() *CreditEntryQuery {
+	return &CreditEntryQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCreditEntry},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CreditEntry entity by its id.
+func (c *CreditEntryClient) Get(ctx context.Context, id string) (*CreditEntry, error) {
+	return c.Query().Where(creditentry.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CreditEntryClient) GetX(ctx context.Context, id string) *CreditEntry {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CreditEntryClient) Hooks() []Hook {
+	return c.hooks.CreditEntry
+}
+
+// Interceptors returns the client interceptors.
+func (c *CreditEntryClient) Interceptors() []Interceptor {
+	return c.inters.CreditEntry
+}
+
+func (c *CreditEntryClient) mutate(ctx context.Context, m *CreditEntryMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CreditEntryCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CreditEntryUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CreditEntryUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CreditEntryDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CreditEntry mutation op: %q", m.Op())
+	}
+}
+
+// DeviceRequestClient is a client for the DeviceRequest schema.
+type DeviceRequestClient struct {
+	config
+}
+
+// NewDeviceRequestClient returns a client for the DeviceRequest from the given config.
+func NewDeviceRequestClient(c config) *DeviceRequestClient {
+	return &DeviceRequestClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `devicerequest.Hooks(f(g(h())))`.
+func (c *DeviceRequestClient) Use(hooks ...Hook) {
+	c.hooks.DeviceRequest = append(c.hooks.DeviceRequest, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `devicerequest.Intercept(f(g(h())))`.
+func (c *DeviceRequestClient) Intercept(interceptors ...Interceptor) {
+	c.inters.DeviceRequest = append(c.inters.DeviceRequest, interceptors...)
+}
+
+// Create returns a builder for creating a DeviceRequest entity.
+func (c *DeviceRequestClient) Create() *DeviceRequestCreate {
+	mutation := newDeviceRequestMutation(c.config, OpCreate)
+	return &DeviceRequestCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of DeviceRequest entities.
+func (c *DeviceRequestClient) CreateBulk(builders ...*DeviceRequestCreate) *DeviceRequestCreateBulk {
+	return &DeviceRequestCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *DeviceRequestClient) MapCreateBulk(slice any, setFunc func(*DeviceRequestCreate, int)) *DeviceRequestCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &DeviceRequestCreateBulk{err: fmt.Errorf("calling to DeviceRequestClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*DeviceRequestCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &DeviceRequestCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for DeviceRequest.
+func (c *DeviceRequestClient) Update() *DeviceRequestUpdate {
+	mutation := newDeviceRequestMutation(c.config, OpUpdate)
+	return &DeviceRequestUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *DeviceRequestClient) UpdateOne(_m *DeviceRequest) *DeviceRequestUpdateOne {
+	mutation := newDeviceRequestMutation(c.config, OpUpdateOne, withDeviceRequest(_m))
+	return &DeviceRequestUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *DeviceRequestClient) UpdateOneID(id string) *DeviceRequestUpdateOne {
+	mutation := newDeviceRequestMutation(c.config, OpUpdateOne, withDeviceRequestID(id))
+	return &DeviceRequestUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for DeviceRequest.
+func (c *DeviceRequestClient) Delete() *DeviceRequestDelete {
+	mutation := newDeviceRequestMutation(c.config, OpDelete)
+	return &DeviceRequestDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *DeviceRequestClient) DeleteOne(_m *DeviceRequest) *DeviceRequestDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *DeviceRequestClient) DeleteOneID(id string) *DeviceRequestDeleteOne {
+	builder := c.Delete().Where(devicerequest.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &DeviceRequestDeleteOne{builder}
+}
+
+// Query returns a query builder for DeviceRequest.
+func (c *DeviceRequestClient) Query() *DeviceRequestQuery {
+	return &DeviceRequestQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeDeviceRequest},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a DeviceRequest entity by its id.
+func (c *DeviceRequestClient) Get(ctx context.Context, id string) (*DeviceRequest, error) {
+	return c.Query().Where(devicerequest.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *DeviceRequestClient) GetX(ctx context.Context, id string) *DeviceRequest {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *DeviceRequestClient) Hooks() []Hook {
+	return c.hooks.DeviceRequest
+}
+
+// Interceptors returns the client interceptors.
+func (c *DeviceRequestClient) Interceptors() []Interceptor {
+	return c.inters.DeviceRequest
+}
+
+func (c *DeviceRequestClient) mutate(ctx context.Context, m *DeviceRequestMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&DeviceRequestCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&DeviceRequestUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&DeviceRequestUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&DeviceRequestDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown DeviceRequest mutation op: %q", m.Op())
 	}
 }
 
@@ -1488,11 +1911,12 @@ func (c *WebhookAttemptClient) mutate(ctx context.Context, m *WebhookAttemptMuta
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIKey, Attachment, Connection, Conversation, Domain, Message, Project, Webhook,
-		WebhookAttempt []ent.Hook
+		APIKey, Account, Attachment, Connection, Conversation, CreditEntry,
+		DeviceRequest, Domain, Message, Project, Webhook, WebhookAttempt []ent.Hook
 	}
 	inters struct {
-		APIKey, Attachment, Connection, Conversation, Domain, Message, Project, Webhook,
+		APIKey, Account, Attachment, Connection, Conversation, CreditEntry,
+		DeviceRequest, Domain, Message, Project, Webhook,
 		WebhookAttempt []ent.Interceptor
 	}
 )

@@ -12,10 +12,13 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/creditentry"
+	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
@@ -82,9 +85,12 @@ func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			apikey.Table:         apikey.ValidColumn,
+			account.Table:        account.ValidColumn,
 			attachment.Table:     attachment.ValidColumn,
 			connection.Table:     connection.ValidColumn,
 			conversation.Table:   conversation.ValidColumn,
+			creditentry.Table:    creditentry.ValidColumn,
+			devicerequest.Table:  devicerequest.ValidColumn,
 			domain.Table:         domain.ValidColumn,
 			message.Table:        message.ValidColumn,
 			project.Table:        project.ValidColumn,

@@ -471,6 +471,11 @@ func (_q *ProjectQuery) collectField(ctx context.Context, oneNode bool, opCtx *g
 				selectedFields = append(selectedFields, project.FieldLastSeq)
 				fieldSeen[project.FieldLastSeq] = struct{}{}
 			}
+		case "accountID":
+			if _, ok := fieldSeen[project.FieldAccountID]; !ok {
+				selectedFields = append(selectedFields, project.FieldAccountID)
+				fieldSeen[project.FieldAccountID] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:

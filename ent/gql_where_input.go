@@ -2101,6 +2101,23 @@ type ProjectWhereInput struct {
 	LastSeqGTE   *int64  `json:"lastSeqGTE,omitempty"`
 	LastSeqLT    *int64  `json:"lastSeqLT,omitempty"`
 	LastSeqLTE   *int64  `json:"lastSeqLTE,omitempty"`
+
+	// "account_id" field predicates.
+	AccountID             *string  `json:"accountID,omitempty"`
+	AccountIDNEQ          *string  `json:"accountIDNEQ,omitempty"`
+	AccountIDIn           []string `json:"accountIDIn,omitempty"`
+	AccountIDNotIn        []string `json:"accountIDNotIn,omitempty"`
+	AccountIDGT           *string  `json:"accountIDGT,omitempty"`
+	AccountIDGTE          *string  `json:"accountIDGTE,omitempty"`
+	AccountIDLT           *string  `json:"accountIDLT,omitempty"`
+	AccountIDLTE          *string  `json:"accountIDLTE,omitempty"`
+	AccountIDContains     *string  `json:"accountIDContains,omitempty"`
+	AccountIDHasPrefix    *string  `json:"accountIDHasPrefix,omitempty"`
+	AccountIDHasSuffix    *string  `json:"accountIDHasSuffix,omitempty"`
+	AccountIDIsNil        bool     `json:"accountIDIsNil,omitempty"`
+	AccountIDNotNil       bool     `json:"accountIDNotNil,omitempty"`
+	AccountIDEqualFold    *string  `json:"accountIDEqualFold,omitempty"`
+	AccountIDContainsFold *string  `json:"accountIDContainsFold,omitempty"`
 }
 
 // AddPredicates adds custom predicates to the where input to be used during the filtering phase.
@@ -2368,6 +2385,51 @@ func (i *ProjectWhereInput) P() (predicate.Project, error) {
 	}
 	if i.LastSeqLTE != nil {
 		predicates = append(predicates, project.LastSeqLTE(*i.LastSeqLTE))
+	}
+	if i.AccountID != nil {
+		predicates = append(predicates, project.AccountIDEQ(*i.AccountID))
+	}
+	if i.AccountIDNEQ != nil {
+		predicates = append(predicates, project.AccountIDNEQ(*i.AccountIDNEQ))
+	}
+	if len(i.AccountIDIn) > 0 {
+		predicates = append(predicates, project.AccountIDIn(i.AccountIDIn...))
+	}
+	if len(i.AccountIDNotIn) > 0 {
+		predicates = append(predicates, project.AccountIDNotIn(i.AccountIDNotIn...))
+	}
+	if i.AccountIDGT != nil {
+		predicates = append(predicates, project.AccountIDGT(*i.AccountIDGT))
+	}
+	if i.AccountIDGTE != nil {
+		predicates = append(predicates, project.AccountIDGTE(*i.AccountIDGTE))
+	}
+	if i.AccountIDLT != nil {
+		predicates = append(predicates, project.AccountIDLT(*i.AccountIDLT))
+	}
+	if i.AccountIDLTE != nil {
+		predicates = append(predicates, project.AccountIDLTE(*i.AccountIDLTE))
+	}
+	if i.AccountIDContains != nil {
+		predicates = append(predicates, project.AccountIDContains(*i.AccountIDContains))
+	}
+	if i.AccountIDHasPrefix != nil {
+		predicates = append(predicates, project.AccountIDHasPrefix(*i.AccountIDHasPrefix))
+	}
+	if i.AccountIDHasSuffix != nil {
+		predicates = append(predicates, project.AccountIDHasSuffix(*i.AccountIDHasSuffix))
+	}
+	if i.AccountIDIsNil {
+		predicates = append(predicates, project.AccountIDIsNil())
+	}
+	if i.AccountIDNotNil {
+		predicates = append(predicates, project.AccountIDNotNil())
+	}
+	if i.AccountIDEqualFold != nil {
+		predicates = append(predicates, project.AccountIDEqualFold(*i.AccountIDEqualFold))
+	}
+	if i.AccountIDContainsFold != nil {
+		predicates = append(predicates, project.AccountIDContainsFold(*i.AccountIDContainsFold))
 	}
 
 	switch len(predicates) {

@@ -12,10 +12,13 @@ import (
 
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
+	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/creditentry"
+	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/predicate"
@@ -34,9 +37,12 @@ const (
 
 	// Node types.
 	TypeAPIKey         = "APIKey"
+	TypeAccount        = "Account"
 	TypeAttachment     = "Attachment"
 	TypeConnection     = "Connection"
 	TypeConversation   = "Conversation"
+	TypeCreditEntry    = "CreditEntry"
+	TypeDeviceRequest  = "DeviceRequest"
 	TypeDomain         = "Domain"
 	TypeMessage        = "Message"
 	TypeProject        = "Project"
@@ -55,6 +61,7 @@ type APIKeyMutation struct {
 	hash          *[]byte
 	kind          *apikey.Kind
 	display       *string
+	name          *string
 	last_used_at  *time.Time
 	revoked_at    *time.Time
 	clearedFields map[string]struct{}
@@ -347,6 +354,55 @@ func (m *APIKeyMutation) ResetDisplay() {
 	m.display = nil
 }
 
+// SetName sets the "name" field.
+func (m *APIKeyMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *APIKeyMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the APIKey entity.
+// If the APIKey object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *APIKeyMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ClearName clears the value of the "name" field.
+func (m *APIKeyMutation) ClearName() {
+	m.name = nil
+	m.clearedFields[apikey.FieldName] = struct{}{}
+}
+
+// NameCleared returns if the "name" field was cleared in this mutation.
+func (m *APIKeyMutation) NameCleared() bool {
+	_, ok := m.clearedFields[apikey.FieldName]
+	return ok
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *APIKeyMutation) ResetName() {
+	m.name = nil
+	delete(m.clearedFields, apikey.FieldName)
+}
+
 // SetLastUsedAt sets the "last_used_at" field.
 func (m *APIKeyMutation) SetLastUsedAt(t time.Time) {
 	m.last_used_at = &t
@@ -479,7 +535,7 @@ func (m *APIKeyMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *APIKeyMutation) Fields() []string {
-	fields := make([]string, 0, 7)
+	fields := make([]string, 0, 8)
 	if m.created_at != nil {
 		fields = append(fields, apikey.FieldCreatedAt)
 	}
@@ -494,6 +550,9 @@ func (m *APIKeyMutation) Fields() []string {
 	}
 	if m.display != nil {
 		fields = append(fields, apikey.FieldDisplay)
+	}
+	if m.name != nil {
+		fields = append(fields, apikey.FieldName)
 	}
 	if m.last_used_at != nil {
 		fields = append(fields, apikey.FieldLastUsedAt)
@@ -519,6 +578,8 @@ func (m *APIKeyMutation) Field(name string) (ent.Value, bool) {
 		return m.Kind()
 	case apikey.FieldDisplay:
 		return m.Display()
+	case apikey.FieldName:
+		return m.Name()
 	case apikey.FieldLastUsedAt:
 		return m.LastUsedAt()
 	case apikey.FieldRevokedAt:
@@ -542,6 +603,8 @@ func (m *APIKeyMutation) OldField(ctx context.Context, name string) (ent.Value, 
 		return m.OldKind(ctx)
 	case apikey.FieldDisplay:
 		return m.OldDisplay(ctx)
+	case apikey.FieldName:
+		return m.OldName(ctx)
 	case apikey.FieldLastUsedAt:
 		return m.OldLastUsedAt(ctx)
 	case apikey.FieldRevokedAt:
@@ -590,6 +653,13 @@ func (m *APIKeyMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetDisplay(v)
 		return nil
+	case apikey.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
 	case apikey.FieldLastUsedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -634,6 +704,9 @@ func (m *APIKeyMutation) AddField(name string, value ent.Value) error {
 // mutation.
 func (m *APIKeyMutation) ClearedFields() []string {
 	var fields []string
+	if m.FieldCleared(apikey.FieldName) {
+		fields = append(fields, apikey.FieldName)
+	}
 	if m.FieldCleared(apikey.FieldLastUsedAt) {
 		fields = append(fields, apikey.FieldLastUsedAt)
 	}
@@ -654,6 +727,9 @@ func (m *APIKeyMutation) FieldCleared(name string) bool {
 // error if the field is not defined in the schema.
 func (m *APIKeyMutation) ClearField(name string) error {
 	switch name {
+	case apikey.FieldName:
+		m.ClearName()
+		return nil
 	case apikey.FieldLastUsedAt:
 		m.ClearLastUsedAt()
 		return nil
@@ -682,6 +758,9 @@ func (m *APIKeyMutation) ResetField(name string) error {
 		return nil
 	case apikey.FieldDisplay:
 		m.ResetDisplay()
+		return nil
+	case apikey.FieldName:
+		m.ResetName()
 		return nil
 	case apikey.FieldLastUsedAt:
 		m.ResetLastUsedAt()
@@ -739,6 +818,668 @@ func (m *APIKeyMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *APIKeyMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown APIKey edge %s", name)
+}
+
+// AccountMutation represents an operation that mutates the Account nodes in the graph.
+type AccountMutation struct {
+	config
+	op              Op
+	typ             string
+	id              *string
+	created_at      *time.Time
+	issuer          *string
+	subject         *string
+	email           *string
+	name            *string
+	last_sign_in_at *time.Time
+	clearedFields   map[string]struct{}
+	done            bool
+	oldValue        func(context.Context) (*Account, error)
+	predicates      []predicate.Account
+}
+
+var _ ent.Mutation = (*AccountMutation)(nil)
+
+// accountOption allows management of the mutation configuration using functional options.
+type accountOption func(*AccountMutation)
+
+// newAccountMutation creates new mutation for the Account entity.
+func newAccountMutation(c config, op Op, opts ...accountOption) *AccountMutation {
+	m := &AccountMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeAccount,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withAccountID sets the ID field of the mutation.
+func withAccountID(id string) accountOption {
+	return func(m *AccountMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Account
+		)
+		m.oldValue = func(ctx context.Context) (*Account, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Account.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withAccount sets the old Account of the mutation.
+func withAccount(node *Account) accountOption {
+	return func(m *AccountMutation) {
+		m.oldValue = func(context.Context) (*Account, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m AccountMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m AccountMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Account entities.
+func (m *AccountMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *AccountMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *AccountMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Account.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *AccountMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *AccountMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Account entity.
+// If the Account object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AccountMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *AccountMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetIssuer sets the "issuer" field.
+func (m *AccountMutation) SetIssuer(s string) {
+	m.issuer = &s
+}
+
+// Issuer returns the value of the "issuer" field in the mutation.
+func (m *AccountMutation) Issuer() (r string, exists bool) {
+	v := m.issuer
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIssuer returns the old "issuer" field's value of the Account entity.
+// If the Account object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AccountMutation) OldIssuer(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIssuer is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIssuer requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIssuer: %w", err)
+	}
+	return oldValue.Issuer, nil
+}
+
+// ResetIssuer resets all changes to the "issuer" field.
+func (m *AccountMutation) ResetIssuer() {
+	m.issuer = nil
+}
+
+// SetSubject sets the "subject" field.
+func (m *AccountMutation) SetSubject(s string) {
+	m.subject = &s
+}
+
+// Subject returns the value of the "subject" field in the mutation.
+func (m *AccountMutation) Subject() (r string, exists bool) {
+	v := m.subject
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSubject returns the old "subject" field's value of the Account entity.
+// If the Account object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AccountMutation) OldSubject(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSubject is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSubject requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSubject: %w", err)
+	}
+	return oldValue.Subject, nil
+}
+
+// ResetSubject resets all changes to the "subject" field.
+func (m *AccountMutation) ResetSubject() {
+	m.subject = nil
+}
+
+// SetEmail sets the "email" field.
+func (m *AccountMutation) SetEmail(s string) {
+	m.email = &s
+}
+
+// Email returns the value of the "email" field in the mutation.
+func (m *AccountMutation) Email() (r string, exists bool) {
+	v := m.email
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEmail returns the old "email" field's value of the Account entity.
+// If the Account object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AccountMutation) OldEmail(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEmail is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEmail requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEmail: %w", err)
+	}
+	return oldValue.Email, nil
+}
+
+// ClearEmail clears the value of the "email" field.
+func (m *AccountMutation) ClearEmail() {
+	m.email = nil
+	m.clearedFields[account.FieldEmail] = struct{}{}
+}
+
+// EmailCleared returns if the "email" field was cleared in this mutation.
+func (m *AccountMutation) EmailCleared() bool {
+	_, ok := m.clearedFields[account.FieldEmail]
+	return ok
+}
+
+// ResetEmail resets all changes to the "email" field.
+func (m *AccountMutation) ResetEmail() {
+	m.email = nil
+	delete(m.clearedFields, account.FieldEmail)
+}
+
+// SetName sets the "name" field.
+func (m *AccountMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *AccountMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the Account entity.
+// If the Account object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AccountMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ClearName clears the value of the "name" field.
+func (m *AccountMutation) ClearName() {
+	m.name = nil
+	m.clearedFields[account.FieldName] = struct{}{}
+}
+
+// NameCleared returns if the "name" field was cleared in this mutation.
+func (m *AccountMutation) NameCleared() bool {
+	_, ok := m.clearedFields[account.FieldName]
+	return ok
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *AccountMutation) ResetName() {
+	m.name = nil
+	delete(m.clearedFields, account.FieldName)
+}
+
+// SetLastSignInAt sets the "last_sign_in_at" field.
+func (m *AccountMutation) SetLastSignInAt(t time.Time) {
+	m.last_sign_in_at = &t
+}
+
+// LastSignInAt returns the value of the "last_sign_in_at" field in the mutation.
+func (m *AccountMutation) LastSignInAt() (r time.Time, exists bool) {
+	v := m.last_sign_in_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastSignInAt returns the old "last_sign_in_at" field's value of the Account entity.
+// If the Account object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AccountMutation) OldLastSignInAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastSignInAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastSignInAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastSignInAt: %w", err)
+	}
+	return oldValue.LastSignInAt, nil
+}
+
+// ClearLastSignInAt clears the value of the "last_sign_in_at" field.
+func (m *AccountMutation) ClearLastSignInAt() {
+	m.last_sign_in_at = nil
+	m.clearedFields[account.FieldLastSignInAt] = struct{}{}
+}
+
+// LastSignInAtCleared returns if the "last_sign_in_at" field was cleared in this mutation.
+func (m *AccountMutation) LastSignInAtCleared() bool {
+	_, ok := m.clearedFields[account.FieldLastSignInAt]
+	return ok
+}
+
+// ResetLastSignInAt resets all changes to the "last_sign_in_at" field.
+func (m *AccountMutation) ResetLastSignInAt() {
+	m.last_sign_in_at = nil
+	delete(m.clearedFields, account.FieldLastSignInAt)
+}
+
+// Where appends a list predicates to the AccountMutation builder.
+func (m *AccountMutation) Where(ps ...predicate.Account) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the AccountMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *AccountMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Account, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *AccountMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *AccountMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Account).
+func (m *AccountMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *AccountMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.created_at != nil {
+		fields = append(fields, account.FieldCreatedAt)
+	}
+	if m.issuer != nil {
+		fields = append(fields, account.FieldIssuer)
+	}
+	if m.subject != nil {
+		fields = append(fields, account.FieldSubject)
+	}
+	if m.email != nil {
+		fields = append(fields, account.FieldEmail)
+	}
+	if m.name != nil {
+		fields = append(fields, account.FieldName)
+	}
+	if m.last_sign_in_at != nil {
+		fields = append(fields, account.FieldLastSignInAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *AccountMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case account.FieldCreatedAt:
+		return m.CreatedAt()
+	case account.FieldIssuer:
+		return m.Issuer()
+	case account.FieldSubject:
+		return m.Subject()
+	case account.FieldEmail:
+		return m.Email()
+	case account.FieldName:
+		return m.Name()
+	case account.FieldLastSignInAt:
+		return m.LastSignInAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *AccountMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case account.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case account.FieldIssuer:
+		return m.OldIssuer(ctx)
+	case account.FieldSubject:
+		return m.OldSubject(ctx)
+	case account.FieldEmail:
+		return m.OldEmail(ctx)
+	case account.FieldName:
+		return m.OldName(ctx)
+	case account.FieldLastSignInAt:
+		return m.OldLastSignInAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Account field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AccountMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case account.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case account.FieldIssuer:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIssuer(v)
+		return nil
+	case account.FieldSubject:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSubject(v)
+		return nil
+	case account.FieldEmail:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEmail(v)
+		return nil
+	case account.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case account.FieldLastSignInAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastSignInAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Account field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *AccountMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *AccountMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AccountMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Account numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *AccountMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(account.FieldEmail) {
+		fields = append(fields, account.FieldEmail)
+	}
+	if m.FieldCleared(account.FieldName) {
+		fields = append(fields, account.FieldName)
+	}
+	if m.FieldCleared(account.FieldLastSignInAt) {
+		fields = append(fields, account.FieldLastSignInAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *AccountMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *AccountMutation) ClearField(name string) error {
+	switch name {
+	case account.FieldEmail:
+		m.ClearEmail()
+		return nil
+	case account.FieldName:
+		m.ClearName()
+		return nil
+	case account.FieldLastSignInAt:
+		m.ClearLastSignInAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Account nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *AccountMutation) ResetField(name string) error {
+	switch name {
+	case account.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case account.FieldIssuer:
+		m.ResetIssuer()
+		return nil
+	case account.FieldSubject:
+		m.ResetSubject()
+		return nil
+	case account.FieldEmail:
+		m.ResetEmail()
+		return nil
+	case account.FieldName:
+		m.ResetName()
+		return nil
+	case account.FieldLastSignInAt:
+		m.ResetLastSignInAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Account field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *AccountMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *AccountMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *AccountMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *AccountMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *AccountMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *AccountMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *AccountMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Account unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *AccountMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Account edge %s", name)
 }
 
 // AttachmentMutation represents an operation that mutates the Attachment nodes in the graph.
@@ -3393,6 +4134,1872 @@ func (m *ConversationMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *ConversationMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Conversation edge %s", name)
+}
+
+// CreditEntryMutation represents an operation that mutates the CreditEntry nodes in the graph.
+type CreditEntryMutation struct {
+	config
+	op              Op
+	typ             string
+	id              *string
+	created_at      *time.Time
+	account_id      *string
+	kind            *creditentry.Kind
+	amount_cents    *int64
+	addamount_cents *int64
+	key             *string
+	description     *string
+	project_id_ref  *string
+	clearedFields   map[string]struct{}
+	done            bool
+	oldValue        func(context.Context) (*CreditEntry, error)
+	predicates      []predicate.CreditEntry
+}
+
+var _ ent.Mutation = (*CreditEntryMutation)(nil)
+
+// creditentryOption allows management of the mutation configuration using functional options.
+type creditentryOption func(*CreditEntryMutation)
+
+// newCreditEntryMutation creates new mutation for the CreditEntry entity.
+func newCreditEntryMutation(c config, op Op, opts ...creditentryOption) *CreditEntryMutation {
+	m := &CreditEntryMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCreditEntry,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCreditEntryID sets the ID field of the mutation.
+func withCreditEntryID(id string) creditentryOption {
+	return func(m *CreditEntryMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CreditEntry
+		)
+		m.oldValue = func(ctx context.Context) (*CreditEntry, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CreditEntry.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCreditEntry sets the old CreditEntry of the mutation.
+func withCreditEntry(node *CreditEntry) creditentryOption {
+	return func(m *CreditEntryMutation) {
+		m.oldValue = func(context.Context) (*CreditEntry, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CreditEntryMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CreditEntryMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CreditEntry entities.
+func (m *CreditEntryMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CreditEntryMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CreditEntryMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CreditEntry.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *CreditEntryMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *CreditEntryMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the CreditEntry entity.
+// If the CreditEntry object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CreditEntryMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *CreditEntryMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetAccountID sets the "account_id" field.
+func (m *CreditEntryMutation) SetAccountID(s string) {
+	m.account_id = &s
+}
+
+// AccountID returns the value of the "account_id" field in the mutation.
+func (m *CreditEntryMutation) AccountID() (r string, exists bool) {
+	v := m.account_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAccountID returns the old "account_id" field's value of the CreditEntry entity.
+// If the CreditEntry object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CreditEntryMutation) OldAccountID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAccountID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAccountID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAccountID: %w", err)
+	}
+	return oldValue.AccountID, nil
+}
+
+// ResetAccountID resets all changes to the "account_id" field.
+func (m *CreditEntryMutation) ResetAccountID() {
+	m.account_id = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *CreditEntryMutation) SetKind(c creditentry.Kind) {
+	m.kind = &c
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *CreditEntryMutation) Kind() (r creditentry.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the CreditEntry entity.
+// If the CreditEntry object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CreditEntryMutation) OldKind(ctx context.Context) (v creditentry.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *CreditEntryMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetAmountCents sets the "amount_cents" field.
+func (m *CreditEntryMutation) SetAmountCents(i int64) {
+	m.amount_cents = &i
+	m.addamount_cents = nil
+}
+
+// AmountCents returns the value of the "amount_cents" field in the mutation.
+func (m *CreditEntryMutation) AmountCents() (r int64, exists bool) {
+	v := m.amount_cents
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAmountCents returns the old "amount_cents" field's value of the CreditEntry entity.
+// If the CreditEntry object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CreditEntryMutation) OldAmountCents(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAmountCents is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAmountCents requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAmountCents: %w", err)
+	}
+	return oldValue.AmountCents, nil
+}
+
+// AddAmountCents adds i to the "amount_cents" field.
+func (m *CreditEntryMutation) AddAmountCents(i int64) {
+	if m.addamount_cents != nil {
+		*m.addamount_cents += i
+	} else {
+		m.addamount_cents = &i
+	}
+}
+
+// AddedAmountCents returns the value that was added to the "amount_cents" field in this mutation.
+func (m *CreditEntryMutation) AddedAmountCents() (r int64, exists bool) {
+	v := m.addamount_cents
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAmountCents resets all changes to the "amount_cents" field.
+func (m *CreditEntryMutation) ResetAmountCents() {
+	m.amount_cents = nil
+	m.addamount_cents = nil
+}
+
+// SetKey sets the "key" field.
+func (m *CreditEntryMutation) SetKey(s string) {
+	m.key = &s
+}
+
+// Key returns the value of the "key" field in the mutation.
+func (m *CreditEntryMutation) Key() (r string, exists bool) {
+	v := m.key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKey returns the old "key" field's value of the CreditEntry entity.
+// If the CreditEntry object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CreditEntryMutation) OldKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKey: %w", err)
+	}
+	return oldValue.Key, nil
+}
+
+// ResetKey resets all changes to the "key" field.
+func (m *CreditEntryMutation) ResetKey() {
+	m.key = nil
+}
+
+// SetDescription sets the "description" field.
+func (m *CreditEntryMutation) SetDescription(s string) {
+	m.description = &s
+}
+
+// Description returns the value of the "description" field in the mutation.
+func (m *CreditEntryMutation) Description() (r string, exists bool) {
+	v := m.description
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDescription returns the old "description" field's value of the CreditEntry entity.
+// If the CreditEntry object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CreditEntryMutation) OldDescription(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDescription is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDescription requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDescription: %w", err)
+	}
+	return oldValue.Description, nil
+}
+
+// ResetDescription resets all changes to the "description" field.
+func (m *CreditEntryMutation) ResetDescription() {
+	m.description = nil
+}
+
+// SetProjectIDRef sets the "project_id_ref" field.
+func (m *CreditEntryMutation) SetProjectIDRef(s string) {
+	m.project_id_ref = &s
+}
+
+// ProjectIDRef returns the value of the "project_id_ref" field in the mutation.
+func (m *CreditEntryMutation) ProjectIDRef() (r string, exists bool) {
+	v := m.project_id_ref
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProjectIDRef returns the old "project_id_ref" field's value of the CreditEntry entity.
+// If the CreditEntry object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CreditEntryMutation) OldProjectIDRef(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProjectIDRef is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProjectIDRef requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProjectIDRef: %w", err)
+	}
+	return oldValue.ProjectIDRef, nil
+}
+
+// ClearProjectIDRef clears the value of the "project_id_ref" field.
+func (m *CreditEntryMutation) ClearProjectIDRef() {
+	m.project_id_ref = nil
+	m.clearedFields[creditentry.FieldProjectIDRef] = struct{}{}
+}
+
+// ProjectIDRefCleared returns if the "project_id_ref" field was cleared in this mutation.
+func (m *CreditEntryMutation) ProjectIDRefCleared() bool {
+	_, ok := m.clearedFields[creditentry.FieldProjectIDRef]
+	return ok
+}
+
+// ResetProjectIDRef resets all changes to the "project_id_ref" field.
+func (m *CreditEntryMutation) ResetProjectIDRef() {
+	m.project_id_ref = nil
+	delete(m.clearedFields, creditentry.FieldProjectIDRef)
+}
+
+// Where appends a list predicates to the CreditEntryMutation builder.
+func (m *CreditEntryMutation) Where(ps ...predicate.CreditEntry) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CreditEntryMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CreditEntryMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CreditEntry, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CreditEntryMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CreditEntryMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CreditEntry).
+func (m *CreditEntryMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CreditEntryMutation) Fields() []string {
+	fields := make([]string, 0, 7)
+	if m.created_at != nil {
+		fields = append(fields, creditentry.FieldCreatedAt)
+	}
+	if m.account_id != nil {
+		fields = append(fields, creditentry.FieldAccountID)
+	}
+	if m.kind != nil {
+		fields = append(fields, creditentry.FieldKind)
+	}
+	if m.amount_cents != nil {
+		fields = append(fields, creditentry.FieldAmountCents)
+	}
+	if m.key != nil {
+		fields = append(fields, creditentry.FieldKey)
+	}
+	if m.description != nil {
+		fields = append(fields, creditentry.FieldDescription)
+	}
+	if m.project_id_ref != nil {
+		fields = append(fields, creditentry.FieldProjectIDRef)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CreditEntryMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case creditentry.FieldCreatedAt:
+		return m.CreatedAt()
+	case creditentry.FieldAccountID:
+		return m.AccountID()
+	case creditentry.FieldKind:
+		return m.Kind()
+	case creditentry.FieldAmountCents:
+		return m.AmountCents()
+	case creditentry.FieldKey:
+		return m.Key()
+	case creditentry.FieldDescription:
+		return m.Description()
+	case creditentry.FieldProjectIDRef:
+		return m.ProjectIDRef()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CreditEntryMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case creditentry.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case creditentry.FieldAccountID:
+		return m.OldAccountID(ctx)
+	case creditentry.FieldKind:
+		return m.OldKind(ctx)
+	case creditentry.FieldAmountCents:
+		return m.OldAmountCents(ctx)
+	case creditentry.FieldKey:
+		return m.OldKey(ctx)
+	case creditentry.FieldDescription:
+		return m.OldDescription(ctx)
+	case creditentry.FieldProjectIDRef:
+		return m.OldProjectIDRef(ctx)
+	}
+	return nil, fmt.Errorf("unknown CreditEntry field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CreditEntryMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case creditentry.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case creditentry.FieldAccountID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAccountID(v)
+		return nil
+	case creditentry.FieldKind:
+		v, ok := value.(creditentry.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case creditentry.FieldAmountCents:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAmountCents(v)
+		return nil
+	case creditentry.FieldKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKey(v)
+		return nil
+	case creditentry.FieldDescription:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDescription(v)
+		return nil
+	case creditentry.FieldProjectIDRef:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProjectIDRef(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CreditEntry field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CreditEntryMutation) AddedFields() []string {
+	var fields []string
+	if m.addamount_cents != nil {
+		fields = append(fields, creditentry.FieldAmountCents)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CreditEntryMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case creditentry.FieldAmountCents:
+		return m.AddedAmountCents()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CreditEntryMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case creditentry.FieldAmountCents:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAmountCents(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CreditEntry numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CreditEntryMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(creditentry.FieldProjectIDRef) {
+		fields = append(fields, creditentry.FieldProjectIDRef)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CreditEntryMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CreditEntryMutation) ClearField(name string) error {
+	switch name {
+	case creditentry.FieldProjectIDRef:
+		m.ClearProjectIDRef()
+		return nil
+	}
+	return fmt.Errorf("unknown CreditEntry nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CreditEntryMutation) ResetField(name string) error {
+	switch name {
+	case creditentry.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case creditentry.FieldAccountID:
+		m.ResetAccountID()
+		return nil
+	case creditentry.FieldKind:
+		m.ResetKind()
+		return nil
+	case creditentry.FieldAmountCents:
+		m.ResetAmountCents()
+		return nil
+	case creditentry.FieldKey:
+		m.ResetKey()
+		return nil
+	case creditentry.FieldDescription:
+		m.ResetDescription()
+		return nil
+	case creditentry.FieldProjectIDRef:
+		m.ResetProjectIDRef()
+		return nil
+	}
+	return fmt.Errorf("unknown CreditEntry field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CreditEntryMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CreditEntryMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CreditEntryMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CreditEntryMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CreditEntryMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CreditEntryMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CreditEntryMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CreditEntry unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CreditEntryMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CreditEntry edge %s", name)
+}
+
+// DeviceRequestMutation represents an operation that mutates the DeviceRequest nodes in the graph.
+type DeviceRequestMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *string
+	created_at         *time.Time
+	device_hash        *[]byte
+	user_hash          *[]byte
+	status             *devicerequest.Status
+	sandbox_project_id *string
+	client_ip          *string
+	user_agent         *string
+	interval           *int
+	addinterval        *int
+	last_poll_at       *time.Time
+	expires_at         *time.Time
+	account_id         *string
+	project_id_result  *string
+	decided_at         *time.Time
+	clearedFields      map[string]struct{}
+	done               bool
+	oldValue           func(context.Context) (*DeviceRequest, error)
+	predicates         []predicate.DeviceRequest
+}
+
+var _ ent.Mutation = (*DeviceRequestMutation)(nil)
+
+// devicerequestOption allows management of the mutation configuration using functional options.
+type devicerequestOption func(*DeviceRequestMutation)
+
+// newDeviceRequestMutation creates new mutation for the DeviceRequest entity.
+func newDeviceRequestMutation(c config, op Op, opts ...devicerequestOption) *DeviceRequestMutation {
+	m := &DeviceRequestMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeDeviceRequest,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withDeviceRequestID sets the ID field of the mutation.
+func withDeviceRequestID(id string) devicerequestOption {
+	return func(m *DeviceRequestMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *DeviceRequest
+		)
+		m.oldValue = func(ctx context.Context) (*DeviceRequest, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().DeviceRequest.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withDeviceRequest sets the old DeviceRequest of the mutation.
+func withDeviceRequest(node *DeviceRequest) devicerequestOption {
+	return func(m *DeviceRequestMutation) {
+		m.oldValue = func(context.Context) (*DeviceRequest, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m DeviceRequestMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m DeviceRequestMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of DeviceRequest entities.
+func (m *DeviceRequestMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *DeviceRequestMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *DeviceRequestMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().DeviceRequest.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *DeviceRequestMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *DeviceRequestMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *DeviceRequestMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetDeviceHash sets the "device_hash" field.
+func (m *DeviceRequestMutation) SetDeviceHash(b []byte) {
+	m.device_hash = &b
+}
+
+// DeviceHash returns the value of the "device_hash" field in the mutation.
+func (m *DeviceRequestMutation) DeviceHash() (r []byte, exists bool) {
+	v := m.device_hash
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDeviceHash returns the old "device_hash" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldDeviceHash(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDeviceHash is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDeviceHash requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDeviceHash: %w", err)
+	}
+	return oldValue.DeviceHash, nil
+}
+
+// ResetDeviceHash resets all changes to the "device_hash" field.
+func (m *DeviceRequestMutation) ResetDeviceHash() {
+	m.device_hash = nil
+}
+
+// SetUserHash sets the "user_hash" field.
+func (m *DeviceRequestMutation) SetUserHash(b []byte) {
+	m.user_hash = &b
+}
+
+// UserHash returns the value of the "user_hash" field in the mutation.
+func (m *DeviceRequestMutation) UserHash() (r []byte, exists bool) {
+	v := m.user_hash
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUserHash returns the old "user_hash" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldUserHash(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUserHash is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUserHash requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUserHash: %w", err)
+	}
+	return oldValue.UserHash, nil
+}
+
+// ResetUserHash resets all changes to the "user_hash" field.
+func (m *DeviceRequestMutation) ResetUserHash() {
+	m.user_hash = nil
+}
+
+// SetStatus sets the "status" field.
+func (m *DeviceRequestMutation) SetStatus(d devicerequest.Status) {
+	m.status = &d
+}
+
+// Status returns the value of the "status" field in the mutation.
+func (m *DeviceRequestMutation) Status() (r devicerequest.Status, exists bool) {
+	v := m.status
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStatus returns the old "status" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldStatus(ctx context.Context) (v devicerequest.Status, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStatus is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStatus requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStatus: %w", err)
+	}
+	return oldValue.Status, nil
+}
+
+// ResetStatus resets all changes to the "status" field.
+func (m *DeviceRequestMutation) ResetStatus() {
+	m.status = nil
+}
+
+// SetSandboxProjectID sets the "sandbox_project_id" field.
+func (m *DeviceRequestMutation) SetSandboxProjectID(s string) {
+	m.sandbox_project_id = &s
+}
+
+// SandboxProjectID returns the value of the "sandbox_project_id" field in the mutation.
+func (m *DeviceRequestMutation) SandboxProjectID() (r string, exists bool) {
+	v := m.sandbox_project_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSandboxProjectID returns the old "sandbox_project_id" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldSandboxProjectID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSandboxProjectID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSandboxProjectID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSandboxProjectID: %w", err)
+	}
+	return oldValue.SandboxProjectID, nil
+}
+
+// ClearSandboxProjectID clears the value of the "sandbox_project_id" field.
+func (m *DeviceRequestMutation) ClearSandboxProjectID() {
+	m.sandbox_project_id = nil
+	m.clearedFields[devicerequest.FieldSandboxProjectID] = struct{}{}
+}
+
+// SandboxProjectIDCleared returns if the "sandbox_project_id" field was cleared in this mutation.
+func (m *DeviceRequestMutation) SandboxProjectIDCleared() bool {
+	_, ok := m.clearedFields[devicerequest.FieldSandboxProjectID]
+	return ok
+}
+
+// ResetSandboxProjectID resets all changes to the "sandbox_project_id" field.
+func (m *DeviceRequestMutation) ResetSandboxProjectID() {
+	m.sandbox_project_id = nil
+	delete(m.clearedFields, devicerequest.FieldSandboxProjectID)
+}
+
+// SetClientIP sets the "client_ip" field.
+func (m *DeviceRequestMutation) SetClientIP(s string) {
+	m.client_ip = &s
+}
+
+// ClientIP returns the value of the "client_ip" field in the mutation.
+func (m *DeviceRequestMutation) ClientIP() (r string, exists bool) {
+	v := m.client_ip
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClientIP returns the old "client_ip" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldClientIP(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClientIP is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClientIP requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClientIP: %w", err)
+	}
+	return oldValue.ClientIP, nil
+}
+
+// ClearClientIP clears the value of the "client_ip" field.
+func (m *DeviceRequestMutation) ClearClientIP() {
+	m.client_ip = nil
+	m.clearedFields[devicerequest.FieldClientIP] = struct{}{}
+}
+
+// ClientIPCleared returns if the "client_ip" field was cleared in this mutation.
+func (m *DeviceRequestMutation) ClientIPCleared() bool {
+	_, ok := m.clearedFields[devicerequest.FieldClientIP]
+	return ok
+}
+
+// ResetClientIP resets all changes to the "client_ip" field.
+func (m *DeviceRequestMutation) ResetClientIP() {
+	m.client_ip = nil
+	delete(m.clearedFields, devicerequest.FieldClientIP)
+}
+
+// SetUserAgent sets the "user_agent" field.
+func (m *DeviceRequestMutation) SetUserAgent(s string) {
+	m.user_agent = &s
+}
+
+// UserAgent returns the value of the "user_agent" field in the mutation.
+func (m *DeviceRequestMutation) UserAgent() (r string, exists bool) {
+	v := m.user_agent
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUserAgent returns the old "user_agent" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldUserAgent(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUserAgent is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUserAgent requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUserAgent: %w", err)
+	}
+	return oldValue.UserAgent, nil
+}
+
+// ClearUserAgent clears the value of the "user_agent" field.
+func (m *DeviceRequestMutation) ClearUserAgent() {
+	m.user_agent = nil
+	m.clearedFields[devicerequest.FieldUserAgent] = struct{}{}
+}
+
+// UserAgentCleared returns if the "user_agent" field was cleared in this mutation.
+func (m *DeviceRequestMutation) UserAgentCleared() bool {
+	_, ok := m.clearedFields[devicerequest.FieldUserAgent]
+	return ok
+}
+
+// ResetUserAgent resets all changes to the "user_agent" field.
+func (m *DeviceRequestMutation) ResetUserAgent() {
+	m.user_agent = nil
+	delete(m.clearedFields, devicerequest.FieldUserAgent)
+}
+
+// SetInterval sets the "interval" field.
+func (m *DeviceRequestMutation) SetInterval(i int) {
+	m.interval = &i
+	m.addinterval = nil
+}
+
+// Interval returns the value of the "interval" field in the mutation.
+func (m *DeviceRequestMutation) Interval() (r int, exists bool) {
+	v := m.interval
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldInterval returns the old "interval" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldInterval(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldInterval is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldInterval requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldInterval: %w", err)
+	}
+	return oldValue.Interval, nil
+}
+
+// AddInterval adds i to the "interval" field.
+func (m *DeviceRequestMutation) AddInterval(i int) {
+	if m.addinterval != nil {
+		*m.addinterval += i
+	} else {
+		m.addinterval = &i
+	}
+}
+
+// AddedInterval returns the value that was added to the "interval" field in this mutation.
+func (m *DeviceRequestMutation) AddedInterval() (r int, exists bool) {
+	v := m.addinterval
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetInterval resets all changes to the "interval" field.
+func (m *DeviceRequestMutation) ResetInterval() {
+	m.interval = nil
+	m.addinterval = nil
+}
+
+// SetLastPollAt sets the "last_poll_at" field.
+func (m *DeviceRequestMutation) SetLastPollAt(t time.Time) {
+	m.last_poll_at = &t
+}
+
+// LastPollAt returns the value of the "last_poll_at" field in the mutation.
+func (m *DeviceRequestMutation) LastPollAt() (r time.Time, exists bool) {
+	v := m.last_poll_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastPollAt returns the old "last_poll_at" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldLastPollAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastPollAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastPollAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastPollAt: %w", err)
+	}
+	return oldValue.LastPollAt, nil
+}
+
+// ClearLastPollAt clears the value of the "last_poll_at" field.
+func (m *DeviceRequestMutation) ClearLastPollAt() {
+	m.last_poll_at = nil
+	m.clearedFields[devicerequest.FieldLastPollAt] = struct{}{}
+}
+
+// LastPollAtCleared returns if the "last_poll_at" field was cleared in this mutation.
+func (m *DeviceRequestMutation) LastPollAtCleared() bool {
+	_, ok := m.clearedFields[devicerequest.FieldLastPollAt]
+	return ok
+}
+
+// ResetLastPollAt resets all changes to the "last_poll_at" field.
+func (m *DeviceRequestMutation) ResetLastPollAt() {
+	m.last_poll_at = nil
+	delete(m.clearedFields, devicerequest.FieldLastPollAt)
+}
+
+// SetExpiresAt sets the "expires_at" field.
+func (m *DeviceRequestMutation) SetExpiresAt(t time.Time) {
+	m.expires_at = &t
+}
+
+// ExpiresAt returns the value of the "expires_at" field in the mutation.
+func (m *DeviceRequestMutation) ExpiresAt() (r time.Time, exists bool) {
+	v := m.expires_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExpiresAt returns the old "expires_at" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldExpiresAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExpiresAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExpiresAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExpiresAt: %w", err)
+	}
+	return oldValue.ExpiresAt, nil
+}
+
+// ResetExpiresAt resets all changes to the "expires_at" field.
+func (m *DeviceRequestMutation) ResetExpiresAt() {
+	m.expires_at = nil
+}
+
+// SetAccountID sets the "account_id" field.
+func (m *DeviceRequestMutation) SetAccountID(s string) {
+	m.account_id = &s
+}
+
+// AccountID returns the value of the "account_id" field in the mutation.
+func (m *DeviceRequestMutation) AccountID() (r string, exists bool) {
+	v := m.account_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAccountID returns the old "account_id" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldAccountID(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAccountID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAccountID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAccountID: %w", err)
+	}
+	return oldValue.AccountID, nil
+}
+
+// ClearAccountID clears the value of the "account_id" field.
+func (m *DeviceRequestMutation) ClearAccountID() {
+	m.account_id = nil
+	m.clearedFields[devicerequest.FieldAccountID] = struct{}{}
+}
+
+// AccountIDCleared returns if the "account_id" field was cleared in this mutation.
+func (m *DeviceRequestMutation) AccountIDCleared() bool {
+	_, ok := m.clearedFields[devicerequest.FieldAccountID]
+	return ok
+}
+
+// ResetAccountID resets all changes to the "account_id" field.
+func (m *DeviceRequestMutation) ResetAccountID() {
+	m.account_id = nil
+	delete(m.clearedFields, devicerequest.FieldAccountID)
+}
+
+// SetProjectIDResult sets the "project_id_result" field.
+func (m *DeviceRequestMutation) SetProjectIDResult(s string) {
+	m.project_id_result = &s
+}
+
+// ProjectIDResult returns the value of the "project_id_result" field in the mutation.
+func (m *DeviceRequestMutation) ProjectIDResult() (r string, exists bool) {
+	v := m.project_id_result
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProjectIDResult returns the old "project_id_result" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldProjectIDResult(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProjectIDResult is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProjectIDResult requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProjectIDResult: %w", err)
+	}
+	return oldValue.ProjectIDResult, nil
+}
+
+// ClearProjectIDResult clears the value of the "project_id_result" field.
+func (m *DeviceRequestMutation) ClearProjectIDResult() {
+	m.project_id_result = nil
+	m.clearedFields[devicerequest.FieldProjectIDResult] = struct{}{}
+}
+
+// ProjectIDResultCleared returns if the "project_id_result" field was cleared in this mutation.
+func (m *DeviceRequestMutation) ProjectIDResultCleared() bool {
+	_, ok := m.clearedFields[devicerequest.FieldProjectIDResult]
+	return ok
+}
+
+// ResetProjectIDResult resets all changes to the "project_id_result" field.
+func (m *DeviceRequestMutation) ResetProjectIDResult() {
+	m.project_id_result = nil
+	delete(m.clearedFields, devicerequest.FieldProjectIDResult)
+}
+
+// SetDecidedAt sets the "decided_at" field.
+func (m *DeviceRequestMutation) SetDecidedAt(t time.Time) {
+	m.decided_at = &t
+}
+
+// DecidedAt returns the value of the "decided_at" field in the mutation.
+func (m *DeviceRequestMutation) DecidedAt() (r time.Time, exists bool) {
+	v := m.decided_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDecidedAt returns the old "decided_at" field's value of the DeviceRequest entity.
+// If the DeviceRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeviceRequestMutation) OldDecidedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDecidedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDecidedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDecidedAt: %w", err)
+	}
+	return oldValue.DecidedAt, nil
+}
+
+// ClearDecidedAt clears the value of the "decided_at" field.
+func (m *DeviceRequestMutation) ClearDecidedAt() {
+	m.decided_at = nil
+	m.clearedFields[devicerequest.FieldDecidedAt] = struct{}{}
+}
+
+// DecidedAtCleared returns if the "decided_at" field was cleared in this mutation.
+func (m *DeviceRequestMutation) DecidedAtCleared() bool {
+	_, ok := m.clearedFields[devicerequest.FieldDecidedAt]
+	return ok
+}
+
+// ResetDecidedAt resets all changes to the "decided_at" field.
+func (m *DeviceRequestMutation) ResetDecidedAt() {
+	m.decided_at = nil
+	delete(m.clearedFields, devicerequest.FieldDecidedAt)
+}
+
+// Where appends a list predicates to the DeviceRequestMutation builder.
+func (m *DeviceRequestMutation) Where(ps ...predicate.DeviceRequest) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the DeviceRequestMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *DeviceRequestMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.DeviceRequest, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *DeviceRequestMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *DeviceRequestMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (DeviceRequest).
+func (m *DeviceRequestMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *DeviceRequestMutation) Fields() []string {
+	fields := make([]string, 0, 13)
+	if m.created_at != nil {
+		fields = append(fields, devicerequest.FieldCreatedAt)
+	}
+	if m.device_hash != nil {
+		fields = append(fields, devicerequest.FieldDeviceHash)
+	}
+	if m.user_hash != nil {
+		fields = append(fields, devicerequest.FieldUserHash)
+	}
+	if m.status != nil {
+		fields = append(fields, devicerequest.FieldStatus)
+	}
+	if m.sandbox_project_id != nil {
+		fields = append(fields, devicerequest.FieldSandboxProjectID)
+	}
+	if m.client_ip != nil {
+		fields = append(fields, devicerequest.FieldClientIP)
+	}
+	if m.user_agent != nil {
+		fields = append(fields, devicerequest.FieldUserAgent)
+	}
+	if m.interval != nil {
+		fields = append(fields, devicerequest.FieldInterval)
+	}
+	if m.last_poll_at != nil {
+		fields = append(fields, devicerequest.FieldLastPollAt)
+	}
+	if m.expires_at != nil {
+		fields = append(fields, devicerequest.FieldExpiresAt)
+	}
+	if m.account_id != nil {
+		fields = append(fields, devicerequest.FieldAccountID)
+	}
+	if m.project_id_result != nil {
+		fields = append(fields, devicerequest.FieldProjectIDResult)
+	}
+	if m.decided_at != nil {
+		fields = append(fields, devicerequest.FieldDecidedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *DeviceRequestMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case devicerequest.FieldCreatedAt:
+		return m.CreatedAt()
+	case devicerequest.FieldDeviceHash:
+		return m.DeviceHash()
+	case devicerequest.FieldUserHash:
+		return m.UserHash()
+	case devicerequest.FieldStatus:
+		return m.Status()
+	case devicerequest.FieldSandboxProjectID:
+		return m.SandboxProjectID()
+	case devicerequest.FieldClientIP:
+		return m.ClientIP()
+	case devicerequest.FieldUserAgent:
+		return m.UserAgent()
+	case devicerequest.FieldInterval:
+		return m.Interval()
+	case devicerequest.FieldLastPollAt:
+		return m.LastPollAt()
+	case devicerequest.FieldExpiresAt:
+		return m.ExpiresAt()
+	case devicerequest.FieldAccountID:
+		return m.AccountID()
+	case devicerequest.FieldProjectIDResult:
+		return m.ProjectIDResult()
+	case devicerequest.FieldDecidedAt:
+		return m.DecidedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *DeviceRequestMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case devicerequest.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case devicerequest.FieldDeviceHash:
+		return m.OldDeviceHash(ctx)
+	case devicerequest.FieldUserHash:
+		return m.OldUserHash(ctx)
+	case devicerequest.FieldStatus:
+		return m.OldStatus(ctx)
+	case devicerequest.FieldSandboxProjectID:
+		return m.OldSandboxProjectID(ctx)
+	case devicerequest.FieldClientIP:
+		return m.OldClientIP(ctx)
+	case devicerequest.FieldUserAgent:
+		return m.OldUserAgent(ctx)
+	case devicerequest.FieldInterval:
+		return m.OldInterval(ctx)
+	case devicerequest.FieldLastPollAt:
+		return m.OldLastPollAt(ctx)
+	case devicerequest.FieldExpiresAt:
+		return m.OldExpiresAt(ctx)
+	case devicerequest.FieldAccountID:
+		return m.OldAccountID(ctx)
+	case devicerequest.FieldProjectIDResult:
+		return m.OldProjectIDResult(ctx)
+	case devicerequest.FieldDecidedAt:
+		return m.OldDecidedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown DeviceRequest field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *DeviceRequestMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case devicerequest.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case devicerequest.FieldDeviceHash:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDeviceHash(v)
+		return nil
+	case devicerequest.FieldUserHash:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUserHash(v)
+		return nil
+	case devicerequest.FieldStatus:
+		v, ok := value.(devicerequest.Status)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStatus(v)
+		return nil
+	case devicerequest.FieldSandboxProjectID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSandboxProjectID(v)
+		return nil
+	case devicerequest.FieldClientIP:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClientIP(v)
+		return nil
+	case devicerequest.FieldUserAgent:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUserAgent(v)
+		return nil
+	case devicerequest.FieldInterval:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetInterval(v)
+		return nil
+	case devicerequest.FieldLastPollAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastPollAt(v)
+		return nil
+	case devicerequest.FieldExpiresAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExpiresAt(v)
+		return nil
+	case devicerequest.FieldAccountID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAccountID(v)
+		return nil
+	case devicerequest.FieldProjectIDResult:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProjectIDResult(v)
+		return nil
+	case devicerequest.FieldDecidedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDecidedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown DeviceRequest field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *DeviceRequestMutation) AddedFields() []string {
+	var fields []string
+	if m.addinterval != nil {
+		fields = append(fields, devicerequest.FieldInterval)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *DeviceRequestMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case devicerequest.FieldInterval:
+		return m.AddedInterval()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *DeviceRequestMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case devicerequest.FieldInterval:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddInterval(v)
+		return nil
+	}
+	return fmt.Errorf("unknown DeviceRequest numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *DeviceRequestMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(devicerequest.FieldSandboxProjectID) {
+		fields = append(fields, devicerequest.FieldSandboxProjectID)
+	}
+	if m.FieldCleared(devicerequest.FieldClientIP) {
+		fields = append(fields, devicerequest.FieldClientIP)
+	}
+	if m.FieldCleared(devicerequest.FieldUserAgent) {
+		fields = append(fields, devicerequest.FieldUserAgent)
+	}
+	if m.FieldCleared(devicerequest.FieldLastPollAt) {
+		fields = append(fields, devicerequest.FieldLastPollAt)
+	}
+	if m.FieldCleared(devicerequest.FieldAccountID) {
+		fields = append(fields, devicerequest.FieldAccountID)
+	}
+	if m.FieldCleared(devicerequest.FieldProjectIDResult) {
+		fields = append(fields, devicerequest.FieldProjectIDResult)
+	}
+	if m.FieldCleared(devicerequest.FieldDecidedAt) {
+		fields = append(fields, devicerequest.FieldDecidedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *DeviceRequestMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *DeviceRequestMutation) ClearField(name string) error {
+	switch name {
+	case devicerequest.FieldSandboxProjectID:
+		m.ClearSandboxProjectID()
+		return nil
+	case devicerequest.FieldClientIP:
+		m.ClearClientIP()
+		return nil
+	case devicerequest.FieldUserAgent:
+		m.ClearUserAgent()
+		return nil
+	case devicerequest.FieldLastPollAt:
+		m.ClearLastPollAt()
+		return nil
+	case devicerequest.FieldAccountID:
+		m.ClearAccountID()
+		return nil
+	case devicerequest.FieldProjectIDResult:
+		m.ClearProjectIDResult()
+		return nil
+	case devicerequest.FieldDecidedAt:
+		m.ClearDecidedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown DeviceRequest nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *DeviceRequestMutation) ResetField(name string) error {
+	switch name {
+	case devicerequest.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case devicerequest.FieldDeviceHash:
+		m.ResetDeviceHash()
+		return nil
+	case devicerequest.FieldUserHash:
+		m.ResetUserHash()
+		return nil
+	case devicerequest.FieldStatus:
+		m.ResetStatus()
+		return nil
+	case devicerequest.FieldSandboxProjectID:
+		m.ResetSandboxProjectID()
+		return nil
+	case devicerequest.FieldClientIP:
+		m.ResetClientIP()
+		return nil
+	case devicerequest.FieldUserAgent:
+		m.ResetUserAgent()
+		return nil
+	case devicerequest.FieldInterval:
+		m.ResetInterval()
+		return nil
+	case devicerequest.FieldLastPollAt:
+		m.ResetLastPollAt()
+		return nil
+	case devicerequest.FieldExpiresAt:
+		m.ResetExpiresAt()
+		return nil
+	case devicerequest.FieldAccountID:
+		m.ResetAccountID()
+		return nil
+	case devicerequest.FieldProjectIDResult:
+		m.ResetProjectIDResult()
+		return nil
+	case devicerequest.FieldDecidedAt:
+		m.ResetDecidedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown DeviceRequest field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *DeviceRequestMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *DeviceRequestMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *DeviceRequestMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *DeviceRequestMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *DeviceRequestMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *DeviceRequestMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *DeviceRequestMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown DeviceRequest unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *DeviceRequestMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown DeviceRequest edge %s", name)
 }
 
 // DomainMutation represents an operation that mutates the Domain nodes in the graph.
@@ -6121,6 +8728,7 @@ type ProjectMutation struct {
 	agent_id      *string
 	last_seq      *int64
 	addlast_seq   *int64
+	account_id    *string
 	clearedFields map[string]struct{}
 	done          bool
 	oldValue      func(context.Context) (*Project, error)
@@ -6431,6 +9039,55 @@ func (m *ProjectMutation) ResetLastSeq() {
 	m.addlast_seq = nil
 }
 
+// SetAccountID sets the "account_id" field.
+func (m *ProjectMutation) SetAccountID(s string) {
+	m.account_id = &s
+}
+
+// AccountID returns the value of the "account_id" field in the mutation.
+func (m *ProjectMutation) AccountID() (r string, exists bool) {
+	v := m.account_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAccountID returns the old "account_id" field's value of the Project entity.
+// If the Project object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ProjectMutation) OldAccountID(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAccountID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAccountID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAccountID: %w", err)
+	}
+	return oldValue.AccountID, nil
+}
+
+// ClearAccountID clears the value of the "account_id" field.
+func (m *ProjectMutation) ClearAccountID() {
+	m.account_id = nil
+	m.clearedFields[project.FieldAccountID] = struct{}{}
+}
+
+// AccountIDCleared returns if the "account_id" field was cleared in this mutation.
+func (m *ProjectMutation) AccountIDCleared() bool {
+	_, ok := m.clearedFields[project.FieldAccountID]
+	return ok
+}
+
+// ResetAccountID resets all changes to the "account_id" field.
+func (m *ProjectMutation) ResetAccountID() {
+	m.account_id = nil
+	delete(m.clearedFields, project.FieldAccountID)
+}
+
 // Where appends a list predicates to the ProjectMutation builder.
 func (m *ProjectMutation) Where(ps ...predicate.Project) {
 	m.predicates = append(m.predicates, ps...)
@@ -6465,7 +9122,7 @@ func (m *ProjectMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ProjectMutation) Fields() []string {
-	fields := make([]string, 0, 5)
+	fields := make([]string, 0, 6)
 	if m.created_at != nil {
 		fields = append(fields, project.FieldCreatedAt)
 	}
@@ -6480,6 +9137,9 @@ func (m *ProjectMutation) Fields() []string {
 	}
 	if m.last_seq != nil {
 		fields = append(fields, project.FieldLastSeq)
+	}
+	if m.account_id != nil {
+		fields = append(fields, project.FieldAccountID)
 	}
 	return fields
 }
@@ -6499,6 +9159,8 @@ func (m *ProjectMutation) Field(name string) (ent.Value, bool) {
 		return m.AgentID()
 	case project.FieldLastSeq:
 		return m.LastSeq()
+	case project.FieldAccountID:
+		return m.AccountID()
 	}
 	return nil, false
 }
@@ -6518,6 +9180,8 @@ func (m *ProjectMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldAgentID(ctx)
 	case project.FieldLastSeq:
 		return m.OldLastSeq(ctx)
+	case project.FieldAccountID:
+		return m.OldAccountID(ctx)
 	}
 	return nil, fmt.Errorf("unknown Project field %s", name)
 }
@@ -6561,6 +9225,13 @@ func (m *ProjectMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetLastSeq(v)
+		return nil
+	case project.FieldAccountID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAccountID(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Project field %s", name)
@@ -6606,7 +9277,11 @@ func (m *ProjectMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *ProjectMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(project.FieldAccountID) {
+		fields = append(fields, project.FieldAccountID)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -6619,6 +9294,11 @@ func (m *ProjectMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *ProjectMutation) ClearField(name string) error {
+	switch name {
+	case project.FieldAccountID:
+		m.ClearAccountID()
+		return nil
+	}
 	return fmt.Errorf("unknown Project nullable field %s", name)
 }
 
@@ -6640,6 +9320,9 @@ func (m *ProjectMutation) ResetField(name string) error {
 		return nil
 	case project.FieldLastSeq:
 		m.ResetLastSeq()
+		return nil
+	case project.FieldAccountID:
+		m.ResetAccountID()
 		return nil
 	}
 	return fmt.Errorf("unknown Project field %s", name)

@@ -26,7 +26,9 @@ type Project struct {
 	// default agent scope, agt_...
 	AgentID string `json:"agent_id,omitempty"`
 	// head of the event stream
-	LastSeq      int64 `json:"last_seq,omitempty"`
+	LastSeq int64 `json:"last_seq,omitempty"`
+	// the signed-in account owning it; nil for a sandbox project
+	AccountID    *string `json:"account_id,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -37,7 +39,7 @@ func (*Project) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case project.FieldLastSeq:
 			values[i] = new(sql.NullInt64)
-		case project.FieldID, project.FieldName, project.FieldCustomerID, project.FieldAgentID:
+		case project.FieldID, project.FieldName, project.FieldCustomerID, project.FieldAgentID, project.FieldAccountID:
 			values[i] = new(sql.NullString)
 		case project.FieldCreatedAt:
 			values[i] = new(sql.NullTime)
@@ -92,6 +94,13 @@ func (_m *Project) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.LastSeq = value.Int64
 			}
+		case project.FieldAccountID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field account_id", values[i])
+			} else if value.Valid {
+				_m.AccountID = new(string)
+				*_m.AccountID = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -142,6 +151,11 @@ func (_m *Project) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("last_seq=")
 	builder.WriteString(fmt.Sprintf("%v", _m.LastSeq))
+	builder.WriteString(", ")
+	if v := _m.AccountID; v != nil {
+		builder.WriteString("account_id=")
+		builder.WriteString(*v)
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -69,6 +69,20 @@ func (_c *ProjectCreate) SetNillableLastSeq(v *int64) *ProjectCreate {
 	return _c
 }
 
+// SetAccountID sets the "account_id" field.
+func (_c *ProjectCreate) SetAccountID(v string) *ProjectCreate {
+	_c.mutation.SetAccountID(v)
+	return _c
+}
+
+// SetNillableAccountID sets the "account_id" field if the given value is not nil.
+func (_c *ProjectCreate) SetNillableAccountID(v *string) *ProjectCreate {
+	if v != nil {
+		_c.SetAccountID(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *ProjectCreate) SetID(v string) *ProjectCreate {
 	_c.mutation.SetID(v)
@@ -220,6 +234,10 @@ func (_c *ProjectCreate) createSpec() (*Project, *sqlgraph.CreateSpec) {
 		_spec.SetField(project.FieldLastSeq, field.TypeInt64, value)
 		_node.LastSeq = value
 	}
+	if value, ok := _c.mutation.AccountID(); ok {
+		_spec.SetField(project.FieldAccountID, field.TypeString, value)
+		_node.AccountID = &value
+	}
 	return _node, _spec
 }
 
@@ -299,6 +317,24 @@ func (u *ProjectUpsert) UpdateLastSeq() *ProjectUpsert {
 // AddLastSeq adds v to the "last_seq" field.
 func (u *ProjectUpsert) AddLastSeq(v int64) *ProjectUpsert {
 	u.Add(project.FieldLastSeq, v)
+	return u
+}
+
+// SetAccountID sets the "account_id" field.
+func (u *ProjectUpsert) SetAccountID(v string) *ProjectUpsert {
+	u.Set(project.FieldAccountID, v)
+	return u
+}
+
+// UpdateAccountID sets the "account_id" field to the value that was provided on create.
+func (u *ProjectUpsert) UpdateAccountID() *ProjectUpsert {
+	u.SetExcluded(project.FieldAccountID)
+	return u
+}
+
+// ClearAccountID clears the value of the "account_id" field.
+func (u *ProjectUpsert) ClearAccountID() *ProjectUpsert {
+	u.SetNull(project.FieldAccountID)
 	return u
 }
 
@@ -391,6 +427,27 @@ func (u *ProjectUpsertOne) AddLastSeq(v int64) *ProjectUpsertOne {
 func (u *ProjectUpsertOne) UpdateLastSeq() *ProjectUpsertOne {
 	return u.Update(func(s *ProjectUpsert) {
 		s.UpdateLastSeq()
+	})
+}
+
+// SetAccountID sets the "account_id" field.
+func (u *ProjectUpsertOne) SetAccountID(v string) *ProjectUpsertOne {
+	return u.Update(func(s *ProjectUpsert) {
+		s.SetAccountID(v)
+	})
+}
+
+// UpdateAccountID sets the "account_id" field to the value that was provided on create.
+func (u *ProjectUpsertOne) UpdateAccountID() *ProjectUpsertOne {
+	return u.Update(func(s *ProjectUpsert) {
+		s.UpdateAccountID()
+	})
+}
+
+// ClearAccountID clears the value of the "account_id" field.
+func (u *ProjectUpsertOne) ClearAccountID() *ProjectUpsertOne {
+	return u.Update(func(s *ProjectUpsert) {
+		s.ClearAccountID()
 	})
 }
 
@@ -650,6 +707,27 @@ func (u *ProjectUpsertBulk) AddLastSeq(v int64) *ProjectUpsertBulk {
 func (u *ProjectUpsertBulk) UpdateLastSeq() *ProjectUpsertBulk {
 	return u.Update(func(s *ProjectUpsert) {
 		s.UpdateLastSeq()
+	})
+}
+
+// SetAccountID sets the "account_id" field.
+func (u *ProjectUpsertBulk) SetAccountID(v string) *ProjectUpsertBulk {
+	return u.Update(func(s *ProjectUpsert) {
+		s.SetAccountID(v)
+	})
+}
+
+// UpdateAccountID sets the "account_id" field to the value that was provided on create.
+func (u *ProjectUpsertBulk) UpdateAccountID() *ProjectUpsertBulk {
+	return u.Update(func(s *ProjectUpsert) {
+		s.UpdateAccountID()
+	})
+}
+
+// ClearAccountID clears the value of the "account_id" field.
+func (u *ProjectUpsertBulk) ClearAccountID() *ProjectUpsertBulk {
+	return u.Update(func(s *ProjectUpsert) {
+		s.ClearAccountID()
 	})
 }
 

@@ -62,6 +62,26 @@ func (_u *ProjectUpdate) AddLastSeq(v int64) *ProjectUpdate {
 	return _u
 }
 
+// SetAccountID sets the "account_id" field.
+func (_u *ProjectUpdate) SetAccountID(v string) *ProjectUpdate {
+	_u.mutation.SetAccountID(v)
+	return _u
+}
+
+// SetNillableAccountID sets the "account_id" field if the given value is not nil.
+func (_u *ProjectUpdate) SetNillableAccountID(v *string) *ProjectUpdate {
+	if v != nil {
+		_u.SetAccountID(*v)
+	}
+	return _u
+}
+
+// ClearAccountID clears the value of the "account_id" field.
+func (_u *ProjectUpdate) ClearAccountID() *ProjectUpdate {
+	_u.mutation.ClearAccountID()
+	return _u
+}
+
 // Mutation returns the ProjectMutation object of the builder.
 func (_u *ProjectUpdate) Mutation() *ProjectMutation {
 	return _u.mutation
@@ -130,6 +150,12 @@ func (_u *ProjectUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.AddedLastSeq(); ok {
 		_spec.AddField(project.FieldLastSeq, field.TypeInt64, value)
 	}
+	if value, ok := _u.mutation.AccountID(); ok {
+		_spec.SetField(project.FieldAccountID, field.TypeString, value)
+	}
+	if _u.mutation.AccountIDCleared() {
+		_spec.ClearField(project.FieldAccountID, field.TypeString)
+	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
 			err = &NotFoundError{project.Label}
@@ -182,6 +208,26 @@ func (_u *ProjectUpdateOne) SetNillableLastSeq(v *int64) *ProjectUpdateOne {
 // AddLastSeq adds value to the "last_seq" field.
 func (_u *ProjectUpdateOne) AddLastSeq(v int64) *ProjectUpdateOne {
 	_u.mutation.AddLastSeq(v)
+	return _u
+}
+
+// SetAccountID sets the "account_id" field.
+func (_u *ProjectUpdateOne) SetAccountID(v string) *ProjectUpdateOne {
+	_u.mutation.SetAccountID(v)
+	return _u
+}
+
+// SetNillableAccountID sets the "account_id" field if the given value is not nil.
+func (_u *ProjectUpdateOne) SetNillableAccountID(v *string) *ProjectUpdateOne {
+	if v != nil {
+		_u.SetAccountID(*v)
+	}
+	return _u
+}
+
+// ClearAccountID clears the value of the "account_id" field.
+func (_u *ProjectUpdateOne) ClearAccountID() *ProjectUpdateOne {
+	_u.mutation.ClearAccountID()
 	return _u
 }
 
@@ -282,6 +328,12 @@ func (_u *ProjectUpdateOne) sqlSave(ctx context.Context) (_node *Project, err er
 	}
 	if value, ok := _u.mutation.AddedLastSeq(); ok {
 		_spec.AddField(project.FieldLastSeq, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AccountID(); ok {
+		_spec.SetField(project.FieldAccountID, field.TypeString, value)
+	}
+	if _u.mutation.AccountIDCleared() {
+		_spec.ClearField(project.FieldAccountID, field.TypeString)
 	}
 	_node = &Project{config: _u.config}
 	_spec.Assign = _node.assignValues

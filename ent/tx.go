@@ -16,12 +16,18 @@ type Tx struct {
 	config
 	// APIKey is the client for interacting with the APIKey builders.
 	APIKey *APIKeyClient
+	// Account is the client for interacting with the Account builders.
+	Account *AccountClient
 	// Attachment is the client for interacting with the Attachment builders.
 	Attachment *AttachmentClient
 	// Connection is the client for interacting with the Connection builders.
 	Connection *ConnectionClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
+	// CreditEntry is the client for interacting with the CreditEntry builders.
+	CreditEntry *CreditEntryClient
+	// DeviceRequest is the client for interacting with the DeviceRequest builders.
+	DeviceRequest *DeviceRequestClient
 	// Domain is the client for interacting with the Domain builders.
 	Domain *DomainClient
 	// Message is the client for interacting with the Message builders.
@@ -164,9 +170,12 @@ func (tx *Tx) Client() *Client {
 
 func (tx *Tx) init() {
 	tx.APIKey = NewAPIKeyClient(tx.config)
+	tx.Account = NewAccountClient(tx.config)
 	tx.Attachment = NewAttachmentClient(tx.config)
 	tx.Connection = NewConnectionClient(tx.config)
 	tx.Conversation = NewConversationClient(tx.config)
+	tx.CreditEntry = NewCreditEntryClient(tx.config)
+	tx.DeviceRequest = NewDeviceRequestClient(tx.config)
 	tx.Domain = NewDomainClient(tx.config)
 	tx.Message = NewMessageClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)

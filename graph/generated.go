@@ -32,6 +32,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Account() AccountResolver
 	Connection() ConnectionResolver
 	Conversation() ConversationResolver
 	DomainRecord() DomainRecordResolver
@@ -45,6 +46,31 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	APIKey struct {
+		CreatedAt  func(childComplexity int) int
+		Current    func(childComplexity int) int
+		Display    func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Kind       func(childComplexity int) int
+		LastUsedAt func(childComplexity int) int
+		Name       func(childComplexity int) int
+		RevokedAt  func(childComplexity int) int
+	}
+
+	Account struct {
+		Balance      func(childComplexity int) int
+		BalanceCents func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		Currency     func(childComplexity int) int
+		Email        func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Issuer       func(childComplexity int) int
+		Ledger       func(childComplexity int) int
+		Name         func(childComplexity int) int
+		Projects     func(childComplexity int) int
+		Subject      func(childComplexity int) int
+	}
+
 	Attachment struct {
 		ContentID   func(childComplexity int) int
 		ContentType func(childComplexity int) int
@@ -98,6 +124,16 @@ type ComplexityRoot struct {
 	ConversationEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	CreditEntry struct {
+		Amount      func(childComplexity int) int
+		AmountCents func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		Description func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Kind        func(childComplexity int) int
+		ProjectID   func(childComplexity int) int
 	}
 
 	Domain struct {
@@ -189,16 +225,30 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AddDomain        func(childComplexity int, domain string) int
 		Connect          func(childComplexity int, input ConnectInput) int
+		CreateAPIKey     func(childComplexity int, name *string) int
 		DeleteConnection func(childComplexity int, id string) int
 		DeleteDomain     func(childComplexity int, id string) int
 		DeleteWebhook    func(childComplexity int) int
 		InjectInbound    func(childComplexity int, connectionID string, input InjectInput) int
 		ReplayWebhook    func(childComplexity int, fromSeq int) int
 		Reply            func(childComplexity int, messageID string, input ReplyInput) int
+		RevokeAPIKey     func(childComplexity int, id string) int
 		Send             func(childComplexity int, input SendInput) int
 		SetWebhook       func(childComplexity int, input WebhookInput) int
 		Typing           func(childComplexity int, messageID string) int
 		VerifyDomain     func(childComplexity int, id string) int
+	}
+
+	NewAPIKey struct {
+		APIKey     func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		Current    func(childComplexity int) int
+		Display    func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Kind       func(childComplexity int) int
+		LastUsedAt func(childComplexity int) int
+		Name       func(childComplexity int) int
+		RevokedAt  func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -209,6 +259,7 @@ type ComplexityRoot struct {
 	}
 
 	Project struct {
+		AccountID  func(childComplexity int) int
 		AgentID    func(childComplexity int) int
 		CreatedAt  func(childComplexity int) int
 		CustomerID func(childComplexity int) int
@@ -217,7 +268,17 @@ type ComplexityRoot struct {
 		Name       func(childComplexity int) int
 	}
 
+	ProjectSummary struct {
+		Connections func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		ID          func(childComplexity int) int
+		LastSeq     func(childComplexity int) int
+		Name        func(childComplexity int) int
+	}
+
 	Query struct {
+		APIKeys         func(childComplexity int) int
+		Account         func(childComplexity int) int
 		Connections     func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConnectionOrder, where *ent.ConnectionWhereInput) int
 		Conversations   func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConversationOrder, where *ent.ConversationWhereInput) int
 		Domain          func(childComplexity int, id string) int
@@ -271,6 +332,14 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type AccountResolver interface {
+	ID(ctx context.Context, obj *messaging.AccountView) (string, error)
+	Issuer(ctx context.Context, obj *messaging.AccountView) (string, error)
+	Subject(ctx context.Context, obj *messaging.AccountView) (string, error)
+	Email(ctx context.Context, obj *messaging.AccountView) (string, error)
+	Name(ctx context.Context, obj *messaging.AccountView) (string, error)
+	CreatedAt(ctx context.Context, obj *messaging.AccountView) (*time.Time, error)
+}
 type ConnectionResolver interface {
 	Provider(ctx context.Context, obj *ent.Connection) (*string, error)
 
@@ -306,6 +375,8 @@ type MutationResolver interface {
 	AddDomain(ctx context.Context, domain string) (*messaging.Domain, error)
 	VerifyDomain(ctx context.Context, id string) (*messaging.Domain, error)
 	DeleteDomain(ctx context.Context, id string) (bool, error)
+	CreateAPIKey(ctx context.Context, name *string) (*messaging.NewKey, error)
+	RevokeAPIKey(ctx context.Context, id string) (*messaging.Key, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (ent.Noder, error)
@@ -319,6 +390,8 @@ type QueryResolver interface {
 	WebhookAttempts(ctx context.Context, after *string, first *int) ([]*messaging.WebhookAttempt, error)
 	Domains(ctx context.Context, after *string, limit *int) ([]*messaging.Domain, error)
 	Domain(ctx context.Context, id string) (*messaging.Domain, error)
+	Account(ctx context.Context) (*messaging.AccountView, error)
+	APIKeys(ctx context.Context) ([]*messaging.Key, error)
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, afterSeq *int, typeArg *string) (<-chan *Event, error)
@@ -342,6 +415,122 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "APIKey.createdAt":
+		if e.ComplexityRoot.APIKey.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.CreatedAt(childComplexity), true
+	case "APIKey.current":
+		if e.ComplexityRoot.APIKey.Current == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.Current(childComplexity), true
+	case "APIKey.display":
+		if e.ComplexityRoot.APIKey.Display == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.Display(childComplexity), true
+	case "APIKey.id":
+		if e.ComplexityRoot.APIKey.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.ID(childComplexity), true
+	case "APIKey.kind":
+		if e.ComplexityRoot.APIKey.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.Kind(childComplexity), true
+	case "APIKey.lastUsedAt":
+		if e.ComplexityRoot.APIKey.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.LastUsedAt(childComplexity), true
+	case "APIKey.name":
+		if e.ComplexityRoot.APIKey.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.Name(childComplexity), true
+	case "APIKey.revokedAt":
+		if e.ComplexityRoot.APIKey.RevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.RevokedAt(childComplexity), true
+
+	case "Account.balance":
+		if e.ComplexityRoot.Account.Balance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.Balance(childComplexity), true
+	case "Account.balanceCents":
+		if e.ComplexityRoot.Account.BalanceCents == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.BalanceCents(childComplexity), true
+	case "Account.createdAt":
+		if e.ComplexityRoot.Account.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.CreatedAt(childComplexity), true
+	case "Account.currency":
+		if e.ComplexityRoot.Account.Currency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.Currency(childComplexity), true
+	case "Account.email":
+		if e.ComplexityRoot.Account.Email == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.Email(childComplexity), true
+	case "Account.id":
+		if e.ComplexityRoot.Account.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.ID(childComplexity), true
+	case "Account.issuer":
+		if e.ComplexityRoot.Account.Issuer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.Issuer(childComplexity), true
+	case "Account.ledger":
+		if e.ComplexityRoot.Account.Ledger == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.Ledger(childComplexity), true
+	case "Account.name":
+		if e.ComplexityRoot.Account.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.Name(childComplexity), true
+	case "Account.projects":
+		if e.ComplexityRoot.Account.Projects == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.Projects(childComplexity), true
+	case "Account.subject":
+		if e.ComplexityRoot.Account.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.Subject(childComplexity), true
 
 	case "Attachment.contentID":
 		if e.ComplexityRoot.Attachment.ContentID == nil {
@@ -553,6 +742,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
+
+	case "CreditEntry.amount":
+		if e.ComplexityRoot.CreditEntry.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreditEntry.Amount(childComplexity), true
+	case "CreditEntry.amountCents":
+		if e.ComplexityRoot.CreditEntry.AmountCents == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreditEntry.AmountCents(childComplexity), true
+	case "CreditEntry.createdAt":
+		if e.ComplexityRoot.CreditEntry.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreditEntry.CreatedAt(childComplexity), true
+	case "CreditEntry.description":
+		if e.ComplexityRoot.CreditEntry.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreditEntry.Description(childComplexity), true
+	case "CreditEntry.id":
+		if e.ComplexityRoot.CreditEntry.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreditEntry.ID(childComplexity), true
+	case "CreditEntry.kind":
+		if e.ComplexityRoot.CreditEntry.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreditEntry.Kind(childComplexity), true
+	case "CreditEntry.projectID":
+		if e.ComplexityRoot.CreditEntry.ProjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreditEntry.ProjectID(childComplexity), true
 
 	case "Domain.checkedAt":
 		if e.ComplexityRoot.Domain.CheckedAt == nil {
@@ -922,6 +1154,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Connect(childComplexity, args["input"].(ConnectInput)), true
+	case "Mutation.createAPIKey":
+		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createAPIKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateAPIKey(childComplexity, args["name"].(*string)), true
 	case "Mutation.deleteConnection":
 		if e.ComplexityRoot.Mutation.DeleteConnection == nil {
 			break
@@ -983,6 +1226,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Reply(childComplexity, args["messageID"].(string), args["input"].(ReplyInput)), true
+	case "Mutation.revokeAPIKey":
+		if e.ComplexityRoot.Mutation.RevokeAPIKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeAPIKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeAPIKey(childComplexity, args["id"].(string)), true
 	case "Mutation.send":
 		if e.ComplexityRoot.Mutation.Send == nil {
 			break
@@ -1028,6 +1282,61 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.VerifyDomain(childComplexity, args["id"].(string)), true
 
+	case "NewAPIKey.apiKey":
+		if e.ComplexityRoot.NewAPIKey.APIKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NewAPIKey.APIKey(childComplexity), true
+	case "NewAPIKey.createdAt":
+		if e.ComplexityRoot.NewAPIKey.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NewAPIKey.CreatedAt(childComplexity), true
+	case "NewAPIKey.current":
+		if e.ComplexityRoot.NewAPIKey.Current == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NewAPIKey.Current(childComplexity), true
+	case "NewAPIKey.display":
+		if e.ComplexityRoot.NewAPIKey.Display == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NewAPIKey.Display(childComplexity), true
+	case "NewAPIKey.id":
+		if e.ComplexityRoot.NewAPIKey.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NewAPIKey.ID(childComplexity), true
+	case "NewAPIKey.kind":
+		if e.ComplexityRoot.NewAPIKey.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NewAPIKey.Kind(childComplexity), true
+	case "NewAPIKey.lastUsedAt":
+		if e.ComplexityRoot.NewAPIKey.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NewAPIKey.LastUsedAt(childComplexity), true
+	case "NewAPIKey.name":
+		if e.ComplexityRoot.NewAPIKey.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NewAPIKey.Name(childComplexity), true
+	case "NewAPIKey.revokedAt":
+		if e.ComplexityRoot.NewAPIKey.RevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NewAPIKey.RevokedAt(childComplexity), true
+
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
 			break
@@ -1053,6 +1362,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Project.accountID":
+		if e.ComplexityRoot.Project.AccountID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Project.AccountID(childComplexity), true
 	case "Project.agentID":
 		if e.ComplexityRoot.Project.AgentID == nil {
 			break
@@ -1090,6 +1405,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Project.Name(childComplexity), true
 
+	case "ProjectSummary.connections":
+		if e.ComplexityRoot.ProjectSummary.Connections == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectSummary.Connections(childComplexity), true
+	case "ProjectSummary.createdAt":
+		if e.ComplexityRoot.ProjectSummary.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectSummary.CreatedAt(childComplexity), true
+	case "ProjectSummary.id":
+		if e.ComplexityRoot.ProjectSummary.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectSummary.ID(childComplexity), true
+	case "ProjectSummary.lastSeq":
+		if e.ComplexityRoot.ProjectSummary.LastSeq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectSummary.LastSeq(childComplexity), true
+	case "ProjectSummary.name":
+		if e.ComplexityRoot.ProjectSummary.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectSummary.Name(childComplexity), true
+
+	case "Query.apiKeys":
+		if e.ComplexityRoot.Query.APIKeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.APIKeys(childComplexity), true
+	case "Query.account":
+		if e.ComplexityRoot.Query.Account == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Account(childComplexity), true
 	case "Query.connections":
 		if e.ComplexityRoot.Query.Connections == nil {
 			break
@@ -1747,6 +2105,105 @@ extend type Message {
   mail_from, full_text, auth (spf, dkim, dmarc ...) and warnings.
   """
   details: JSON
+}
+
+"""
+The signed-in account that owns the project (GET /v1/account): who signed in,
+the credit and the account's projects. Only a signed-in key has one.
+"""
+type Account {
+  id: ID!
+  "The identity provider's issuer URL, or local."
+  issuer: String!
+  "The person's id at the issuer."
+  subject: String!
+  "As the identity provider gave it; may be empty."
+  email: String!
+  "As the identity provider gave it; may be empty."
+  name: String!
+  createdAt: Time!
+  "The currency of the amounts: USD."
+  currency: String!
+  "The balance (the sum of the ledger) in cents."
+  balanceCents: Int!
+  "The balance in the currency's units, as 100.00."
+  balance: String!
+  "The credit entries, oldest first."
+  ledger: [CreditEntry!]!
+  "The account's projects, oldest first."
+  projects: [ProjectSummary!]!
+}
+
+"One entry of an account's ledger."
+type CreditEntry {
+  id: ID!
+  "grant (credit added) or debit (credit used)"
+  kind: String!
+  "Signed: negative for a debit."
+  amountCents: Int!
+  "amountCents in the currency's units, as 100.00 or -0.25."
+  amount: String!
+  description: String!
+  "The project the entry is for; null for an account-wide entry."
+  projectID: ID
+  createdAt: Time!
+}
+
+"A project of an account."
+type ProjectSummary {
+  id: ID!
+  name: String!
+  "Its live connections."
+  connections: Int!
+  "The head of its event stream."
+  lastSeq: Int!
+  createdAt: Time!
+}
+
+"An API key of the project (GET /v1/keys): never the key itself."
+type APIKey {
+  id: ID!
+  "sandbox or signed_in: a key makes keys of its own kind."
+  kind: String!
+  "The prefix and last four characters, as comm_sandbox_…abcd."
+  display: String!
+  "What the key is for; null when its maker gave no name."
+  name: String
+  "True for the key making this request."
+  current: Boolean!
+  createdAt: Time!
+  "Null when the key was never used."
+  lastUsedAt: Time
+  "Null for a live key; a revoked key stops working at once."
+  revokedAt: Time
+}
+
+"A key just made (POST /v1/keys): its fields and the key itself, shown only this once."
+type NewAPIKey {
+  id: ID!
+  kind: String!
+  display: String!
+  name: String
+  current: Boolean!
+  createdAt: Time!
+  lastUsedAt: Time
+  revokedAt: Time
+  "The key: store it now, it is never shown again."
+  apiKey: String!
+}
+
+extend type Query {
+  "The account owning the project; a sandbox key has none (forbidden)."
+  account: Account
+  "The project's keys, oldest first, revoked ones included."
+  apiKeys: [APIKey!]!
+}
+
+extend type Mutation {
+  "Make another key for the project, of the calling key's kind."
+  createAPIKey(name: String): NewAPIKey!
+  "Revoke a key of the project: it stops working at once. Revoking a revoked key changes nothing."
+  revokeAPIKey(id: ID!): APIKey!
 }
 `, BuiltIn: false},
 	{Name: "../ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -2597,6 +3054,10 @@ type Project implements Node {
   head of the event stream
   """
   lastSeq: Int!
+  """
+  the signed-in account owning it; nil for a sandbox project
+  """
+  accountID: String
 }
 """
 Ordering options for Project connections
@@ -2708,6 +3169,24 @@ input ProjectWhereInput {
   lastSeqGTE: Int
   lastSeqLT: Int
   lastSeqLTE: Int
+  """
+  account_id field predicates
+  """
+  accountID: String
+  accountIDNEQ: String
+  accountIDIn: [String!]
+  accountIDNotIn: [String!]
+  accountIDGT: String
+  accountIDGTE: String
+  accountIDLT: String
+  accountIDLTE: String
+  accountIDContains: String
+  accountIDHasPrefix: String
+  accountIDHasSuffix: String
+  accountIDIsNil: Boolean
+  accountIDNotNil: Boolean
+  accountIDEqualFold: String
+  accountIDContainsFold: String
 }
 type Query {
   """
@@ -2830,6 +3309,56 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_APIKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_APIKey_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_APIKey_kind(ctx, field)
+	case "display":
+		return ec.fieldContext_APIKey_display(ctx, field)
+	case "name":
+		return ec.fieldContext_APIKey_name(ctx, field)
+	case "current":
+		return ec.fieldContext_APIKey_current(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_APIKey_createdAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_APIKey_lastUsedAt(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_APIKey_revokedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type APIKey", field.Name)
+}
+
+func (ec *executionContext) childFields_Account(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Account_id(ctx, field)
+	case "issuer":
+		return ec.fieldContext_Account_issuer(ctx, field)
+	case "subject":
+		return ec.fieldContext_Account_subject(ctx, field)
+	case "email":
+		return ec.fieldContext_Account_email(ctx, field)
+	case "name":
+		return ec.fieldContext_Account_name(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Account_createdAt(ctx, field)
+	case "currency":
+		return ec.fieldContext_Account_currency(ctx, field)
+	case "balanceCents":
+		return ec.fieldContext_Account_balanceCents(ctx, field)
+	case "balance":
+		return ec.fieldContext_Account_balance(ctx, field)
+	case "ledger":
+		return ec.fieldContext_Account_ledger(ctx, field)
+	case "projects":
+		return ec.fieldContext_Account_projects(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Account", field.Name)
+}
+
 func (ec *executionContext) childFields_Attachment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2938,6 +3467,26 @@ func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, fi
 		return ec.fieldContext_ConversationEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_CreditEntry(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_CreditEntry_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_CreditEntry_kind(ctx, field)
+	case "amountCents":
+		return ec.fieldContext_CreditEntry_amountCents(ctx, field)
+	case "amount":
+		return ec.fieldContext_CreditEntry_amount(ctx, field)
+	case "description":
+		return ec.fieldContext_CreditEntry_description(ctx, field)
+	case "projectID":
+		return ec.fieldContext_CreditEntry_projectID(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_CreditEntry_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreditEntry", field.Name)
 }
 
 func (ec *executionContext) childFields_Domain(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3112,6 +3661,30 @@ func (ec *executionContext) childFields_MessageEdge(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type MessageEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_NewAPIKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_NewAPIKey_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_NewAPIKey_kind(ctx, field)
+	case "display":
+		return ec.fieldContext_NewAPIKey_display(ctx, field)
+	case "name":
+		return ec.fieldContext_NewAPIKey_name(ctx, field)
+	case "current":
+		return ec.fieldContext_NewAPIKey_current(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_NewAPIKey_createdAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_NewAPIKey_lastUsedAt(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_NewAPIKey_revokedAt(ctx, field)
+	case "apiKey":
+		return ec.fieldContext_NewAPIKey_apiKey(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NewAPIKey", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -3140,8 +3713,26 @@ func (ec *executionContext) childFields_Project(ctx context.Context, field graph
 		return ec.fieldContext_Project_agentID(ctx, field)
 	case "lastSeq":
 		return ec.fieldContext_Project_lastSeq(ctx, field)
+	case "accountID":
+		return ec.fieldContext_Project_accountID(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Project", field.Name)
+}
+
+func (ec *executionContext) childFields_ProjectSummary(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_ProjectSummary_id(ctx, field)
+	case "name":
+		return ec.fieldContext_ProjectSummary_name(ctx, field)
+	case "connections":
+		return ec.fieldContext_ProjectSummary_connections(ctx, field)
+	case "lastSeq":
+		return ec.fieldContext_ProjectSummary_lastSeq(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ProjectSummary_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProjectSummary", field.Name)
 }
 
 func (ec *executionContext) childFields_TypingState(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3348,6 +3939,20 @@ func (ec *executionContext) field_Mutation_connect_args(ctx context.Context, raw
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createAPIKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3431,6 +4036,20 @@ func (ec *executionContext) field_Mutation_reply_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["input"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeAPIKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -3907,6 +4526,461 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _APIKey_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, "ID")
+}
+
+func (ec *executionContext) _APIKey_kind(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, "String")
+}
+
+func (ec *executionContext) _APIKey_display(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_display(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Display, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_display(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, "String")
+}
+
+func (ec *executionContext) _APIKey_name(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, "String")
+}
+
+func (ec *executionContext) _APIKey_current(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_current(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Current, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_current(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _APIKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, "Time")
+}
+
+func (ec *executionContext) _APIKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, "Time")
+}
+
+func (ec *executionContext) _APIKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_revokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Account_id(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "ID")
+}
+
+func (ec *executionContext) _Account_issuer(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_issuer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().Issuer(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_issuer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "String")
+}
+
+func (ec *executionContext) _Account_subject(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().Subject(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "String")
+}
+
+func (ec *executionContext) _Account_email(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_email(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().Email(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "String")
+}
+
+func (ec *executionContext) _Account_name(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().Name(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "String")
+}
+
+func (ec *executionContext) _Account_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().CreatedAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalNTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "Time")
+}
+
+func (ec *executionContext) _Account_currency(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_currency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Currency, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_currency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, false, false, "String")
+}
+
+func (ec *executionContext) _Account_balanceCents(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_balanceCents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BalanceCents, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_balanceCents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Account_balance(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_balance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Balance, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_balance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, false, false, "String")
+}
+
+func (ec *executionContext) _Account_ledger(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_ledger(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ledger, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.CreditLine) graphql.Marshaler {
+			return ec.marshalNCreditEntry2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐCreditLineᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_ledger(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Account",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreditEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Account_projects(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_projects(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Projects, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*messaging.ProjectSummary) graphql.Marshaler {
+			return ec.marshalNProjectSummary2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐProjectSummaryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_projects(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Account",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProjectSummary(ctx, field)
+		},
+	}
+	return fc, nil
+}
 
 func (ec *executionContext) _Attachment_id(ctx context.Context, field graphql.CollectedField, obj *Attachment) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -4742,6 +5816,167 @@ func (ec *executionContext) _ConversationEdge_cursor(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_ConversationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ConversationEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _CreditEntry_id(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreditEntry_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreditEntry_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "ID")
+}
+
+func (ec *executionContext) _CreditEntry_kind(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreditEntry_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreditEntry_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreditEntry_amountCents(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreditEntry_amountCents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AmountCents, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreditEntry_amountCents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CreditEntry_amount(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreditEntry_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreditEntry_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreditEntry_description(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreditEntry_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreditEntry_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreditEntry_projectID(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreditEntry_projectID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CreditEntry_projectID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "ID")
+}
+
+func (ec *executionContext) _CreditEntry_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreditEntry_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreditEntry_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Domain_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
@@ -6620,6 +7855,301 @@ func (ec *executionContext) fieldContext_Mutation_deleteDomain(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createAPIKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createAPIKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["name"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.NewKey) graphql.Marshaler {
+			return ec.marshalNNewAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐNewKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createAPIKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NewAPIKey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createAPIKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeAPIKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeAPIKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeAPIKey(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Key) graphql.Marshaler {
+			return ec.marshalNAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeAPIKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeAPIKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NewAPIKey_id(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NewAPIKey_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NewAPIKey_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "ID")
+}
+
+func (ec *executionContext) _NewAPIKey_kind(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NewAPIKey_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NewAPIKey_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "String")
+}
+
+func (ec *executionContext) _NewAPIKey_display(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NewAPIKey_display(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Display, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NewAPIKey_display(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "String")
+}
+
+func (ec *executionContext) _NewAPIKey_name(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NewAPIKey_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NewAPIKey_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "String")
+}
+
+func (ec *executionContext) _NewAPIKey_current(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NewAPIKey_current(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Current, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NewAPIKey_current(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _NewAPIKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NewAPIKey_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NewAPIKey_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NewAPIKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NewAPIKey_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NewAPIKey_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NewAPIKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NewAPIKey_revokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NewAPIKey_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NewAPIKey_apiKey(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NewAPIKey_apiKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.APIKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NewAPIKey_apiKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "String")
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6848,6 +8378,144 @@ func (ec *executionContext) _Project_lastSeq(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_Project_lastSeq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Project", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Project_accountID(ctx context.Context, field graphql.CollectedField, obj *ent.Project) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Project_accountID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AccountID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Project_accountID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Project", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProjectSummary_id(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProjectSummary_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProjectSummary_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProjectSummary", field, false, false, "ID")
+}
+
+func (ec *executionContext) _ProjectSummary_name(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProjectSummary_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProjectSummary_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProjectSummary", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProjectSummary_connections(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProjectSummary_connections(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Connections, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProjectSummary_connections(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProjectSummary", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ProjectSummary_lastSeq(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProjectSummary_lastSeq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastSeq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProjectSummary_lastSeq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProjectSummary", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ProjectSummary_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProjectSummary_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProjectSummary_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProjectSummary", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -7306,6 +8974,70 @@ func (ec *executionContext) fieldContext_Query_domain(ctx context.Context, field
 	if fc.Args, err = ec.field_Query_domain_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_account(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_account(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Account(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.AccountView) graphql.Marshaler {
+			return ec.marshalOAccount2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐAccountView(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_account(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Account(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_apiKeys(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_apiKeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().APIKeys(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*messaging.Key) graphql.Marshaler {
+			return ec.marshalNAPIKey2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKeyᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_apiKeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKey(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -12480,7 +14212,7 @@ func (ec *executionContext) unmarshalInputProjectWhereInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "customerID", "customerIDNEQ", "customerIDIn", "customerIDNotIn", "customerIDGT", "customerIDGTE", "customerIDLT", "customerIDLTE", "customerIDContains", "customerIDHasPrefix", "customerIDHasSuffix", "customerIDEqualFold", "customerIDContainsFold", "agentID", "agentIDNEQ", "agentIDIn", "agentIDNotIn", "agentIDGT", "agentIDGTE", "agentIDLT", "agentIDLTE", "agentIDContains", "agentIDHasPrefix", "agentIDHasSuffix", "agentIDEqualFold", "agentIDContainsFold", "lastSeq", "lastSeqNEQ", "lastSeqIn", "lastSeqNotIn", "lastSeqGT", "lastSeqGTE", "lastSeqLT", "lastSeqLTE"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "customerID", "customerIDNEQ", "customerIDIn", "customerIDNotIn", "customerIDGT", "customerIDGTE", "customerIDLT", "customerIDLTE", "customerIDContains", "customerIDHasPrefix", "customerIDHasSuffix", "customerIDEqualFold", "customerIDContainsFold", "agentID", "agentIDNEQ", "agentIDIn", "agentIDNotIn", "agentIDGT", "agentIDGTE", "agentIDLT", "agentIDLTE", "agentIDContains", "agentIDHasPrefix", "agentIDHasSuffix", "agentIDEqualFold", "agentIDContainsFold", "lastSeq", "lastSeqNEQ", "lastSeqIn", "lastSeqNotIn", "lastSeqGT", "lastSeqGTE", "lastSeqLT", "lastSeqLTE", "accountID", "accountIDNEQ", "accountIDIn", "accountIDNotIn", "accountIDGT", "accountIDGTE", "accountIDLT", "accountIDLTE", "accountIDContains", "accountIDHasPrefix", "accountIDHasSuffix", "accountIDIsNil", "accountIDNotNil", "accountIDEqualFold", "accountIDContainsFold"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12963,6 +14695,111 @@ func (ec *executionContext) unmarshalInputProjectWhereInput(ctx context.Context,
 				return it, err
 			}
 			it.LastSeqLTE = data
+		case "accountID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountID = data
+		case "accountIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDNEQ = data
+		case "accountIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDIn = data
+		case "accountIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDNotIn = data
+		case "accountIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDGT = data
+		case "accountIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDGTE = data
+		case "accountIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDLT = data
+		case "accountIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDLTE = data
+		case "accountIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDContains = data
+		case "accountIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDHasPrefix = data
+		case "accountIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDHasSuffix = data
+		case "accountIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDIsNil = data
+		case "accountIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDNotNil = data
+		case "accountIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDEqualFold = data
+		case "accountIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("accountIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AccountIDContainsFold = data
 		}
 	}
 	return it, nil
@@ -13202,6 +15039,163 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var aPIKeyImplementors = []string{"APIKey"}
+
+func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, obj *messaging.Key) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, aPIKeyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("APIKey")
+		case "id":
+			out.Values[i] = ec._APIKey_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._APIKey_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "display":
+			out.Values[i] = ec._APIKey_display(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._APIKey_name(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "current":
+			out.Values[i] = ec._APIKey_current(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._APIKey_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._APIKey_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokedAt":
+			out.Values[i] = ec._APIKey_revokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var accountImplementors = []string{"Account"}
+
+func (ec *executionContext) _Account(ctx context.Context, sel ast.SelectionSet, obj *messaging.AccountView) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, accountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Account")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_id(ctx, field, obj)
+				})
+		case "issuer":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_issuer(ctx, field, obj)
+				})
+		case "subject":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_subject(ctx, field, obj)
+				})
+		case "email":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_email(ctx, field, obj)
+				})
+		case "name":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_name(ctx, field, obj)
+				})
+		case "createdAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_createdAt(ctx, field, obj)
+				})
+		case "currency":
+			out.Values[i] = ec._Account_currency(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "balanceCents":
+			out.Values[i] = ec._Account_balanceCents(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "balance":
+			out.Values[i] = ec._Account_balance(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ledger":
+			out.Values[i] = ec._Account_ledger(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "projects":
+			out.Values[i] = ec._Account_projects(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
 
 var attachmentImplementors = []string{"Attachment"}
 
@@ -13553,6 +15547,69 @@ func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.Selec
 			}
 		case "cursor":
 			out.Values[i] = ec._ConversationEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var creditEntryImplementors = []string{"CreditEntry"}
+
+func (ec *executionContext) _CreditEntry(ctx context.Context, sel ast.SelectionSet, obj *messaging.CreditLine) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, creditEntryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreditEntry")
+		case "id":
+			out.Values[i] = ec._CreditEntry_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._CreditEntry_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amountCents":
+			out.Values[i] = ec._CreditEntry_amountCents(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amount":
+			out.Values[i] = ec._CreditEntry_amount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._CreditEntry_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "projectID":
+			out.Values[i] = ec._CreditEntry_projectID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._CreditEntry_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -14242,6 +16299,93 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createAPIKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createAPIKey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeAPIKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeAPIKey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var newAPIKeyImplementors = []string{"NewAPIKey"}
+
+func (ec *executionContext) _NewAPIKey(ctx context.Context, sel ast.SelectionSet, obj *messaging.NewKey) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, newAPIKeyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NewAPIKey")
+		case "id":
+			out.Values[i] = ec._NewAPIKey_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._NewAPIKey_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "display":
+			out.Values[i] = ec._NewAPIKey_display(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._NewAPIKey_name(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "current":
+			out.Values[i] = ec._NewAPIKey_current(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._NewAPIKey_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._NewAPIKey_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokedAt":
+			out.Values[i] = ec._NewAPIKey_revokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "apiKey":
+			out.Values[i] = ec._NewAPIKey_apiKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14348,6 +16492,64 @@ func (ec *executionContext) _Project(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "accountID":
+			out.Values[i] = ec._Project_accountID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var projectSummaryImplementors = []string{"ProjectSummary"}
+
+func (ec *executionContext) _ProjectSummary(ctx context.Context, sel ast.SelectionSet, obj *messaging.ProjectSummary) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, projectSummaryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProjectSummary")
+		case "id":
+			out.Values[i] = ec._ProjectSummary_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._ProjectSummary_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "connections":
+			out.Values[i] = ec._ProjectSummary_connections(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastSeq":
+			out.Values[i] = ec._ProjectSummary_lastSeq(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._ProjectSummary_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14449,6 +16651,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_domain(ctx, field)
+				})
+		case "account":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_account(ctx, field)
+				})
+		case "apiKeys":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_apiKeys(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -15054,6 +17268,30 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAPIKey2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKeyᚄ(ctx context.Context, sel ast.SelectionSet, v []*messaging.Key) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKey(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKey(ctx context.Context, sel ast.SelectionSet, v *messaging.Key) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "APIKey!")
+		return graphql.Null
+	}
+	return ec._APIKey(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAttachment2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐAttachmentᚄ(ctx context.Context, sel ast.SelectionSet, v []*Attachment) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -15157,6 +17395,26 @@ func (ec *executionContext) marshalNConversationOrderField2ᚖgithubᚗcomᚋcom
 func (ec *executionContext) unmarshalNConversationWhereInput2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋentᚐConversationWhereInput(ctx context.Context, v any) (*ent.ConversationWhereInput, error) {
 	res, err := ec.unmarshalInputConversationWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreditEntry2githubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐCreditLine(ctx context.Context, sel ast.SelectionSet, v messaging.CreditLine) graphql.Marshaler {
+	return ec._CreditEntry(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNCreditEntry2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐCreditLineᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.CreditLine) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCreditEntry2githubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐCreditLine(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, v any) (entgql.Cursor[string], error) {
@@ -15430,6 +17688,14 @@ func (ec *executionContext) unmarshalNMessageWhereInput2ᚖgithubᚗcomᚋcomm�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNNewAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐNewKey(ctx context.Context, sel ast.SelectionSet, v *messaging.NewKey) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NewAPIKey!")
+		return graphql.Null
+	}
+	return ec._NewAPIKey(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋentᚐNoder(ctx context.Context, sel ast.SelectionSet, v []ent.Noder) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -15474,6 +17740,30 @@ func (ec *executionContext) marshalNProjectOrderField2ᚖgithubᚗcomᚋcommᚑg
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalNProjectSummary2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐProjectSummaryᚄ(ctx context.Context, sel ast.SelectionSet, v []*messaging.ProjectSummary) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNProjectSummary2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐProjectSummary(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNProjectSummary2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐProjectSummary(ctx context.Context, sel ast.SelectionSet, v *messaging.ProjectSummary) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ProjectSummary!")
+		return graphql.Null
+	}
+	return ec._ProjectSummary(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNProjectWhereInput2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋentᚐProjectWhereInput(ctx context.Context, v any) (*ent.ProjectWhereInput, error) {
@@ -15542,6 +17832,24 @@ func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v an
 func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel ast.SelectionSet, v time.Time) graphql.Marshaler {
 	_ = sel
 	res := graphql.MarshalTime(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	res, err := graphql.UnmarshalTime(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Time!")
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalTime(*v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
 	}
@@ -15733,6 +18041,13 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 		graphql.AddInvalidNullFromMarshaler(ctx, "__TypeKind!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalOAccount2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐAccountView(ctx context.Context, sel ast.SelectionSet, v *messaging.AccountView) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Account(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {

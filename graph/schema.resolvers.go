@@ -9,10 +9,41 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/messaging"
 )
+
+// ID is the resolver for the id field.
+func (r *accountResolver) ID(ctx context.Context, obj *messaging.AccountView) (string, error) {
+	return obj.Account.ID, nil
+}
+
+// Issuer is the resolver for the issuer field.
+func (r *accountResolver) Issuer(ctx context.Context, obj *messaging.AccountView) (string, error) {
+	return obj.Account.Issuer, nil
+}
+
+// Subject is the resolver for the subject field.
+func (r *accountResolver) Subject(ctx context.Context, obj *messaging.AccountView) (string, error) {
+	return obj.Account.Subject, nil
+}
+
+// Email is the resolver for the email field.
+func (r *accountResolver) Email(ctx context.Context, obj *messaging.AccountView) (string, error) {
+	return obj.Account.Email, nil
+}
+
+// Name is the resolver for the name field.
+func (r *accountResolver) Name(ctx context.Context, obj *messaging.AccountView) (string, error) {
+	return obj.Account.Name, nil
+}
+
+// CreatedAt is the resolver for the createdAt field.
+func (r *accountResolver) CreatedAt(ctx context.Context, obj *messaging.AccountView) (*time.Time, error) {
+	return &obj.Account.CreatedAt, nil
+}
 
 // Kind is the resolver for the kind field.
 func (r *domainRecordResolver) Kind(ctx context.Context, obj *messaging.DomainRecord) (string, error) {
@@ -200,6 +231,24 @@ func (r *mutationResolver) DeleteDomain(ctx context.Context, id string) (bool, e
 	return true, nil
 }
 
+// CreateAPIKey is the resolver for the createAPIKey field.
+func (r *mutationResolver) CreateAPIKey(ctx context.Context, name *string) (*messaging.NewKey, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.CreateKey(ctx, p, deref(name))
+}
+
+// RevokeAPIKey is the resolver for the revokeAPIKey field.
+func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*messaging.Key, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.RevokeKey(ctx, p, id)
+}
+
 // Project is the resolver for the project field.
 func (r *queryResolver) Project(ctx context.Context) (*ent.Project, error) {
 	p, err := principal(ctx)
@@ -281,6 +330,24 @@ func (r *queryResolver) Domain(ctx context.Context, id string) (*messaging.Domai
 	return d, err
 }
 
+// Account is the resolver for the account field.
+func (r *queryResolver) Account(ctx context.Context) (*messaging.AccountView, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.AccountOf(ctx, p)
+}
+
+// APIKeys is the resolver for the apiKeys field.
+func (r *queryResolver) APIKeys(ctx context.Context) ([]*messaging.Key, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.Keys(ctx, p)
+}
+
 // Events is the resolver for the events field.
 func (r *subscriptionResolver) Events(ctx context.Context, afterSeq *int, typeArg *string) (<-chan *Event, error) {
 	return nil, errSubscriptionTransport
@@ -290,6 +357,9 @@ func (r *subscriptionResolver) Events(ctx context.Context, afterSeq *int, typeAr
 func (r *subscriptionResolver) EventBatches(ctx context.Context, afterSeq *int, typeArg *string, max *int) (<-chan []*Event, error) {
 	return nil, errSubscriptionTransport
 }
+
+// Account returns AccountResolver implementation.
+func (r *Resolver) Account() AccountResolver { return &accountResolver{r} }
 
 // DomainRecord returns DomainRecordResolver implementation.
 func (r *Resolver) DomainRecord() DomainRecordResolver { return &domainRecordResolver{r} }
@@ -301,6 +371,7 @@ func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
 
 type (
+	accountResolver      struct{ *Resolver }
 	domainRecordResolver struct{ *Resolver }
 	mutationResolver     struct{ *Resolver }
 	subscriptionResolver struct{ *Resolver }

@@ -29,6 +29,9 @@ const (
 	Device         = "dev"
 	Attachment     = "att"
 	Domain         = "dom"
+	Account        = "acct"
+	DeviceRequest  = "dreq"
+	CreditEntry    = "cred"
 )
 
 // ErrMalformed is wrapped by every parse failure.

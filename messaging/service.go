@@ -59,6 +59,8 @@ type Options struct {
 	WebhookAllowPrivate bool
 	// Mail configures email: the mail domain, custom domain plans, DNS.
 	Mail MailOptions
+	// Now is the clock (tests move it to expire sign-ins); time.Now if nil.
+	Now func() time.Time
 }
 
 // New returns the service over an open log.
@@ -86,6 +88,10 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if opts.Mail.Plan.MXHost == "" {
 		opts.Mail.Plan.MXHost = "mx." + opts.Mail.Domain
 	}
+	clock := opts.Now
+	if clock == nil {
+		clock = time.Now
+	}
 	db := log.DB()
 	keyByHash, err := db.R.Prepare(db.Rebind(
 		"SELECT id, project_id, kind, revoked_at IS NOT NULL FROM api_keys WHERE hash = ?"))
@@ -98,7 +104,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
-		now:     func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		now:     func() time.Time { return clock().UTC().Truncate(time.Microsecond) },
 		touched: map[string]time.Time{},
 	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/messaging"
@@ -72,6 +73,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "err", err)
 		e = &messaging.Error{Code: codeInternal, Message: "internal error; the server log has details under this request id"}
+	}
+	var ra *retryAfter
+	if errors.As(err, &ra) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(ra.wait.Seconds())+1))
 	}
 	status, ok := statusOf[e.Code]
 	if !ok {

@@ -55,7 +55,19 @@ func startNoOutbox(t *testing.T, cfg store.Config, opts server.Options) *gateway
 	return startGateway(t, cfg, opts, false)
 }
 
+// startWith is start with the messaging options given (a clock, say);
+// Channels and Logger are filled in.
+func startWith(t *testing.T, cfg store.Config, opts server.Options, svcOpts messaging.Options) *gateway {
+	t.Helper()
+	return startGatewayWith(t, cfg, opts, true, svcOpts)
+}
+
 func startGateway(t *testing.T, cfg store.Config, opts server.Options, outbox bool) *gateway {
+	t.Helper()
+	return startGatewayWith(t, cfg, opts, outbox, messaging.Options{})
+}
+
+func startGatewayWith(t *testing.T, cfg store.Config, opts server.Options, outbox bool, svcOpts messaging.Options) *gateway {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, cfg)
@@ -69,7 +81,8 @@ func startGateway(t *testing.T, cfg store.Config, opts server.Options, outbox bo
 	}
 	logger := testLogger(t)
 	opts.Logger = logger
-	svc, err := messaging.New(log, messaging.Options{Channels: registry(), Logger: logger})
+	svcOpts.Channels, svcOpts.Logger = registry(), logger
+	svc, err := messaging.New(log, svcOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/live"
@@ -36,6 +37,14 @@ type Options struct {
 	Playground bool
 	// Live configures GraphQL over websockets at /graphql.
 	Live live.Options
+	// BaseURL is the gateway's public address, for the sign-in links it
+	// hands out ("http://127.0.0.1:8080" when empty).
+	BaseURL string
+	// StartsPerMinute limits device sign-ins started per client IP
+	// (default 10).
+	StartsPerMinute int
+	// SignIn configures sign-in on the /device page (device.go).
+	SignIn SignInOptions
 }
 
 // Server routes HTTP requests to the domain.
@@ -45,6 +54,10 @@ type Server struct {
 	logger  *slog.Logger
 	maxBody int64
 	live    *live.Server
+	baseURL string
+
+	startLimit *limiter
+	signin     *signIn
 }
 
 // Close closes the websockets (hijacked connections, which
@@ -62,8 +75,16 @@ func New(svc *messaging.Service, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{svc: svc, mux: http.NewServeMux(), logger: opts.Logger, maxBody: opts.MaxBodyBytes}
+	if opts.BaseURL == "" {
+		opts.BaseURL = "http://127.0.0.1:8080"
+	}
+	if opts.StartsPerMinute <= 0 {
+		opts.StartsPerMinute = 10
+	}
+	s := &Server{svc: svc, mux: http.NewServeMux(), logger: opts.Logger, maxBody: opts.MaxBodyBytes,
+		baseURL: strings.TrimRight(opts.BaseURL, "/"), startLimit: newLimiter(opts.StartsPerMinute, time.Minute)}
 	s.routes()
+	s.signInRoutes(opts.SignIn)
 	if opts.GraphQL.Logger == nil {
 		opts.GraphQL.Logger = opts.Logger
 	}
@@ -128,6 +149,15 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/messages/{id}/reply", s.authed(s.reply))
 	s.mux.Handle("POST /v1/messages/{id}/typing", s.authed(s.typing))
 	s.mux.Handle("GET /v1/messages/{id}/attachments/{attachment}", s.authed(s.getAttachment))
+
+	s.mux.Handle("POST /v1/auth/device/start", s.public(s.deviceStart))
+	s.mux.Handle("POST /v1/auth/device/token", s.public(s.deviceToken))
+	s.mux.Handle("POST /oauth/device/code", s.public(s.oauthDeviceCode))
+	s.mux.Handle("POST /oauth/token", s.public(s.oauthToken))
+	s.mux.Handle("GET /v1/account", s.authed(s.getAccount))
+	s.mux.Handle("GET /v1/keys", s.authed(s.listKeys))
+	s.mux.Handle("POST /v1/keys", s.authed(s.createKey))
+	s.mux.Handle("DELETE /v1/keys/{id}", s.authed(s.revokeKey))
 
 	s.mux.Handle("POST /v1/domains", s.authed(s.createDomain))
 	s.mux.Handle("GET /v1/domains", s.authed(s.listDomains))

@@ -41,11 +41,14 @@ type flags struct {
 	positional []string
 }
 
-func newFlags(name, usage string) *flags {
+// newFlags makes the flag set of a command: synopsis is its usage line
+// after "comm" ("keys create [flags]"), about what it does.
+func newFlags(synopsis, about string) *flags {
+	name, _, _ := strings.Cut(synopsis, " [")
 	fs := flag.NewFlagSet("comm "+name, flag.ContinueOnError)
 	f := &flags{FlagSet: fs, json: fs.Bool("json", false, "print JSON instead of text")}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: comm %s\n\nFlags:\n", usage)
+		fmt.Fprintf(fs.Output(), "Usage: comm %s\n\n%s\n\nFlags:\n", synopsis, about)
 		fs.PrintDefaults()
 	}
 	return f

@@ -486,14 +486,175 @@ func loginCmd(args []string) error {
 	if err := writeEnv(*envFile, map[string]string{"COMM_API_KEY": res.APIKey, "COMM_BASE_URL": res.BaseURL}); err != nil {
 		return cliError{exitFailed, err}
 	}
+	// The project and the account are shown when the new key can fetch
+	// them; the sign-in succeeded either way.
 	c, err := client.New(client.WithAPIKey(res.APIKey), client.WithBaseURL(res.BaseURL))
-	if err == nil {
-		if p, err := c.Project(ctx); err == nil {
-			fmt.Printf("Signed in. Project %s (%s); the signed-in key is in %s.\n", p.ID, p.Name, *envFile)
-			return nil
-		}
+	if err != nil {
+		fmt.Printf("Signed in; the signed-in key is in %s.\n", *envFile)
+		return nil
 	}
-	fmt.Printf("Signed in; the signed-in key is in %s.\n", *envFile)
+	if p, err := c.Project(ctx); err == nil {
+		fmt.Printf("Signed in. Project %s (%s); the signed-in key is in %s.\n", p.ID, p.Name, *envFile)
+	} else {
+		fmt.Printf("Signed in; the signed-in key is in %s.\n", *envFile)
+	}
+	if a, err := c.Account(ctx); err == nil {
+		fmt.Printf("Account: %s; balance %s.\n", who(a.Account), money(a.Currency, a.Balance))
+	}
+	return nil
+}
+
+// accountCmd: comm account prints the signed-in account: who, the
+// balance, the ledger and the projects.
+func accountCmd(args []string) error {
+	f := newFlags("account [flags]", "Shows the account of the signed-in key: who signed in, the credit balance,\nthe ledger and the account's projects. A sandbox key has no account: run comm login.")
+	if err := f.parse(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	a, err := c.Account(ctx)
+	if errors.Is(err, client.ErrForbidden) {
+		var e *client.Error
+		errors.As(err, &e)
+		return cliError{exitFailed, fmt.Errorf("no account for this key (403 %s): %s", e.Code, e.Message)}
+	}
+	if err != nil {
+		return cliError{exitFailed, err}
+	}
+	output(*f.json, a, func(w io.Writer) {
+		fmt.Fprintf(w, "Account %s: %s (signed in with %s)\n", a.Account.ID, who(a.Account), a.Account.Issuer)
+		fmt.Fprintf(w, "Balance: %s\n", money(a.Currency, a.Balance))
+		fmt.Fprintln(w, "\nLedger:")
+		rows := [][]string{{"  DATE", "KIND", "AMOUNT", "PROJECT", "DESCRIPTION"}}
+		for _, l := range a.Ledger {
+			rows = append(rows, []string{"  " + l.CreatedAt.Format(time.RFC3339), l.Kind, money(a.Currency, l.Amount),
+				orDash(l.ProjectID), l.Description})
+		}
+		table(w, rows)
+		fmt.Fprintln(w, "\nProjects:")
+		rows = [][]string{{"  ID", "NAME", "CONNECTIONS", "LAST SEQ", "CREATED"}}
+		for _, p := range a.Projects {
+			rows = append(rows, []string{"  " + p.ID, p.Name, strconv.Itoa(p.Connections),
+				strconv.FormatInt(p.LastSeq, 10), p.CreatedAt.Format(time.RFC3339)})
+		}
+		table(w, rows)
+	})
+	return nil
+}
+
+// who names an account's person: "Name <email>", or what is known.
+func who(a client.Account) string {
+	switch {
+	case a.Name != "" && a.Email != "":
+		return a.Name + " <" + a.Email + ">"
+	case a.Email != "":
+		return a.Email
+	case a.Name != "":
+		return a.Name
+	}
+	return a.Subject
+}
+
+// money is an amount with its currency: "USD 100.00".
+func money(currency, amount string) string { return currency + " " + amount }
+
+func orDash(s *string) string {
+	if s == nil || *s == "" {
+		return "-"
+	}
+	return *s
+}
+
+func timeOr(t *time.Time, none string) string {
+	if t == nil {
+		return none
+	}
+	return t.Format(time.RFC3339)
+}
+
+const keysUsage = "usage: comm keys [list] | keys create [--name N] | keys revoke ID"
+
+// keysCmd: comm keys [list] | create [--name N] | revoke ID.
+func keysCmd(args []string) error {
+	sub := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	var f *flags
+	var name *string
+	nargs := 0
+	switch sub {
+	case "list":
+		f = newFlags("keys [list] [flags]", "Lists the project's API keys, revoked ones included (* marks the key in use).\nThe keys themselves are never shown again after they were made.")
+	case "create":
+		f = newFlags("keys create [flags]", "Makes another API key for the project, of the current key's kind, and prints it:\nit is shown only this once.")
+		name = f.String("name", "", "what the key is for")
+	case "revoke":
+		f = newFlags("keys revoke ID [flags]", "Revokes one of the project's keys: it stops working at once.")
+		nargs = 1
+	default:
+		return cliError{exitUsage, fmt.Errorf("unknown keys command %q: list, create or revoke (%s)", sub, keysUsage)}
+	}
+	if err := f.parse(args, nargs, map[int]string{0: "no arguments", 1: "one key id"}[nargs]); err != nil {
+		return err
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	switch sub {
+	case "create":
+		k, err := c.CreateKey(ctx, *name)
+		if err != nil {
+			return cliError{exitFailed, err}
+		}
+		if *f.json {
+			fmt.Fprintln(os.Stderr, "comm: the api_key is shown only this once: store it now.")
+		}
+		output(*f.json, k, func(w io.Writer) {
+			label := ""
+			if k.Name != nil {
+				label = fmt.Sprintf(" %q", *k.Name)
+			}
+			fmt.Fprintf(w, "Created %s key %s%s:\n\n  %s\n\n", k.Kind, k.ID, label, k.APIKey)
+			fmt.Fprintln(w, "This key is shown only this once: store it now (comm keys lists it as "+k.Display+").")
+		})
+	case "revoke":
+		k, err := c.RevokeKey(ctx, f.positional[0])
+		if err != nil {
+			return cliError{exitFailed, err}
+		}
+		output(*f.json, k, func(w io.Writer) {
+			fmt.Fprintf(w, "Revoked key %s (%s) at %s.\n", k.ID, k.Display, timeOr(k.RevokedAt, "?"))
+			if k.Current {
+				fmt.Fprintln(w, "It was the key in use (COMM_API_KEY): calls with it now fail; configure another key.")
+			}
+		})
+	default:
+		ks, err := c.Keys(ctx)
+		if err != nil {
+			return cliError{exitFailed, err}
+		}
+		output(*f.json, ks, func(w io.Writer) {
+			rows := [][]string{{"", "ID", "KIND", "DISPLAY", "NAME", "LAST USED", "REVOKED"}}
+			for _, k := range ks {
+				mark := ""
+				if k.Current {
+					mark = "*"
+				}
+				rows = append(rows, []string{mark, k.ID, k.Kind, k.Display, orDash(k.Name),
+					timeOr(k.LastUsedAt, "never"), timeOr(k.RevokedAt, "-")})
+			}
+			table(w, rows)
+		})
+	}
 	return nil
 }
 

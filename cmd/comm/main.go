@@ -23,6 +23,9 @@ Usage:
   comm send --connection ID --to WHO TEXT...
   comm webhook set URL | get | delete | replay --from-seq N | attempts
   comm login                      sign in through the browser; upgrade the key in .env
+  comm account                    the signed-in account: balance, ledger, projects
+  comm keys [list] | create [--name N] | revoke ID
+                                  list, make (shown once) or revoke the project's keys
   comm bench [flags]              measure the gateway on this machine
   comm help                       show this text
 
@@ -67,6 +70,10 @@ func main() {
 		err = webhookCmd(args)
 	case "login":
 		err = loginCmd(args)
+	case "account":
+		err = accountCmd(args)
+	case "keys":
+		err = keysCmd(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,6 +53,11 @@ func serve(args []string) error {
 	mxHost := s.add("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
 	verifyEvery := s.add("domain-verify-interval", "COMM_DOMAIN_VERIFY_INTERVAL", "10m", "how often pending custom domains are checked again")
+	oidcIssuer := s.add("oidc-issuer", "COMM_OIDC_ISSUER", "", "OpenID Connect issuer URL for signing in on /device (comm login); empty: local operator sign-in")
+	oidcClientID := s.add("oidc-client-id", "COMM_OIDC_CLIENT_ID", "", "OpenID Connect client id; register <base-url>/device/callback as its redirect URL")
+	oidcSecret := s.add("oidc-client-secret", "COMM_OIDC_CLIENT_SECRET", "", "OpenID Connect client secret")
+	localPassword := s.add("local-signin-password", "COMM_LOCAL_SIGNIN_PASSWORD", "", "operator password for the local sign-in on /device (used without --oidc-issuer); empty: a random token is printed at start")
+	localRemote := s.add("local-signin-allow-remote", "COMM_LOCAL_SIGNIN_ALLOW_REMOTE", "false", "offer the local sign-in on /device even when --listen is not a loopback address (insecure on public networks)")
 	if err := s.parse(args); err != nil {
 		return err
 	}
@@ -108,6 +115,13 @@ func serve(args []string) error {
 	verifyD, err := parseDuration("--domain-verify-interval", *verifyEvery)
 	if err != nil {
 		return err
+	}
+	allowRemote, err := parseBool("--local-signin-allow-remote", *localRemote)
+	if err != nil {
+		return err
+	}
+	if *oidcIssuer != "" && *oidcClientID == "" {
+		return errors.New("--oidc-issuer needs --oidc-client-id (COMM_OIDC_CLIENT_ID)")
 	}
 	mailOpts := email.Options{MailDomain: *mailDomain}
 	if *smtpRelay != "" {
@@ -181,9 +195,11 @@ func serve(args []string) error {
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
-	front := server.New(svc, server.Options{
+	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr())
+	front := server.New(svc, server.Options{BaseURL: base,
 		MaxBodyBytes: int64(body), Logger: logger, Playground: withPlayground,
 		GraphQL: graph.Options{Introspection: introspect},
+		SignIn:  signIn,
 	})
 	defer front.Close()
 	srv := &http.Server{
@@ -196,6 +212,7 @@ func serve(args []string) error {
 	}
 	fmt.Printf("comm: listening on %s (database: %s)\n", base, db.Where)
 	fmt.Print(smtpLine)
+	fmt.Print(signInLine)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -212,6 +229,34 @@ func serve(args []string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// signInOptions configures sign-in on /device and returns the line to
+// print at start. Without an identity provider the local operator sign-in
+// is offered on a loopback listener (or with allowRemote); without
+// --local-signin-password a random token, valid until the process exits,
+// is made and printed. The cookie key is random per process: sign-in
+// sessions do not survive a restart and do not span replicas (a person
+// signs in again; device requests themselves are in the database).
+func signInOptions(issuer, clientID, secret, password string, allowRemote bool, addr net.Addr) (server.SignInOptions, string) {
+	o := server.SignInOptions{OIDCIssuer: issuer, OIDCClientID: clientID, OIDCClientSecret: secret,
+		LocalPassword: password, LocalAllowRemote: allowRemote, CookieKey: make([]byte, 32)}
+	rand.Read(o.CookieKey)
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		o.LoopbackListener = tcp.IP.IsLoopback()
+	}
+	switch {
+	case issuer != "":
+		return o, fmt.Sprintf("comm: sign-in on /device with OpenID Connect at %s\n", issuer)
+	case !o.LoopbackListener && !allowRemote:
+		return o, "comm: sign-in on /device is not configured: set --oidc-issuer (local sign-in needs a loopback --listen or --local-signin-allow-remote)\n"
+	case password != "":
+		return o, "comm: local operator sign-in on /device with --local-signin-password (no identity provider configured)\n"
+	}
+	b := make([]byte, 24)
+	rand.Read(b)
+	o.LocalToken = base64.RawURLEncoding.EncodeToString(b)
+	return o, fmt.Sprintf("comm: local sign-in token for /device: %s (no identity provider configured; valid until this process exits)\n", o.LocalToken)
 }
 
 // resolverOrNil keeps a nil *net.Resolver a nil interface (the system

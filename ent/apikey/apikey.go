@@ -27,6 +27,8 @@ const (
 	FieldKind = "kind"
 	// FieldDisplay holds the string denoting the display field in the database.
 	FieldDisplay = "display"
+	// FieldName holds the string denoting the name field in the database.
+	FieldName = "name"
 	// FieldLastUsedAt holds the string denoting the last_used_at field in the database.
 	FieldLastUsedAt = "last_used_at"
 	// FieldRevokedAt holds the string denoting the revoked_at field in the database.
@@ -43,6 +45,7 @@ var Columns = []string{
 	FieldHash,
 	FieldKind,
 	FieldDisplay,
+	FieldName,
 	FieldLastUsedAt,
 	FieldRevokedAt,
 }
@@ -71,6 +74,8 @@ var (
 	ProjectIDValidator func(string) error
 	// HashValidator is a validator for the "hash" field. It is called by the builders before save.
 	HashValidator func([]byte) error
+	// NameValidator is a validator for the "name" field. It is called by the builders before save.
+	NameValidator func(string) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -126,6 +131,11 @@ func ByKind(opts ...sql.OrderTermOption) OrderOption {
 // ByDisplay orders the results by the display field.
 func ByDisplay(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldDisplay, opts...).ToFunc()
+}
+
+// ByName orders the results by the name field.
+func ByName(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldName, opts...).ToFunc()
 }
 
 // ByLastUsedAt orders the results by the last_used_at field.

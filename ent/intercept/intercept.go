@@ -8,10 +8,13 @@ import (
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/comm-gateway/comm/ent"
+	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/creditentry"
+	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/predicate"
@@ -103,6 +106,33 @@ func (f TraverseAPIKey) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.APIKeyQuery", q)
 }
 
+// The AccountFunc type is an adapter to allow the use of ordinary function as a Querier.
+type AccountFunc func(context.Context, *ent.AccountQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f AccountFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.AccountQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.AccountQuery", q)
+}
+
+// The TraverseAccount type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseAccount func(context.Context, *ent.AccountQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseAccount) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseAccount) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.AccountQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.AccountQuery", q)
+}
+
 // The AttachmentFunc type is an adapter to allow the use of ordinary function as a Querier.
 type AttachmentFunc func(context.Context, *ent.AttachmentQuery) (ent.Value, error)
 
@@ -182,6 +212,60 @@ func (f TraverseConversation) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.ConversationQuery", q)
+}
+
+// The CreditEntryFunc type is an adapter to allow the use of ordinary function as a Querier.
+type CreditEntryFunc func(context.Context, *ent.CreditEntryQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f CreditEntryFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.CreditEntryQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.CreditEntryQuery", q)
+}
+
+// The TraverseCreditEntry type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseCreditEntry func(context.Context, *ent.CreditEntryQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseCreditEntry) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseCreditEntry) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.CreditEntryQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.CreditEntryQuery", q)
+}
+
+// The DeviceRequestFunc type is an adapter to allow the use of ordinary function as a Querier.
+type DeviceRequestFunc func(context.Context, *ent.DeviceRequestQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f DeviceRequestFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.DeviceRequestQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.DeviceRequestQuery", q)
+}
+
+// The TraverseDeviceRequest type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseDeviceRequest func(context.Context, *ent.DeviceRequestQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseDeviceRequest) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseDeviceRequest) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.DeviceRequestQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.DeviceRequestQuery", q)
 }
 
 // The DomainFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -324,12 +408,18 @@ func NewQuery(q ent.Query) (Query, error) {
 	switch q := q.(type) {
 	case *ent.APIKeyQuery:
 		return &query[*ent.APIKeyQuery, predicate.APIKey, apikey.OrderOption]{typ: ent.TypeAPIKey, tq: q}, nil
+	case *ent.AccountQuery:
+		return &query[*ent.AccountQuery, predicate.Account, account.OrderOption]{typ: ent.TypeAccount, tq: q}, nil
 	case *ent.AttachmentQuery:
 		return &query[*ent.AttachmentQuery, predicate.Attachment, attachment.OrderOption]{typ: ent.TypeAttachment, tq: q}, nil
 	case *ent.ConnectionQuery:
 		return &query[*ent.ConnectionQuery, predicate.Connection, connection.OrderOption]{typ: ent.TypeConnection, tq: q}, nil
 	case *ent.ConversationQuery:
 		return &query[*ent.ConversationQuery, predicate.Conversation, conversation.OrderOption]{typ: ent.TypeConversation, tq: q}, nil
+	case *ent.CreditEntryQuery:
+		return &query[*ent.CreditEntryQuery, predicate.CreditEntry, creditentry.OrderOption]{typ: ent.TypeCreditEntry, tq: q}, nil
+	case *ent.DeviceRequestQuery:
+		return &query[*ent.DeviceRequestQuery, predicate.DeviceRequest, devicerequest.OrderOption]{typ: ent.TypeDeviceRequest, tq: q}, nil
 	case *ent.DomainQuery:
 		return &query[*ent.DomainQuery, predicate.Domain, domain.OrderOption]{typ: ent.TypeDomain, tq: q}, nil
 	case *ent.MessageQuery:

@@ -16,6 +16,7 @@ var (
 		{Name: "hash", Type: field.TypeBytes, Unique: true, Size: 32},
 		{Name: "kind", Type: field.TypeEnum, Enums: []string{"sandbox", "signed_in"}},
 		{Name: "display", Type: field.TypeString},
+		{Name: "name", Type: field.TypeString, Nullable: true, Size: 200},
 		{Name: "last_used_at", Type: field.TypeTime, Nullable: true},
 		{Name: "revoked_at", Type: field.TypeTime, Nullable: true},
 	}
@@ -34,6 +35,29 @@ var (
 				Name:    "apikey_hash",
 				Unique:  true,
 				Columns: []*schema.Column{APIKeysColumns[3]},
+			},
+		},
+	}
+	// AccountsColumns holds the columns for the "accounts" table.
+	AccountsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "issuer", Type: field.TypeString},
+		{Name: "subject", Type: field.TypeString},
+		{Name: "email", Type: field.TypeString, Nullable: true},
+		{Name: "name", Type: field.TypeString, Nullable: true},
+		{Name: "last_sign_in_at", Type: field.TypeTime, Nullable: true},
+	}
+	// AccountsTable holds the schema information for the "accounts" table.
+	AccountsTable = &schema.Table{
+		Name:       "accounts",
+		Columns:    AccountsColumns,
+		PrimaryKey: []*schema.Column{AccountsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "account_issuer_subject",
+				Unique:  true,
+				Columns: []*schema.Column{AccountsColumns[2], AccountsColumns[3]},
 			},
 		},
 	}
@@ -124,6 +148,60 @@ var (
 				Name:    "conversation_project_id_connection_id_thread_key",
 				Unique:  true,
 				Columns: []*schema.Column{ConversationsColumns[2], ConversationsColumns[3], ConversationsColumns[4]},
+			},
+		},
+	}
+	// CreditEntriesColumns holds the columns for the "credit_entries" table.
+	CreditEntriesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "account_id", Type: field.TypeString},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"grant", "debit"}},
+		{Name: "amount_cents", Type: field.TypeInt64},
+		{Name: "key", Type: field.TypeString},
+		{Name: "description", Type: field.TypeString},
+		{Name: "project_id_ref", Type: field.TypeString, Nullable: true},
+	}
+	// CreditEntriesTable holds the schema information for the "credit_entries" table.
+	CreditEntriesTable = &schema.Table{
+		Name:       "credit_entries",
+		Columns:    CreditEntriesColumns,
+		PrimaryKey: []*schema.Column{CreditEntriesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "creditentry_account_id_key",
+				Unique:  true,
+				Columns: []*schema.Column{CreditEntriesColumns[2], CreditEntriesColumns[5]},
+			},
+		},
+	}
+	// DeviceRequestsColumns holds the columns for the "device_requests" table.
+	DeviceRequestsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "device_hash", Type: field.TypeBytes, Unique: true, Size: 32},
+		{Name: "user_hash", Type: field.TypeBytes, Unique: true, Size: 32},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"pending", "approved", "consumed", "denied"}, Default: "pending"},
+		{Name: "sandbox_project_id", Type: field.TypeString, Nullable: true},
+		{Name: "client_ip", Type: field.TypeString, Nullable: true},
+		{Name: "user_agent", Type: field.TypeString, Nullable: true},
+		{Name: "interval", Type: field.TypeInt},
+		{Name: "last_poll_at", Type: field.TypeTime, Nullable: true},
+		{Name: "expires_at", Type: field.TypeTime},
+		{Name: "account_id", Type: field.TypeString, Nullable: true},
+		{Name: "project_id_result", Type: field.TypeString, Nullable: true},
+		{Name: "decided_at", Type: field.TypeTime, Nullable: true},
+	}
+	// DeviceRequestsTable holds the schema information for the "device_requests" table.
+	DeviceRequestsTable = &schema.Table{
+		Name:       "device_requests",
+		Columns:    DeviceRequestsColumns,
+		PrimaryKey: []*schema.Column{DeviceRequestsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "devicerequest_expires_at",
+				Unique:  false,
+				Columns: []*schema.Column{DeviceRequestsColumns[10]},
 			},
 		},
 	}
@@ -226,6 +304,7 @@ var (
 		{Name: "customer_id", Type: field.TypeString},
 		{Name: "agent_id", Type: field.TypeString},
 		{Name: "last_seq", Type: field.TypeInt64, Default: 0},
+		{Name: "account_id", Type: field.TypeString, Nullable: true},
 	}
 	// ProjectsTable holds the schema information for the "projects" table.
 	ProjectsTable = &schema.Table{
@@ -303,9 +382,12 @@ var (
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APIKeysTable,
+		AccountsTable,
 		AttachmentsTable,
 		ConnectionsTable,
 		ConversationsTable,
+		CreditEntriesTable,
+		DeviceRequestsTable,
 		DomainsTable,
 		MessagesTable,
 		ProjectsTable,

@@ -9,6 +9,9 @@ import (
 // APIKey is the predicate function for apikey builders.
 type APIKey func(*sql.Selector)
 
+// Account is the predicate function for account builders.
+type Account func(*sql.Selector)
+
 // Attachment is the predicate function for attachment builders.
 type Attachment func(*sql.Selector)
 
@@ -17,6 +20,12 @@ type Connection func(*sql.Selector)
 
 // Conversation is the predicate function for conversation builders.
 type Conversation func(*sql.Selector)
+
+// CreditEntry is the predicate function for creditentry builders.
+type CreditEntry func(*sql.Selector)
+
+// DeviceRequest is the predicate function for devicerequest builders.
+type DeviceRequest func(*sql.Selector)
 
 // Domain is the predicate function for domain builders.
 type Domain func(*sql.Selector)

@@ -23,6 +23,8 @@ const (
 	FieldAgentID = "agent_id"
 	// FieldLastSeq holds the string denoting the last_seq field in the database.
 	FieldLastSeq = "last_seq"
+	// FieldAccountID holds the string denoting the account_id field in the database.
+	FieldAccountID = "account_id"
 	// Table holds the table name of the project in the database.
 	Table = "projects"
 )
@@ -35,6 +37,7 @@ var Columns = []string{
 	FieldCustomerID,
 	FieldAgentID,
 	FieldLastSeq,
+	FieldAccountID,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -93,4 +96,9 @@ func ByAgentID(opts ...sql.OrderTermOption) OrderOption {
 // ByLastSeq orders the results by the last_seq field.
 func ByLastSeq(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldLastSeq, opts...).ToFunc()
+}
+
+// ByAccountID orders the results by the account_id field.
+func ByAccountID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAccountID, opts...).ToFunc()
 }

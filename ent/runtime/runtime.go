@@ -5,10 +5,13 @@ package runtime
 import (
 	"time"
 
+	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
+	"github.com/comm-gateway/comm/ent/creditentry"
+	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
@@ -60,12 +63,33 @@ func init() {
 			return nil
 		}
 	}()
+	// apikeyDescName is the schema descriptor for name field.
+	apikeyDescName := apikeyFields[3].Descriptor()
+	// apikey.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	apikey.NameValidator = apikeyDescName.Validators[0].(func(string) error)
 	// apikeyDescID is the schema descriptor for id field.
 	apikeyDescID := apikeyMixinFields0[0].Descriptor()
 	// apikey.DefaultID holds the default value on creation for the id field.
 	apikey.DefaultID = apikeyDescID.Default.(func() string)
 	// apikey.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	apikey.IDValidator = apikeyDescID.Validators[0].(func(string) error)
+	accountMixin := schema.Account{}.Mixin()
+	accountMixinFields0 := accountMixin[0].Fields()
+	_ = accountMixinFields0
+	accountMixinFields1 := accountMixin[1].Fields()
+	_ = accountMixinFields1
+	accountFields := schema.Account{}.Fields()
+	_ = accountFields
+	// accountDescCreatedAt is the schema descriptor for created_at field.
+	accountDescCreatedAt := accountMixinFields1[0].Descriptor()
+	// account.DefaultCreatedAt holds the default value on creation for the created_at field.
+	account.DefaultCreatedAt = accountDescCreatedAt.Default.(func() time.Time)
+	// accountDescID is the schema descriptor for id field.
+	accountDescID := accountMixinFields0[0].Descriptor()
+	// account.DefaultID holds the default value on creation for the id field.
+	account.DefaultID = accountDescID.Default.(func() string)
+	// account.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	account.IDValidator = accountDescID.Validators[0].(func(string) error)
 	attachmentMixin := schema.Attachment{}.Mixin()
 	attachmentMixinHooks2 := attachmentMixin[2].Hooks()
 	attachment.Hooks[0] = attachmentMixinHooks2[0]
@@ -163,6 +187,76 @@ func init() {
 	conversation.DefaultID = conversationDescID.Default.(func() string)
 	// conversation.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	conversation.IDValidator = conversationDescID.Validators[0].(func(string) error)
+	creditentryMixin := schema.CreditEntry{}.Mixin()
+	creditentryMixinFields0 := creditentryMixin[0].Fields()
+	_ = creditentryMixinFields0
+	creditentryMixinFields1 := creditentryMixin[1].Fields()
+	_ = creditentryMixinFields1
+	creditentryFields := schema.CreditEntry{}.Fields()
+	_ = creditentryFields
+	// creditentryDescCreatedAt is the schema descriptor for created_at field.
+	creditentryDescCreatedAt := creditentryMixinFields1[0].Descriptor()
+	// creditentry.DefaultCreatedAt holds the default value on creation for the created_at field.
+	creditentry.DefaultCreatedAt = creditentryDescCreatedAt.Default.(func() time.Time)
+	// creditentryDescID is the schema descriptor for id field.
+	creditentryDescID := creditentryMixinFields0[0].Descriptor()
+	// creditentry.DefaultID holds the default value on creation for the id field.
+	creditentry.DefaultID = creditentryDescID.Default.(func() string)
+	// creditentry.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	creditentry.IDValidator = creditentryDescID.Validators[0].(func(string) error)
+	devicerequestMixin := schema.DeviceRequest{}.Mixin()
+	devicerequestMixinFields0 := devicerequestMixin[0].Fields()
+	_ = devicerequestMixinFields0
+	devicerequestMixinFields1 := devicerequestMixin[1].Fields()
+	_ = devicerequestMixinFields1
+	devicerequestFields := schema.DeviceRequest{}.Fields()
+	_ = devicerequestFields
+	// devicerequestDescCreatedAt is the schema descriptor for created_at field.
+	devicerequestDescCreatedAt := devicerequestMixinFields1[0].Descriptor()
+	// devicerequest.DefaultCreatedAt holds the default value on creation for the created_at field.
+	devicerequest.DefaultCreatedAt = devicerequestDescCreatedAt.Default.(func() time.Time)
+	// devicerequestDescDeviceHash is the schema descriptor for device_hash field.
+	devicerequestDescDeviceHash := devicerequestFields[0].Descriptor()
+	// devicerequest.DeviceHashValidator is a validator for the "device_hash" field. It is called by the builders before save.
+	devicerequest.DeviceHashValidator = func() func([]byte) error {
+		validators := devicerequestDescDeviceHash.Validators
+		fns := [...]func([]byte) error{
+			validators[0].(func([]byte) error),
+			validators[1].(func([]byte) error),
+		}
+		return func(device_hash []byte) error {
+			for _, fn := range fns {
+				if err := fn(device_hash); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// devicerequestDescUserHash is the schema descriptor for user_hash field.
+	devicerequestDescUserHash := devicerequestFields[1].Descriptor()
+	// devicerequest.UserHashValidator is a validator for the "user_hash" field. It is called by the builders before save.
+	devicerequest.UserHashValidator = func() func([]byte) error {
+		validators := devicerequestDescUserHash.Validators
+		fns := [...]func([]byte) error{
+			validators[0].(func([]byte) error),
+			validators[1].(func([]byte) error),
+		}
+		return func(user_hash []byte) error {
+			for _, fn := range fns {
+				if err := fn(user_hash); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// devicerequestDescID is the schema descriptor for id field.
+	devicerequestDescID := devicerequestMixinFields0[0].Descriptor()
+	// devicerequest.DefaultID holds the default value on creation for the id field.
+	devicerequest.DefaultID = devicerequestDescID.Default.(func() string)
+	// devicerequest.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	devicerequest.IDValidator = devicerequestDescID.Validators[0].(func(string) error)
 	domainMixin := schema.Domain{}.Mixin()
 	domainMixinHooks2 := domainMixin[2].Hooks()
 	domain.Hooks[0] = domainMixinHooks2[0]

@@ -31,6 +31,7 @@ func (APIKey) Fields() []ent.Field {
 		field.Enum("kind").Values("sandbox", "signed_in").Immutable().
 			Comment("decides the tier; never inferred from the key's prefix"),
 		field.String("display").Immutable().Comment("prefix and last four characters"),
+		field.String("name").Optional().MaxLen(200).Comment("what the key is for, chosen by its maker"),
 		field.Time("last_used_at").Optional().Nillable(),
 		field.Time("revoked_at").Optional().Nillable(),
 	}

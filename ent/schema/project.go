@@ -24,5 +24,6 @@ func (Project) Fields() []ent.Field {
 		field.String("customer_id").Immutable().Comment("default customer scope, cus_..."),
 		field.String("agent_id").Immutable().Comment("default agent scope, agt_..."),
 		field.Int64("last_seq").Default(0).NonNegative().Comment("head of the event stream"),
+		field.String("account_id").Optional().Nillable().Comment("the signed-in account owning it; nil for a sandbox project"),
 	}
 }

@@ -16,10 +16,13 @@ import (
 	sqlschema "entgo.io/ent/dialect/sql/schema"
 
 	"github.com/comm-gateway/comm/ent"
+	entaccount "github.com/comm-gateway/comm/ent/account"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	entattachment "github.com/comm-gateway/comm/ent/attachment"
 	entconnection "github.com/comm-gateway/comm/ent/connection"
 	entconversation "github.com/comm-gateway/comm/ent/conversation"
+	entcreditentry "github.com/comm-gateway/comm/ent/creditentry"
+	entdevicerequest "github.com/comm-gateway/comm/ent/devicerequest"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
 	entmessage "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/migrate"
@@ -37,14 +40,20 @@ import (
 // notTenantOwned lists the tables that may go without the tenant rule, and
 // why. Nothing else with a project_id column may.
 var notTenantOwned = map[string]string{
-	entproject.Table: "it is the tenant",
-	"events":         "not an ent table: written and read only by package stream, keyed by (project_id, seq) by construction",
+	entproject.Table:       "it is the tenant",
+	entaccount.Table:       "an account owns projects; read and written only by the sign-in flow, never through a project's key",
+	entdevicerequest.Table: "a sign-in in progress, before any key exists; found by the hash of its code",
+	entcreditentry.Table:   "the ledger of an account, which spans its projects",
+	"events":               "not an ent table: written and read only by package stream, keyed by (project_id, seq) by construction",
 }
 
 // schemas maps every ent table to its schema type. A new ent type makes
 // TestSchemaTenantMixin fail until it is added here, and so checked.
 var schemas = map[string]entgo.Interface{
+	entaccount.Table:        schema.Account{},
 	entapikey.Table:         schema.APIKey{},
+	entcreditentry.Table:    schema.CreditEntry{},
+	entdevicerequest.Table:  schema.DeviceRequest{},
 	entattachment.Table:     schema.Attachment{},
 	entdomain.Table:         schema.Domain{},
 	entconnection.Table:     schema.Connection{},

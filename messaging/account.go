@@ -1,0 +1,298 @@
+package messaging
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/comm-gateway/comm/apikey"
+	"github.com/comm-gateway/comm/ent"
+	entaccount "github.com/comm-gateway/comm/ent/account"
+	entapikey "github.com/comm-gateway/comm/ent/apikey"
+	entcredit "github.com/comm-gateway/comm/ent/creditentry"
+	entproject "github.com/comm-gateway/comm/ent/project"
+	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+// SignUpCreditCents is the credit granted once per account, at its first
+// sign-in: 100 US dollars.
+const SignUpCreditCents = 100_00
+
+// signUpKey is the ledger key of the sign-up grant; the unique (account,
+// key) index makes it once per account.
+const signUpKey = "grant:signup"
+
+// Identity is who an identity provider says signed in.
+type Identity struct {
+	// Issuer and Subject identify the person: the provider's issuer URL
+	// (or "local") and their id there.
+	Issuer, Subject string
+	// Email and Name are for display.
+	Email, Name string
+}
+
+// Account is a signed-in account.
+type Account struct {
+	ID        string    `json:"id"`
+	Issuer    string    `json:"issuer"`
+	Subject   string    `json:"subject"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	// New says this sign-in made the account (and granted the credit).
+	New bool `json:"-"`
+}
+
+func accountOf(a *ent.Account) *Account {
+	return &Account{ID: a.ID, Issuer: a.Issuer, Subject: a.Subject, Email: a.Email, Name: a.Name, CreatedAt: a.CreatedAt.UTC()}
+}
+
+// SignIn records a sign-in: it finds the account of the identity, or makes
+// it and grants SignUpCreditCents, once.
+func (s *Service) SignIn(ctx context.Context, id Identity) (*Account, error) {
+	if id.Issuer == "" || id.Subject == "" {
+		return nil, fmt.Errorf("sign-in: the identity has no issuer or subject")
+	}
+	sys := tenant.System(ctx)
+	now := s.now()
+	existing, err := s.read.Account.Query().Where(entaccount.Issuer(id.Issuer), entaccount.Subject(id.Subject)).Only(sys)
+	if err != nil && !ent.IsNotFound(err) {
+		return nil, err
+	}
+	acctID := ident.New(ident.Account)
+	if existing != nil {
+		acctID = existing.ID
+	}
+	var out *ent.Account
+	created := false
+	_, err = s.log.Write(sys, acctID, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		created = false
+		if existing != nil {
+			upd := cl.Account.UpdateOneID(existing.ID).SetLastSignInAt(now)
+			if id.Email != "" {
+				upd.SetEmail(id.Email)
+			}
+			if id.Name != "" {
+				upd.SetName(id.Name)
+			}
+			var err error
+			out, err = upd.Save(tctx)
+			return err
+		}
+		var err error
+		out, err = cl.Account.Create().SetID(acctID).SetIssuer(id.Issuer).SetSubject(id.Subject).
+			SetEmail(id.Email).SetName(id.Name).SetLastSignInAt(now).SetCreatedAt(now).Save(tctx)
+		if err != nil {
+			return err
+		}
+		created = true
+		return cl.CreditEntry.Create().SetID(ident.New(ident.CreditEntry)).SetAccountID(acctID).
+			SetKind(entcredit.KindGrant).SetAmountCents(SignUpCreditCents).SetKey(signUpKey).
+			SetDescription("Welcome credit for signing in").SetCreatedAt(now).Exec(tctx)
+	})
+	if ent.IsConstraintError(err) && existing == nil {
+		// The same person signing in twice at once: the other made it.
+		return s.SignIn(ctx, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a := accountOf(out)
+	a.New = created
+	return a, nil
+}
+
+// AccountByID returns an account.
+func (s *Service) AccountByID(ctx context.Context, id string) (*Account, error) {
+	a, err := s.read.Account.Get(tenant.System(ctx), id)
+	if ent.IsNotFound(err) {
+		return nil, NotFound("account", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return accountOf(a), nil
+}
+
+// CreditLine is one ledger entry.
+type CreditLine struct {
+	ID          string    `json:"id"`
+	Kind        string    `json:"kind"`
+	AmountCents int64     `json:"amount_cents"`
+	Amount      string    `json:"amount"`
+	Description string    `json:"description"`
+	ProjectID   *string   `json:"project_id"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// AccountView is GET /v1/account: the account of a signed-in key, its
+// credit and its projects.
+type AccountView struct {
+	Account      *Account          `json:"account"`
+	Currency     string            `json:"currency"`
+	BalanceCents int64             `json:"balance_cents"`
+	Balance      string            `json:"balance"`
+	Ledger       []CreditLine      `json:"ledger"`
+	Projects     []*ProjectSummary `json:"projects"`
+}
+
+// dollars renders cents as "100.00" (or "-0.25").
+func dollars(cents int64) string {
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	return fmt.Sprintf("%s%d.%02d", sign, cents/100, cents%100)
+}
+
+// AccountOf returns the account owning the caller's project, with its
+// balance (the sum of the ledger) and its projects. A sandbox key answers
+// ErrForbidden: the account is for signed-in keys.
+func (s *Service) AccountOf(ctx context.Context, p *Principal) (*AccountView, error) {
+	if !p.SignedIn() {
+		return nil, &Error{Code: ErrForbidden.Code, Message: "a sandbox key has no account: run `comm login` (or POST /v1/auth/device/start with this key) and use the signed-in key"}
+	}
+	sys := tenant.System(ctx)
+	pr, err := s.read.Project.Get(sys, p.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	if pr.AccountID == nil {
+		return nil, &Error{Code: ErrForbidden.Code, Message: "this project belongs to no account"}
+	}
+	a, err := s.read.Account.Get(sys, *pr.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := s.read.CreditEntry.Query().Where(entcredit.AccountID(a.ID)).Order(ent.Asc(entcredit.FieldID)).All(sys)
+	if err != nil {
+		return nil, err
+	}
+	v := &AccountView{Account: accountOf(a), Currency: "USD", Ledger: []CreditLine{}, Projects: []*ProjectSummary{}}
+	for _, l := range lines {
+		v.BalanceCents += l.AmountCents
+		v.Ledger = append(v.Ledger, CreditLine{ID: l.ID, Kind: string(l.Kind), AmountCents: l.AmountCents,
+			Amount: dollars(l.AmountCents), Description: l.Description, ProjectID: nonEmpty(l.ProjectIDRef), CreatedAt: l.CreatedAt.UTC()})
+	}
+	v.Balance = dollars(v.BalanceCents)
+	prs, err := s.read.Project.Query().Where(entproject.AccountID(a.ID)).Order(ent.Asc(entproject.FieldID)).All(sys)
+	if err != nil {
+		return nil, err
+	}
+	for _, pr := range prs {
+		ps, err := s.projectSummary(ctx, pr.ID)
+		if err != nil {
+			return nil, err
+		}
+		v.Projects = append(v.Projects, ps)
+	}
+	return v, nil
+}
+
+// Key is an API key as listings show it: never the key itself.
+type Key struct {
+	ID         string     `json:"id"`
+	Kind       string     `json:"kind"`
+	Display    string     `json:"display"`
+	Name       *string    `json:"name"`
+	Current    bool       `json:"current"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}
+
+// NewKey is a key just made, shown this once.
+type NewKey struct {
+	*Key
+	APIKey string `json:"api_key"`
+}
+
+func keyOf(k *ent.APIKey, p *Principal) *Key {
+	return &Key{ID: k.ID, Kind: string(k.Kind), Display: k.Display, Name: nonEmpty(k.Name), Current: k.ID == p.KeyID,
+		CreatedAt: k.CreatedAt.UTC(), LastUsedAt: utcPtr(k.LastUsedAt), RevokedAt: utcPtr(k.RevokedAt)}
+}
+
+// Keys lists the keys of the caller's project, oldest first, revoked ones
+// included.
+func (s *Service) Keys(ctx context.Context, p *Principal) ([]*Key, error) {
+	ks, err := s.read.APIKey.Query().Order(ent.Asc(entapikey.FieldID)).All(p.Context(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Key, len(ks))
+	for i, k := range ks {
+		out[i] = keyOf(k, p)
+	}
+	return out, nil
+}
+
+// MaxKeysPerProject bounds the live keys of a project.
+const MaxKeysPerProject = 50
+
+// CreateKey makes another key of the caller's project, of the caller's
+// kind: a sandbox key makes sandbox keys, a signed-in key signed-in ones.
+func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*NewKey, error) {
+	name = strings.TrimSpace(name)
+	if len(name) > MaxNameLen || strings.ContainsFunc(name, isControl) {
+		return nil, Invalid("name", "at most %d characters, one line", MaxNameLen)
+	}
+	live, err := s.read.APIKey.Query().Where(entapikey.RevokedAtIsNil()).Count(p.Context(ctx))
+	if err != nil {
+		return nil, err
+	}
+	if live >= MaxKeysPerProject {
+		return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf("a project has at most %d live keys: revoke one first", MaxKeysPerProject)}
+	}
+	prefix, kind := apikey.SandboxPrefix, entapikey.KindSandbox
+	if p.SignedIn() {
+		prefix, kind = apikey.SignedInPrefix, entapikey.KindSignedIn
+	}
+	key := apikey.New(prefix)
+	hash, err := apikey.Parse(key)
+	if err != nil {
+		return nil, err
+	}
+	var created *ent.APIKey
+	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+		created, err = tx.Client().APIKey.Create().SetHash(hash[:]).SetKind(kind).SetDisplay(apikey.Display(key)).
+			SetName(name).SetCreatedAt(s.now()).Save(tx.Context())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &NewKey{Key: keyOf(created, p), APIKey: key}, nil
+}
+
+// RevokeKey revokes one of the project's keys; it stops working at once.
+// Revoking a revoked key changes nothing.
+func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) (*Key, error) {
+	if ident.Check(id, ident.APIKey) != nil {
+		return nil, NotFound("key", id)
+	}
+	var out *ent.APIKey
+	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		k, err := cl.APIKey.Get(tctx, id)
+		if ent.IsNotFound(err) {
+			return NotFound("key", id)
+		}
+		if err != nil {
+			return err
+		}
+		if k.RevokedAt != nil {
+			out = k
+			return nil
+		}
+		out, err = cl.APIKey.UpdateOneID(id).SetRevokedAt(s.now()).Save(tctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return keyOf(out, p), nil
+}

@@ -1,0 +1,297 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/comm-gateway/comm/messaging"
+)
+
+// The device sign-in endpoints: the spec's JSON pair under /v1/auth/device
+// and the RFC 8628 pair under /oauth for standard OAuth device clients.
+// Accounts and keys: GET /v1/account, /v1/keys.
+
+func (s *Server) verificationURI() string { return s.baseURL + "/device" }
+
+func (s *Server) verificationURIComplete(code string) string {
+	return s.baseURL + "/device?code=" + url.QueryEscape(code)
+}
+
+// clientIP is the address of the peer (no proxy is trusted).
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// limited answers 429 with Retry-After when key has used up its budget.
+func limited(l *limiter, key string) error {
+	if ok, wait := l.allow(key); !ok {
+		return &retryAfter{wait: wait, err: &messaging.Error{Code: messaging.ErrRateLimited.Code,
+			Message: fmt.Sprintf("too many sign-in attempts from here; try again in %d s", int(wait.Seconds())+1)}}
+	}
+	return nil
+}
+
+type deviceStartBody struct {
+	APIKey string `json:"api_key"`
+}
+
+type deviceStartAnswer struct {
+	UserCode                string `json:"user_code"`
+	DeviceCode              string `json:"device_code"`
+	VerificationURI         string `json:"verification_uri"`
+	VerificationURIComplete string `json:"verification_uri_complete"`
+	Interval                int    `json:"interval"`
+	ExpiresIn               int    `json:"expires_in"`
+}
+
+func (s *Server) startDevice(r *http.Request, apiKey string) (*deviceStartAnswer, error) {
+	if err := limited(s.startLimit, clientIP(r)); err != nil {
+		return nil, err
+	}
+	st, err := s.svc.StartDevice(r.Context(), messaging.DeviceStartInput{
+		APIKey: apiKey, ClientIP: clientIP(r), UserAgent: r.UserAgent()})
+	if err != nil {
+		return nil, err
+	}
+	return &deviceStartAnswer{UserCode: st.UserCode, DeviceCode: st.DeviceCode,
+		VerificationURI: s.verificationURI(), VerificationURIComplete: s.verificationURIComplete(st.UserCode),
+		Interval: st.Interval, ExpiresIn: st.ExpiresIn}, nil
+}
+
+// deviceStart is POST /v1/auth/device/start {api_key?}.
+func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
+	var in deviceStartBody
+	if r.ContentLength != 0 {
+		if err := decode(r, &in); err != nil {
+			return err
+		}
+	}
+	out, err := s.startDevice(r, in.APIKey)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// deviceTokenAnswer is the spec's token answer: {status} and, once
+// approved, the key and where to use it.
+type deviceTokenAnswer struct {
+	Status   string `json:"status"`
+	APIKey   string `json:"api_key,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"`
+	Interval int    `json:"interval,omitempty"`
+}
+
+// deviceToken is POST /v1/auth/device/token {device_code}.
+func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		DeviceCode string `json:"device_code"`
+	}
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.DeviceCode == "" {
+		return messaging.Invalid("device_code", "required")
+	}
+	tok, err := s.svc.PollDevice(r.Context(), in.DeviceCode)
+	if err != nil {
+		return err
+	}
+	out := deviceTokenAnswer{Status: tok.Status, APIKey: tok.APIKey}
+	if tok.Status == messaging.DeviceApproved {
+		out.BaseURL = s.baseURL
+	}
+	if tok.Status == messaging.DeviceSlowDown || tok.Status == messaging.DevicePending {
+		out.Interval = tok.Interval
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// oauthError is an RFC 6749 error answer.
+type oauthError struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+	Interval    int    `json:"interval,omitempty"`
+}
+
+func writeOAuthError(w http.ResponseWriter, status int, e oauthError) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, status, e)
+}
+
+// oauthDeviceCode is the RFC 8628 device authorization endpoint
+// (POST /oauth/device/code, form-encoded: client_id, scope; comm also
+// takes api_key, the sandbox key to carry over).
+func (s *Server) oauthDeviceCode(w http.ResponseWriter, r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "invalid_request", Description: err.Error()})
+		return nil
+	}
+	out, err := s.startDevice(r, r.PostForm.Get("api_key"))
+	if err != nil {
+		var ra *retryAfter
+		if errors.As(err, &ra) {
+			return err
+		}
+		var e *messaging.Error
+		if errors.As(err, &e) {
+			writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "invalid_request", Description: e.Message})
+			return nil
+		}
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// DeviceGrantType is RFC 8628's grant type.
+const DeviceGrantType = "urn:ietf:params:oauth:grant-type:device_code"
+
+// oauthToken is the RFC 8628 token endpoint (POST /oauth/token,
+// grant_type=urn:ietf:params:oauth:grant-type:device_code): the access
+// token is the signed-in API key.
+func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "invalid_request", Description: err.Error()})
+		return nil
+	}
+	if gt := r.PostForm.Get("grant_type"); gt != DeviceGrantType {
+		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "unsupported_grant_type",
+			Description: fmt.Sprintf("grant_type %q is not supported; use %s", gt, DeviceGrantType)})
+		return nil
+	}
+	tok, err := s.svc.PollDevice(r.Context(), r.PostForm.Get("device_code"))
+	if err != nil {
+		var e *messaging.Error
+		if errors.As(err, &e) {
+			writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "invalid_grant", Description: e.Message})
+			return nil
+		}
+		return err
+	}
+	switch tok.Status {
+	case messaging.DeviceApproved:
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": tok.APIKey, "token_type": "Bearer", "base_url": s.baseURL})
+	case messaging.DevicePending:
+		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "authorization_pending"})
+	case messaging.DeviceSlowDown:
+		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "slow_down", Interval: tok.Interval})
+	case messaging.DeviceDenied:
+		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "access_denied", Description: "the sign-in was denied"})
+	case messaging.DeviceExpired:
+		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "expired_token", Description: "the sign-in expired; start a new one"})
+	default:
+		return fmt.Errorf("device token: unexpected status %q", tok.Status)
+	}
+	return nil
+}
+
+func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	v, err := s.svc.AccountOf(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	ks, err := s.svc.Keys(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ks)
+	return nil
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if r.ContentLength != 0 {
+		if err := decode(r, &in); err != nil {
+			return err
+		}
+	}
+	k, err := s.svc.CreateKey(r.Context(), p, in.Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, k)
+	return nil
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	k, err := s.svc.RevokeKey(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, k)
+	return nil
+}
+
+// retryAfter is a 429 with the time to wait.
+type retryAfter struct {
+	wait time.Duration
+	err  error
+}
+
+func (e *retryAfter) Error() string { return e.err.Error() }
+func (e *retryAfter) Unwrap() error { return e.err }
+
+// limiter is a fixed-window counter per key: at most n events per window.
+// It is in memory, per replica.
+type limiter struct {
+	n      int
+	window time.Duration
+
+	mu      sync.Mutex
+	windows map[string]*window
+}
+
+type window struct {
+	start time.Time
+	count int
+}
+
+func newLimiter(n int, per time.Duration) *limiter {
+	return &limiter{n: n, window: per, windows: map[string]*window{}}
+}
+
+// allow counts one event for key and reports whether it is within the
+// budget, and else how long until the window ends.
+func (l *limiter) allow(key string) (bool, time.Duration) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.windows) > 10000 { // forget old windows
+		for k, w := range l.windows {
+			if now.Sub(w.start) >= l.window {
+				delete(l.windows, k)
+			}
+		}
+	}
+	w, ok := l.windows[key]
+	if !ok || now.Sub(w.start) >= l.window {
+		w = &window{start: now}
+		l.windows[key] = w
+	}
+	w.count++
+	if w.count > l.n {
+		return false, w.start.Add(l.window).Sub(now)
+	}
+	return true, 0
+}
