@@ -120,7 +120,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer browsers send
+	// "Origin: null" on the page's own form POSTs, which cross-origin
+	// protection must refuse when plain HTTP gives it no Sec-Fetch-Site.
+	// Either way the code in the URL never reaches another site.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)

@@ -440,7 +440,13 @@ func TestDevicePageCodes(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
 		g := startWeb(t, cfg, server.Options{SignIn: server.SignInOptions{LocalPassword: "pw", LoopbackListener: true}})
 		b := newWebBrowser(t, g)
-		b.get("/device").want(t, http.StatusOK, `name="code"`, `method="get"`)
+		form := b.get("/device")
+		form.want(t, http.StatusOK, `name="code"`, `method="get"`)
+		// Not no-referrer: that makes browsers send "Origin: null" on the
+		// page's POSTs, refused over plain HTTP (found by the browser test).
+		if rp := form.Header.Get("Referrer-Policy"); rp != "same-origin" {
+			t.Errorf("Referrer-Policy %q, want same-origin", rp)
+		}
 		b.get("/device?code=HELLO-123").want(t, http.StatusBadRequest, "is not a sign-in code", `name="code"`)
 		b.get("/device?code=BCDF").want(t, http.StatusBadRequest, "8 letters")
 		b.get("/device?code="+url.QueryEscape("<script>")).want(t, http.StatusBadRequest, "&lt;script&gt;")
