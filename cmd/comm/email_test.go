@@ -2,12 +2,23 @@ package main_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/smtp"
 	"net/textproto"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -547,5 +558,69 @@ func TestEmailRelayThreadingAndCustomDomain(t *testing.T) {
 			t.Fatalf("4xx: %+v", m)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestEmailSTARTTLS: with a certificate configured the listener offers
+// STARTTLS, and mail sent over it arrives.
+func TestEmailSTARTTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mx.comm.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"mx.comm.test"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+
+	g := startGateway(t, "COMM_SMTP_TLS_CERT="+certFile, "COMM_SMTP_TLS_KEY="+keyFile)
+	g.api(t, "POST", "/v1/connections", `{"channel":"email","config":{"address":"secure"}}`, 201, nil)
+	var cursor int64
+	g.next(t, &cursor, "connection.active")
+
+	c, err := smtp.Dial(g.smtp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if ok, _ := c.Extension("STARTTLS"); !ok {
+		t.Fatal("the listener does not offer STARTTLS")
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	if err := c.StartTLS(&tls.Config{RootCAs: pool, ServerName: "mx.comm.test"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := c.TLSConnectionState(); !ok || !st.HandshakeComplete {
+		t.Fatal("no TLS after STARTTLS")
+	}
+	if err := c.Mail("ann@customer.test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt("secure@comm.localhost"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "From: ann@customer.test\r\nSubject: over TLS\r\n\r\nencrypted hello\r\n")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.Quit()
+	if m := g.next(t, &cursor, "message.received"); m.Text != "encrypted hello" {
+		t.Fatalf("received %+v", m)
 	}
 }

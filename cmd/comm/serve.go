@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -48,6 +49,8 @@ func serve(args []string) error {
 	smtpListen := s.add("smtp-listen", "COMM_SMTP_LISTEN", "127.0.0.1:2525", "address of the inbound SMTP listener (the MX of the mail domain); \"off\" disables it")
 	mailDomain := s.add("mail-domain", "COMM_MAIL_DOMAIN", email.DefaultMailDomain, "domain of the inbox addresses comm hands out")
 	smtpRelay := s.add("smtp-relay", "COMM_SMTP_RELAY", "", "SMTP relay for outbound mail: smtp://user:pass@host:587 (STARTTLS when offered) or smtps://...:465; empty: mail only between inboxes of this gateway")
+	smtpCert := s.add("smtp-tls-cert", "COMM_SMTP_TLS_CERT", "", "PEM certificate (chain) offered with STARTTLS on the SMTP listener; with --smtp-tls-key")
+	smtpKey := s.add("smtp-tls-key", "COMM_SMTP_TLS_KEY", "", "PEM private key of --smtp-tls-cert")
 	smtpMax := s.add("smtp-max-bytes", "COMM_SMTP_MAX_BYTES", "26214400", "largest inbound email accepted, in bytes")
 	dnsResolver := s.add("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.add("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
@@ -169,6 +172,16 @@ func serve(args []string) error {
 			return fmt.Errorf("smtp listen: %w", err)
 		}
 		mx := &inbound.Server{Domain: *mailDomain, Backend: svc.MailBackend(), MaxMessageBytes: int64(maxMail)}
+		switch {
+		case *smtpCert != "" && *smtpKey != "":
+			cert, err := tls.LoadX509KeyPair(*smtpCert, *smtpKey)
+			if err != nil {
+				return fmt.Errorf("--smtp-tls-cert/--smtp-tls-key: %w", err)
+			}
+			mx.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		case *smtpCert != "" || *smtpKey != "":
+			return errors.New("--smtp-tls-cert and --smtp-tls-key go together")
+		}
 		if resolver != nil {
 			mx.Resolver = resolver
 		} else {
