@@ -8,6 +8,8 @@ package sealed
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -26,6 +28,7 @@ const version = 1
 // Box seals and opens secrets.
 type Box struct {
 	aead cipher.AEAD
+	key  []byte
 }
 
 // New returns a box for a 32-byte key.
@@ -41,7 +44,17 @@ func New(key []byte) (*Box, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sealed: %w", err)
 	}
-	return &Box{aead: aead}, nil
+	return &Box{aead: aead, key: append([]byte(nil), key...)}, nil
+}
+
+// DeriveKey returns a 32-byte key for one purpose ("session cookies"),
+// derived from the box's key with HMAC-SHA256: replicas sharing the
+// encryption key derive the same keys, and no derived key reveals the
+// encryption key or another purpose's key.
+func (b *Box) DeriveKey(purpose string) []byte {
+	m := hmac.New(sha256.New, b.key)
+	m.Write([]byte("comm sealed.DeriveKey v1: " + purpose))
+	return m.Sum(nil)
 }
 
 // Load returns the box for the configured key: encoded (base64), if not

@@ -48,3 +48,22 @@ func TestSealOpen(t *testing.T) {
 		}
 	}
 }
+
+func TestDeriveKey(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, KeySize)
+	a, _ := New(key)
+	b, _ := New(key)
+	other, _ := New(bytes.Repeat([]byte{8}, KeySize))
+	if !bytes.Equal(a.DeriveKey("cookies"), b.DeriveKey("cookies")) {
+		t.Error("the same key and purpose derive different keys")
+	}
+	if bytes.Equal(a.DeriveKey("cookies"), a.DeriveKey("other")) {
+		t.Error("two purposes derive the same key")
+	}
+	if bytes.Equal(a.DeriveKey("cookies"), other.DeriveKey("cookies")) {
+		t.Error("two encryption keys derive the same key")
+	}
+	if len(a.DeriveKey("x")) != 32 || bytes.Equal(a.DeriveKey("x"), key) {
+		t.Error("derived key has the wrong size or is the encryption key")
+	}
+}

@@ -208,7 +208,7 @@ func serve(args []string) error {
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
-	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr())
+	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
 	front := server.New(svc, server.Options{BaseURL: base,
 		MaxBodyBytes: int64(body), Logger: logger, Playground: withPlayground,
 		GraphQL: graph.Options{Introspection: introspect},
@@ -248,13 +248,13 @@ func serve(args []string) error {
 // print at start. Without an identity provider the local operator sign-in
 // is offered on a loopback listener (or with allowRemote); without
 // --local-signin-password a random token, valid until the process exits,
-// is made and printed. The cookie key is random per process: sign-in
-// sessions do not survive a restart and do not span replicas (a person
-// signs in again; device requests themselves are in the database).
-func signInOptions(issuer, clientID, secret, password string, allowRemote bool, addr net.Addr) (server.SignInOptions, string) {
+// is made and printed. The cookie key derives from the encryption key, so
+// sign-in sessions survive a restart and span replicas sharing that key
+// (an OpenID callback may reach another replica than the one that sent the
+// browser to the provider).
+func signInOptions(issuer, clientID, secret, password string, allowRemote bool, addr net.Addr, box *sealed.Box) (server.SignInOptions, string) {
 	o := server.SignInOptions{OIDCIssuer: issuer, OIDCClientID: clientID, OIDCClientSecret: secret,
-		LocalPassword: password, LocalAllowRemote: allowRemote, CookieKey: make([]byte, 32)}
-	rand.Read(o.CookieKey)
+		LocalPassword: password, LocalAllowRemote: allowRemote, CookieKey: box.DeriveKey("device page cookies")}
 	if tcp, ok := addr.(*net.TCPAddr); ok {
 		o.LoopbackListener = tcp.IP.IsLoopback()
 	}
