@@ -1,9 +1,16 @@
 package main_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +101,76 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	a.stop(t)
 	b.stop(t)
+}
+
+// TestTwoReplicasSignIn: behind a load balancer a person's requests reach
+// any replica. A sign-in started on A is signed into and approved on A and
+// B alternately, and the command line polling A gets the key.
+func TestTwoReplicasSignIn(t *testing.T) {
+	if os.Getenv(storetest.EnvURL) == "" {
+		t.Skip(storetest.EnvURL + " is not set")
+	}
+	bin := binary(t)
+	env := []string{"COMM_DATABASE_URL=" + storetest.Postgres(t).URL,
+		"COMM_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{42}, 32)),
+		"COMM_LOCAL_SIGNIN_PASSWORD=operator-secret"}
+	a := start(t, bin, t.TempDir(), env...)
+	b := start(t, bin, t.TempDir(), env...)
+
+	_, body := call(t, "POST", a.base+"/v1/auth/device/start", "", `{}`)
+	var st struct {
+		UserCode   string `json:"user_code"`
+		DeviceCode string `json:"device_code"`
+	}
+	json.Unmarshal(body, &st)
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	csrfRE := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	page := func(base string) string {
+		resp, err := browser.Get(base + "/device?code=" + st.UserCode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	post := func(base, path string, form url.Values) int {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	m := csrfRE.FindStringSubmatch(page(a.base))
+	if m == nil {
+		t.Fatal("no csrf token on A's page")
+	}
+	if code := post(a.base, "/device/signin/local", url.Values{"code": {st.UserCode}, "csrf": {m[1]}, "password": {"operator-secret"}}); code != http.StatusSeeOther {
+		t.Fatalf("local sign-in on A: %d", code)
+	}
+	onB := page(b.base) // the session cookie A set is valid on B
+	m = csrfRE.FindStringSubmatch(onB)
+	if m == nil || !strings.Contains(onB, `action="/device/approve"`) {
+		t.Fatalf("B does not know the session signed in on A:\n%s", onB)
+	}
+	if code := post(b.base, "/device/approve", url.Values{"code": {st.UserCode}, "csrf": {m[1]}}); code != http.StatusOK {
+		t.Fatalf("approve on B: %d", code)
+	}
+	_, body = call(t, "POST", a.base+"/v1/auth/device/token", "", `{"device_code":"`+st.DeviceCode+`"}`)
+	var tok struct {
+		Status string `json:"status"`
+		APIKey string `json:"api_key"`
+	}
+	json.Unmarshal(body, &tok)
+	if tok.Status != "approved" || tok.APIKey == "" {
+		t.Fatalf("poll on A: %s", body)
+	}
+	if code, body := call(t, "GET", b.base+"/v1/account", tok.APIKey, ""); code != 200 || !strings.Contains(string(body), `"balance":"100.00"`) {
+		t.Fatalf("account on B: %d %s", code, body)
+	}
 }
