@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/comm-gateway/comm/channels/email"
@@ -225,14 +226,22 @@ func (s *Service) VerifyDomain(ctx context.Context, p *Principal, id string) (*D
 	return domainOf(d)
 }
 
+// RecheckVerified is how often a verified domain's records are looked up
+// again, so a record that was removed shows on the domain.
+const RecheckVerified = 24 * time.Hour
+
 // VerifyPending verifies the pending domains of every project not checked
-// for at least every (the periodic check), at most n at a time, and
-// returns how many it checked.
+// for at least every, and the verified ones not checked for
+// RecheckVerified (the periodic check), at most n at a time, and returns
+// how many it checked.
 func (s *Service) VerifyPending(ctx context.Context, every time.Duration, n int) (int, error) {
 	sys := tenant.System(ctx)
 	due, err := s.read.Domain.Query().
-		Where(entdomain.StatusEQ(entdomain.StatusPending),
-			entdomain.Or(entdomain.CheckedAtIsNil(), entdomain.CheckedAtLTE(s.now().Add(-every)))).
+		Where(entdomain.Or(
+			entdomain.And(entdomain.StatusEQ(entdomain.StatusPending),
+				entdomain.Or(entdomain.CheckedAtIsNil(), entdomain.CheckedAtLTE(s.now().Add(-every)))),
+			entdomain.And(entdomain.StatusEQ(entdomain.StatusVerified),
+				entdomain.CheckedAtLTE(s.now().Add(-RecheckVerified))))).
 		Order(ent.Asc(entdomain.FieldID)).Limit(n).All(sys)
 	if err != nil {
 		return 0, err
@@ -280,6 +289,18 @@ func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error
 		case taken:
 			checks, _ := json.Marshal(status)
 			upd.SetChecks(checks).SetLastError(fmt.Sprintf("%s is verified by another project of this gateway", d.Domain))
+		case d.Status == entdomain.StatusVerified && !status.Verified:
+			// A verified domain stays verified (a DNS hiccup must not stop
+			// its mail), but the missing records show.
+			checks, _ := json.Marshal(status)
+			var missing []string
+			for _, r := range status.Records {
+				if r.Record.Required && r.State != domain.Found {
+					missing = append(missing, string(r.Record.Kind))
+				}
+			}
+			upd.SetChecks(checks).SetLastError(fmt.Sprintf("verified earlier, but these records are no longer found: %s; mail may be rejected or unsigned until they are back",
+				strings.Join(missing, ", ")))
 		default:
 			checks, _ := json.Marshal(status)
 			upd.SetChecks(checks).ClearLastError()

@@ -25,6 +25,7 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 	"github.com/jhillyerd/enmime/v2"
+	miekgdns "github.com/miekg/dns"
 
 	"github.com/comm-gateway/comm/channels/email/dnstest"
 	"github.com/comm-gateway/comm/channels/email/smtptest"
@@ -427,6 +428,27 @@ func TestEmailRelayThreadingAndCustomDomain(t *testing.T) {
 	g.api(t, "GET", "/v1/events?type=domain.verified", "", 200, &ev)
 	if len(ev) != 1 {
 		t.Fatalf("%d domain.verified events after a second verify", len(ev))
+	}
+	// A record removed later shows on the domain, which stays verified.
+	var removed record
+	for _, r := range d.Records {
+		if r.Kind == "spf" {
+			removed = r
+		}
+	}
+	dns.Remove(removed.Name, miekgdns.TypeTXT)
+	var later struct {
+		domainView
+		LastError *string `json:"last_error"`
+	}
+	g.api(t, "POST", "/v1/domains/"+d.ID+"/verify", "", 200, &later)
+	if later.Status != "verified" || later.LastError == nil || !strings.Contains(*later.LastError, "spf") {
+		t.Fatalf("after removing the SPF record: %+v", later)
+	}
+	dns.Publish(t, removed.Zone)
+	g.api(t, "POST", "/v1/domains/"+d.ID+"/verify", "", 200, &later)
+	if later.LastError != nil {
+		t.Fatalf("records back, but last_error %q", *later.LastError)
 	}
 
 	var conn struct {
