@@ -596,3 +596,39 @@ func TestDevicePageProviderDown(t *testing.T) {
 	// A callback without the sign-in cookie is refused.
 	b.get("/device/callback?code=x&state=y").want(t, http.StatusBadRequest, "Start again")
 }
+
+// TestDevicePageWrongCodesPerAccount: wrong codes are counted per signed-in
+// account as well as per IP, so moving to another address does not buy a
+// signed-in person more guesses.
+func TestDevicePageWrongCodesPerAccount(t *testing.T) {
+	t.Parallel()
+	g := startWeb(t, storetest.SQLite(t), server.Options{SignIn: server.SignInOptions{
+		LocalPassword: "pw", LoopbackListener: true, WrongCodes: 4}})
+	b := newWebBrowser(t, g)
+	st := g.webStart(t, "")
+	p := b.get(st.VerificationURIComplete)
+	b.post("/device/signin/local", url.Values{"code": {st.UserCode}, "csrf": {p.csrf(t)}, "password": {"pw"}}).
+		want(t, http.StatusOK, `action="/device/approve"`)
+	// 127.0.0.2 is loopback too, but another client IP.
+	from := func(ip string) {
+		b.client.Transport = &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext}
+	}
+	from("127.0.0.1")
+	for i := range 3 {
+		if p := b.get("/device?code=BCDF-GHJK"); p.Status != http.StatusNotFound {
+			t.Fatalf("wrong code %d from 127.0.0.1: %d", i+1, p.Status)
+		}
+	}
+	from("127.0.0.2")
+	if p := b.get("/device?code=BCDF-GHJK"); p.Status != http.StatusNotFound {
+		t.Fatalf("4th wrong code, the first from 127.0.0.2: %d", p.Status)
+	}
+	p = b.get("/device?code=BCDF-GHJK")
+	p.want(t, http.StatusTooManyRequests, "Too many wrong codes")
+	// Another person at 127.0.0.2 (not signed in) still has guesses left.
+	other := newWebBrowser(t, g)
+	other.client.Transport = b.client.Transport
+	if p := other.get("/device?code=BCDF-GHJK"); p.Status != http.StatusNotFound {
+		t.Fatalf("anonymous visitor from 127.0.0.2: %d", p.Status)
+	}
+}
