@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"html"
 	"io"
@@ -22,46 +21,13 @@ import (
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
-	"github.com/comm-gateway/comm/stream"
 )
 
-// startWeb serves the gateway on a port known before the server is
-// made, so BaseURL (the sign-in links and the OIDC redirect URL) is its
-// real address.
+// startWeb serves the gateway with BaseURL its real address (the sign-in
+// links and the OIDC redirect URL), without the outbox worker.
 func startWeb(t *testing.T, cfg store.Config, opts server.Options) *gateway {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	db, err := store.Open(ctx, cfg)
-	if err != nil {
-		ln.Close()
-		t.Fatalf("store.Open: %v", err)
-	}
-	log, err := stream.Open(db, stream.Options{})
-	if err != nil {
-		ln.Close()
-		db.Close()
-		t.Fatalf("stream.Open: %v", err)
-	}
-	logger := testLogger(t)
-	opts.Logger = logger
-	opts.BaseURL = "http://" + ln.Addr().String()
-	svc, err := messaging.New(log, messaging.Options{Channels: registry(), Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(server.New(svc, opts))
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	done := make(chan struct{})
-	close(done)
-	g := &gateway{URL: opts.BaseURL, Log: log, DB: db, Svc: svc, srv: srv, stopOutbox: func() {}, outboxDone: done}
-	t.Cleanup(g.stop)
-	return g
+	return startGateway(t, cfg, setup{server: opts})
 }
 
 // webBrowser is a person's webBrowser: a cookie jar, redirects followed.

@@ -7,23 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/comm-gateway/comm/channels"
-	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/domain"
-	"github.com/comm-gateway/comm/channels/testchan"
-	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/messaging"
-	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
-	"github.com/comm-gateway/comm/stream"
 )
 
 // The fields the email tests select: all of them.
@@ -144,37 +137,8 @@ type gqlMailMessage struct {
 // finds nothing.
 func startEmailGateway(t *testing.T, cfg store.Config) *gateway {
 	t.Helper()
-	db, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	log, err := stream.Open(db, stream.Options{})
-	if err != nil {
-		db.Close()
-		t.Fatalf("stream.Open: %v", err)
-	}
-	logger := testLogger(t)
-	ch := email.New(email.Options{MailDomain: "mail.test"})
-	reg := channels.NewRegistry(channels.Known()...)
-	reg.Add(testchan.Descriptor())
-	reg.Add(ch.Descriptor())
-	svc, err := messaging.New(log, messaging.Options{Channels: reg, Logger: logger,
-		Mail: messaging.MailOptions{Domain: ch.MailDomain(), Resolver: domain.NewResolver("127.0.0.1:1")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch.Bind(svc)
-	g := &gateway{Log: log, DB: db, Svc: svc, srv: httptest.NewServer(server.New(svc, server.Options{Logger: logger})),
-		outboxDone: make(chan struct{})}
-	var octx context.Context
-	octx, g.stopOutbox = context.WithCancel(context.Background())
-	go func() {
-		(&delivery.Outbox{Service: svc, Logger: logger}).Run(octx)
-		close(g.outboxDone)
-	}()
-	g.URL = g.srv.URL
-	t.Cleanup(g.stop)
-	return g
+	return startGateway(t, cfg, setup{outbox: true, email: true,
+		svc: messaging.Options{Mail: messaging.MailOptions{Resolver: domain.NewResolver("127.0.0.1:1")}}})
 }
 
 // mailAttachment is a part of a test email.

@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/comm-gateway/comm/channels"
-	"github.com/comm-gateway/comm/channels/testchan"
-	"github.com/comm-gateway/comm/delivery"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -18,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/email"
+	"github.com/comm-gateway/comm/channels/testchan"
+	"github.com/comm-gateway/comm/delivery"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
@@ -45,51 +47,85 @@ type gateway struct {
 // ends (or until stop is called), with the outbox worker delivering.
 func start(t *testing.T, cfg store.Config, opts server.Options) *gateway {
 	t.Helper()
-	return startGateway(t, cfg, opts, true)
+	return startGateway(t, cfg, setup{server: opts, outbox: true})
 }
 
 // startNoOutbox is start without the outbox worker: outbound messages stay
 // queued until a gateway with the worker runs on the same database.
 func startNoOutbox(t *testing.T, cfg store.Config, opts server.Options) *gateway {
 	t.Helper()
-	return startGateway(t, cfg, opts, false)
+	return startGateway(t, cfg, setup{server: opts})
 }
 
 // startWith is start with the messaging options given (a clock, say);
 // Channels and Logger are filled in.
 func startWith(t *testing.T, cfg store.Config, opts server.Options, svcOpts messaging.Options) *gateway {
 	t.Helper()
-	return startGatewayWith(t, cfg, opts, true, svcOpts)
+	return startGateway(t, cfg, setup{server: opts, svc: svcOpts, outbox: true})
 }
 
-func startGateway(t *testing.T, cfg store.Config, opts server.Options, outbox bool) *gateway {
-	t.Helper()
-	return startGatewayWith(t, cfg, opts, outbox, messaging.Options{})
+// setup says how startGateway wires a gateway.
+type setup struct {
+	server server.Options
+	// svc are the messaging options; Channels and Logger are filled in.
+	svc    messaging.Options
+	outbox bool
+	// email adds the email channel on the mail domain "mail.test", bound
+	// to the service, as main does.
+	email bool
 }
 
-func startGatewayWith(t *testing.T, cfg store.Config, opts server.Options, outbox bool, svcOpts messaging.Options) *gateway {
+// startGateway serves the gateway on a port known before the server is
+// made, so BaseURL (when the test leaves it empty) is its real address:
+// sign-in links and the OIDC redirect URL work.
+func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	db, err := store.Open(ctx, cfg)
 	if err != nil {
+		ln.Close()
 		t.Fatalf("store.Open: %v", err)
 	}
 	log, err := stream.Open(db, stream.Options{})
 	if err != nil {
+		ln.Close()
 		db.Close()
 		t.Fatalf("stream.Open: %v", err)
 	}
 	logger := testLogger(t)
+	opts := su.server
 	opts.Logger = logger
+	if opts.BaseURL == "" {
+		opts.BaseURL = "http://" + ln.Addr().String()
+	}
+	svcOpts := su.svc
 	svcOpts.Channels, svcOpts.Logger = registry(), logger
+	var mail *email.Channel
+	if su.email {
+		mail = email.New(email.Options{MailDomain: "mail.test"})
+		svcOpts.Channels.Add(mail.Descriptor())
+		svcOpts.Mail.Domain = mail.MailDomain()
+	}
 	svc, err := messaging.New(log, svcOpts)
 	if err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
-	g := &gateway{Log: log, DB: db, Svc: svc, srv: httptest.NewServer(server.New(svc, opts)), outboxDone: make(chan struct{})}
+	if mail != nil {
+		mail.Bind(svc)
+	}
+	srv := httptest.NewUnstartedServer(server.New(svc, opts))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	g := &gateway{Log: log, DB: db, Svc: svc, srv: srv, outboxDone: make(chan struct{})}
 	var octx context.Context
 	octx, g.stopOutbox = context.WithCancel(context.Background())
-	if outbox {
+	if su.outbox {
 		go func() {
 			(&delivery.Outbox{Service: svc, Logger: logger}).Run(octx)
 			close(g.outboxDone)
