@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -72,9 +73,12 @@ func (s *Service) StartDevice(ctx context.Context, in DeviceStartInput) (*Device
 	var sandboxProject string
 	if in.APIKey != "" {
 		p, err := s.Authenticate(ctx, in.APIKey)
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, &Error{Code: e.Code, Param: "api_key", Message: e.Message + "; leave it out to sign in to a new project"}
+		}
 		if err != nil {
-			return nil, &Error{Code: ErrUnauthenticated.Code, Param: "api_key",
-				Message: "api_key: " + strings.TrimPrefix(err.Error(), ErrUnauthenticated.Code+": ") + "; leave it out to sign in to a new project"}
+			return nil, err
 		}
 		sandboxProject = p.ProjectID
 	}

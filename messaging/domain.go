@@ -23,8 +23,8 @@ type MailOptions struct {
 	// Plan is the operator's side of custom domain plans: the SPF include
 	// and the MX host customers publish.
 	Plan domain.PlanConfig
-	// Resolver answers the DNS lookups of domain verification; the system
-	// resolver when nil.
+	// Resolver answers the DNS lookups of domain verification;
+	// net.DefaultResolver when nil.
 	Resolver domain.Resolver
 	// MaxMessageBytes and MaxAttachmentBytes limit mail delivered inside
 	// the gateway, as the SMTP listener limits mail from outside.
@@ -57,10 +57,19 @@ type DomainRecord struct {
 	Zone string `json:"zone"`
 }
 
-func domainOf(d *ent.Domain) (*Domain, error) {
+// planOf reads the records a domain was planned with.
+func planOf(d *ent.Domain) (*domain.Records, error) {
 	var plan domain.Records
 	if err := json.Unmarshal(d.Plan, &plan); err != nil {
 		return nil, fmt.Errorf("domain %s: plan: %w", d.ID, err)
+	}
+	return &plan, nil
+}
+
+func domainOf(d *ent.Domain) (*Domain, error) {
+	plan, err := planOf(d)
+	if err != nil {
+		return nil, err
 	}
 	var checks domain.Status
 	if len(d.Checks) > 0 {
@@ -257,22 +266,17 @@ func (s *Service) VerifyPending(ctx context.Context, every time.Duration, n int)
 // verify runs the DNS checks of d (no transaction is open meanwhile) and
 // records the outcome.
 func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error) {
-	var plan domain.Records
-	if err := json.Unmarshal(d.Plan, &plan); err != nil {
-		return nil, fmt.Errorf("domain %s: plan: %w", d.ID, err)
-	}
-	resolver := s.mail.Resolver
-	if resolver == nil {
-		resolver = domain.NewResolver("")
+	plan, err := planOf(d)
+	if err != nil {
+		return nil, err
 	}
 	vctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	status, verr := domain.Verify(vctx, resolver, &plan)
+	status, verr := domain.Verify(vctx, s.mail.Resolver, plan)
 	cancel()
 	now := s.now()
 	var taken bool
 	if verr == nil && status.Verified && d.Status != entdomain.StatusVerified {
 		// A domain sends for one project only: the first to verify it.
-		var err error
 		taken, err = s.read.Domain.Query().Where(entdomain.Domain(d.Domain), entdomain.StatusEQ(entdomain.StatusVerified),
 			entdomain.ProjectIDNEQ(d.ProjectID)).Exist(tenant.System(ctx))
 		if err != nil {
@@ -280,7 +284,7 @@ func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error
 		}
 	}
 	var updated *ent.Domain
-	_, err := s.log.Write(tenant.WithProject(ctx, d.ProjectID), d.ProjectID, func(tx *stream.Tx) error {
+	_, err = s.log.Write(tenant.WithProject(ctx, d.ProjectID), d.ProjectID, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		upd := cl.Domain.UpdateOneID(d.ID).SetCheckedAt(now)
 		switch {
@@ -352,9 +356,9 @@ func (s *Service) SigningKey(ctx context.Context, projectID, name string) (*emai
 	if err != nil {
 		return nil, fmt.Errorf("domain %s: %w", d.ID, err)
 	}
-	var plan domain.Records
-	if err := json.Unmarshal(d.Plan, &plan); err != nil {
-		return nil, fmt.Errorf("domain %s: plan: %w", d.ID, err)
+	plan, err := planOf(d)
+	if err != nil {
+		return nil, err
 	}
 	k := &email.SigningKey{Domain: d.Domain, Selector: plan.Selector, Key: signer}
 	s.keys.Store(d.ID, k)

@@ -70,6 +70,7 @@ func (b mailBackend) Accept(ctx context.Context, rcpt string) error {
 // 451 and the sending MTA retries; the Message-ID makes the retry store
 // nothing twice.
 func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.Message) error {
+	in := mailInbound(msg, "")
 	for _, rcpt := range rcpts {
 		c, conv, err := b.s.inbox(ctx, rcpt)
 		if errors.Is(err, inbound.ErrUnknownRecipient) {
@@ -78,7 +79,7 @@ func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.M
 		if err != nil {
 			return fmt.Errorf("%w: %v", inbound.ErrTransient, err)
 		}
-		in := mailInbound(msg, conv)
+		in.ConversationID = conv
 		if _, _, err := b.s.Receive(ctx, c, in); err != nil {
 			var e *Error
 			if errors.As(err, &e) && e.Code == ErrInvalid.Code {

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -84,6 +85,9 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	}
 	if opts.Mail.Plan.SPFInclude == "" {
 		opts.Mail.Plan.SPFInclude = "spf." + opts.Mail.Domain
+	}
+	if opts.Mail.Resolver == nil {
+		opts.Mail.Resolver = net.DefaultResolver
 	}
 	if opts.Mail.Plan.MXHost == "" {
 		opts.Mail.Plan.MXHost = "mx." + opts.Mail.Domain

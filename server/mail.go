@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
@@ -85,9 +84,6 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, p *messag
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	if h.Get("Content-Disposition") == "" {
-		h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", a.ID))
-	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(a.Data)

@@ -149,12 +149,6 @@ func hmacOf(key []byte, parts ...string) []byte {
 
 var cookieB64 = base64.RawURLEncoding
 
-func randomToken(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return cookieB64.EncodeToString(b)
-}
-
 // signValue encodes v as base64url(JSON) "." base64url(HMAC).
 func signValue(key []byte, name string, v any) (string, error) {
 	raw, err := json.Marshal(v)
@@ -208,7 +202,7 @@ func (si *signIn) readSession(r *http.Request) (*webSession, bool) {
 // setSession starts a new session (a new id: signing in never keeps the
 // id an anonymous visitor had) for account ("" for an anonymous one).
 func (si *signIn) setSession(w http.ResponseWriter, account string) (*webSession, error) {
-	s := &webSession{ID: randomToken(18), Account: account, Expires: time.Now().Add(sessionLifetime).Unix()}
+	s := &webSession{ID: rand.Text(), Account: account, Expires: time.Now().Add(sessionLifetime).Unix()}
 	v, err := signValue(si.sessionKey, sessionCookie, s)
 	if err != nil {
 		return nil, err
@@ -325,7 +319,7 @@ func (s *Server) oidcSignIn(w http.ResponseWriter, r *http.Request) {
 			returnTo(r.URL.Query().Get("code")))
 		return
 	}
-	st := oidcState{State: randomToken(24), Nonce: randomToken(24), Verifier: oauth2.GenerateVerifier(),
+	st := oidcState{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(),
 		Expires: time.Now().Add(oidcStateLife).Unix()}
 	if norm, err := messaging.NormalizeUserCode(r.URL.Query().Get("code")); err == nil {
 		st.Code = messaging.FormatUserCode(norm)

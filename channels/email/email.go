@@ -177,15 +177,10 @@ func (c *Channel) connect(ctx context.Context, conn channels.Connection) (channe
 	return a, nil
 }
 
-// randomLocal is a fresh local part: "inbox-" and 10 random characters.
+// randomLocal is a fresh local part: "inbox-" and 10 random characters
+// (50 bits).
 func randomLocal() string {
-	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = alphabet[b[i]&31]
-	}
-	return "inbox-" + string(b[:])
+	return "inbox-" + strings.ToLower(rand.Text()[:10])
 }
 
 // Adapter is one email inbox.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -134,10 +133,7 @@ func serve(args []string) error {
 		}
 		mailOpts.Relay = relay
 	}
-	var resolver *net.Resolver
-	if *dnsResolver != "" {
-		resolver = domain.NewResolver(*dnsResolver)
-	}
+	resolver := domain.NewResolver(*dnsResolver) // the system resolver when empty
 	mx := *mxHost
 	if mx == "" {
 		mx = *mailDomain
@@ -145,7 +141,7 @@ func serve(args []string) error {
 	svc, err := newService(log, messaging.Options{Logger: logger, Box: box, WebhookAllowPrivate: private,
 		Mail: messaging.MailOptions{
 			Plan:            domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
-			Resolver:        resolverOrNil(resolver),
+			Resolver:        resolver,
 			MaxMessageBytes: int64(maxMail),
 		}}, mailOpts)
 	if err != nil {
@@ -171,7 +167,7 @@ func serve(args []string) error {
 		if err != nil {
 			return fmt.Errorf("smtp listen: %w", err)
 		}
-		mx := &inbound.Server{Domain: *mailDomain, Backend: svc.MailBackend(), MaxMessageBytes: int64(maxMail)}
+		mx := &inbound.Server{Domain: *mailDomain, Backend: svc.MailBackend(), MaxMessageBytes: int64(maxMail), Resolver: resolver}
 		switch {
 		case *smtpCert != "" && *smtpKey != "":
 			cert, err := tls.LoadX509KeyPair(*smtpCert, *smtpKey)
@@ -181,11 +177,6 @@ func serve(args []string) error {
 			mx.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		case *smtpCert != "" || *smtpKey != "":
 			return errors.New("--smtp-tls-cert and --smtp-tls-key go together")
-		}
-		if resolver != nil {
-			mx.Resolver = resolver
-		} else {
-			mx.Resolver = net.DefaultResolver
 		}
 		go func() {
 			if err := mx.Serve(mailLn); err != nil && !errors.Is(err, inbound.ErrServerClosed) {
@@ -266,19 +257,8 @@ func signInOptions(issuer, clientID, secret, password string, allowRemote bool, 
 	case password != "":
 		return o, "comm: local operator sign-in on /device with --local-signin-password (no identity provider configured)\n"
 	}
-	b := make([]byte, 24)
-	rand.Read(b)
-	o.LocalToken = base64.RawURLEncoding.EncodeToString(b)
+	o.LocalToken = rand.Text()
 	return o, fmt.Sprintf("comm: local sign-in token for /device: %s (no identity provider configured; valid until this process exits)\n", o.LocalToken)
-}
-
-// resolverOrNil keeps a nil *net.Resolver a nil interface (the system
-// resolver).
-func resolverOrNil(r *net.Resolver) domain.Resolver {
-	if r == nil {
-		return nil
-	}
-	return r
 }
 
 // verifyDomains checks pending custom domains again every so often, until
