@@ -8,7 +8,6 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -101,7 +100,8 @@ func (r *Resolver) message(ctx context.Context, id string) (*ent.Message, error)
 
 // outbound is the message a reply or send stored, as the mutation
 // committed it (queued), like REST's answer: reading the row again would
-// race the delivery worker, which may already be sending it.
+// race the delivery worker, which may already be sending it. Outbound
+// messages carry no attachments or details.
 func outbound(p *messaging.Principal, m *messaging.Message) *ent.Message {
 	next := m.CreatedAt // a queued message is due when stored
 	out := &ent.Message{
@@ -109,10 +109,7 @@ func outbound(p *messaging.Principal, m *messaging.Message) *ent.Message {
 		ConnectionID: m.ConnectionID, Channel: m.Channel, Direction: message.Direction(m.Direction),
 		Status: message.Status(m.Status), Sender: m.Sender, Recipient: deref(m.Recipient), Subject: m.Subject,
 		Text: m.Text, HTML: m.HTML, InReplyTo: m.InReplyTo, Error: m.Error, Attempts: m.Attempts,
-		NextAttemptAt: &next, SentAt: m.SentAt, Details: m.Details,
-	}
-	if len(m.Attachments) > 0 {
-		out.Attachments, _ = json.Marshal(m.Attachments)
+		NextAttemptAt: &next, SentAt: m.SentAt,
 	}
 	return out
 }
