@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/mail"
 	"slices"
 	"strings"
 	"time"
@@ -195,12 +194,11 @@ func (s *Service) DeliverLocal(ctx context.Context, from, rcpt string, raw []byt
 // hostsMailDomain reports whether mail for addr's domain is this gateway's
 // to receive: the mail domain, or a verified custom domain.
 func (s *Service) hostsMailDomain(ctx context.Context, addr string) (bool, error) {
-	a, err := mail.ParseAddress(addr)
-	if err != nil {
+	_, domain, _ := strings.Cut(strings.ToLower(strings.TrimSpace(addr)), "@")
+	switch domain {
+	case "":
 		return false, nil
-	}
-	_, domain, _ := strings.Cut(strings.ToLower(a.Address), "@")
-	if domain == s.mail.Domain {
+	case s.mail.Domain:
 		return true, nil
 	}
 	return s.read.Domain.Query().
