@@ -560,22 +560,6 @@ func (r *receiver) overlapCount() int {
 	return r.overlaps
 }
 
-// acked reports whether seq was answered with a 2xx.
-func (r *receiver) acked(seq int64) bool {
-	for _, h := range r.snapshot() {
-		if h.Seq == seq && h.Status >= 200 && h.Status < 300 {
-			return true
-		}
-	}
-	return false
-}
-
-// waitAcked waits until every seq up to last has been acknowledged.
-func (r *receiver) waitAcked(t *testing.T, last int64, d time.Duration) {
-	t.Helper()
-	waitFor(t, fmt.Sprintf("the receiver to acknowledge seq %d", last), d, func() bool { return r.acked(last) })
-}
-
 // sleepOrGone waits d, or less if the client goes away.
 func sleepOrGone(req *http.Request, d time.Duration) {
 	select {

@@ -192,7 +192,7 @@ func (c *conn) authenticate(payload json.RawMessage) (*messaging.Principal, erro
 		case "authorization":
 			scheme, rest, ok := strings.Cut(s, " ")
 			if !ok || !strings.EqualFold(scheme, "Bearer") {
-				return nil, errors.New("Authorization must be Bearer <key>")
+				return nil, errors.New("the Authorization field must be Bearer <key>")
 			}
 			key = strings.TrimSpace(rest)
 		case "apikey", "api_key":

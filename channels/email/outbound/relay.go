@@ -307,15 +307,6 @@ func isASCII(s string) bool {
 	return true
 }
 
-func allASCII(ss []string) bool {
-	for _, s := range ss {
-		if !isASCII(s) {
-			return false
-		}
-	}
-	return true
-}
-
 // redactURLError drops the URL (and any password in it) from a parse error.
 func redactURLError(err error) error {
 	var ue *url.Error
