@@ -25,8 +25,14 @@ import (
 type Options struct {
 	// Introspection enables schema introspection queries.
 	Introspection bool
-	// ComplexityLimit bounds a query's complexity (default 500).
+	// ComplexityLimit bounds an operation's complexity, in which a list's
+	// fields count once per row it may return (default
+	// DefaultComplexityLimit; see limits.go).
 	ComplexityLimit int
+	// MaxResponseBytes is the byte budget of one response: a response
+	// that would pass it is answered with a response_too_large error
+	// instead (default DefaultMaxResponseBytes).
+	MaxResponseBytes int64
 	// Logger receives internal errors.
 	Logger *slog.Logger
 }
@@ -66,14 +72,19 @@ type configurable interface {
 // executor, so both transports behave alike.
 func configure(x configurable, opts Options) {
 	if opts.ComplexityLimit <= 0 {
-		opts.ComplexityLimit = 500
+		opts.ComplexityLimit = DefaultComplexityLimit
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
 	x.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	x.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
+	x.Use(&costLimit{limit: opts.ComplexityLimit})
+	x.Use(&pageLimits{})
+	x.Use(&responseBudget{limit: opts.MaxResponseBytes})
 	if opts.Introspection {
 		x.Use(extension.Introspection{})
 	}

@@ -1017,28 +1017,29 @@ func TestGraphQLLimits(t *testing.T) {
 		sb := g.newSandbox(t, "limits")
 		key := sb.APIKey
 
-		// Each alias of messages(first: 1000) { edges { node { id } } }
-		// costs 4: 125 fit the default limit of 500, 126 do not.
+		// Each alias of messages(first: 500) { edges { node { id } } }
+		// costs 1 + 500 × 3 (a list's fields count once per row): 13 fit
+		// the default limit of 20,000, 14 do not.
 		aliases := func(n int) string {
 			var q strings.Builder
 			q.WriteString("{")
 			for i := range n {
-				fmt.Fprintf(&q, " m%d: messages(first: 1000) { edges { node { id } } }", i)
+				fmt.Fprintf(&q, " m%d: messages(first: 500) { edges { node { id } } }", i)
 			}
 			q.WriteString(" }")
 			return q.String()
 		}
-		res := g.gql(t, key, aliases(126), nil)
+		res := g.gql(t, key, aliases(14), nil)
 		if len(res.Errors) == 0 || (len(res.Data) > 0 && string(res.Data) != "null") {
 			t.Fatalf("an over-complex query: status %d, body %.300s", res.Status, res.Body)
 		}
 		if e := res.Errors[0]; e.Extensions["code"] != "COMPLEXITY_LIMIT_EXCEEDED" ||
-			!strings.Contains(e.Message, "complexity") || !strings.Contains(e.Message, "500") {
+			!strings.Contains(e.Message, "complexity 21014") || !strings.Contains(e.Message, "20000") {
 			t.Errorf("complexity error %+v", e)
 		}
 		var fits map[string]json.RawMessage
-		g.gqlOK(t, key, aliases(125), nil, &fits)
-		if len(fits) != 125 {
+		g.gqlOK(t, key, aliases(13), nil, &fits)
+		if len(fits) != 13 {
 			t.Errorf("a query at the limit answered %d fields", len(fits))
 		}
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +41,8 @@ func serve(args []string) error {
 	writers := s.add("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL (SQLite has one)")
 	maxBody := s.add("max-body", "COMM_MAX_BODY_BYTES", "1048576", "largest request body accepted, in bytes")
 	introspection := s.add("graphql-introspection", "COMM_GRAPHQL_INTROSPECTION", "false", "allow GraphQL introspection queries")
+	gqlCost := s.add("graphql-complexity-limit", "COMM_GRAPHQL_COMPLEXITY_LIMIT", strconv.Itoa(graph.DefaultComplexityLimit), "largest complexity of a GraphQL operation; a list's fields count once per row it may return (first/last, 50 when omitted)")
+	gqlBytes := s.add("graphql-max-response-bytes", "COMM_GRAPHQL_MAX_RESPONSE_BYTES", strconv.Itoa(graph.DefaultMaxResponseBytes), "byte budget of one GraphQL response (HTTP or websocket); a larger one is refused with response_too_large")
 	playground := s.add("graphql-playground", "COMM_GRAPHQL_PLAYGROUND", "false", "serve a GraphiQL page at /graphql/playground")
 	allowPrivate := s.add("webhook-allow-private", "COMM_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on loopback and private networks, and plain http (tests, LAN installs)")
 	disableAfter := s.add("webhook-disable-after", "COMM_WEBHOOK_DISABLE_AFTER", "72h", "disable a webhook endpoint failing continuously this long")
@@ -107,6 +110,14 @@ func serve(args []string) error {
 		return err
 	}
 	withPlayground, err := parseBool("--graphql-playground", *playground)
+	if err != nil {
+		return err
+	}
+	costLimit, err := parseInt("--graphql-complexity-limit", *gqlCost)
+	if err != nil {
+		return err
+	}
+	respBytes, err := parseInt("--graphql-max-response-bytes", *gqlBytes)
 	if err != nil {
 		return err
 	}
@@ -202,7 +213,7 @@ func serve(args []string) error {
 	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
 	front := server.New(svc, server.Options{BaseURL: base,
 		MaxBodyBytes: int64(body), Logger: logger, Playground: withPlayground,
-		GraphQL: graph.Options{Introspection: introspect},
+		GraphQL: graph.Options{Introspection: introspect, ComplexityLimit: costLimit, MaxResponseBytes: int64(respBytes)},
 		SignIn:  signIn,
 	})
 	defer front.Close()
