@@ -1835,6 +1835,21 @@ var sources = []*ast.Source{
 # Every query, mutation and subscription acts for the project of the API key
 # (Authorization: Bearer <key>, or the connection_init payload on a
 # websocket). Errors carry the REST error codes in extensions.code.
+#
+# Limits, as on REST (comm serve settings in brackets):
+# - Pages: the Relay connections (connections, conversations, messages)
+#   answer 50 rows when first and last are omitted (before a cursor and not
+#   after one: the last 50) and refuse first or last over 500; events answer
+#   100 and refuse over 1000; domains and webhookAttempts as REST (50, 500).
+#   A page too large is an invalid_parameter error naming the argument.
+# - Cost: a list's fields count once per row it may return (its first, last,
+#   limit or max, or the default page; 10 for lists without a page size), and
+#   an operation costing more than the limit is refused before it runs with
+#   COMPLEXITY_LIMIT_EXCEEDED [--graphql-complexity-limit, 20000].
+# - Bytes: a response that would pass the budget is refused with
+#   response_too_large, and nothing of it is sent
+#   [--graphql-max-response-bytes, 8 MiB]. Queries sent over the websocket
+#   have the same limits.
 
 "RFC 3339 time, UTC."
 scalar Time
