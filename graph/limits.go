@@ -271,8 +271,8 @@ func (c *costLimit) MutateOperationContext(ctx context.Context, oc *graphql.Oper
 		return nil
 	}
 	err := gqlerror.Errorf("operation has complexity %d, which exceeds the limit of %d: a list counts its fields once "+
-		"per row it may return (first, last, limit or max; %d when omitted), so ask for smaller pages, fewer fields "+
-		"or fewer lists at once", n, c.limit, messaging.DefaultPageLimit)
+		"per row it may return (its first, last, limit or max, or its default page when omitted), so ask for smaller "+
+		"pages, fewer fields or fewer lists at once", n, c.limit)
 	errcode.Set(err, CodeComplexityLimit)
 	return err
 }
