@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/ratelimit"
 )
 
 // Sign-in on the /device page (docs/security.md, "Device sign-in"): a
@@ -90,8 +91,8 @@ type signIn struct {
 
 	sessionKey, csrfKey, stateKey []byte
 
-	codeLimit  *limiter // wrong codes, per "ip:" and "acct:" key
-	localLimit *limiter // local sign-in attempts per IP
+	codeLimit  *ratelimit.Bucket // wrong codes, per "ip:" and "acct:" key
+	localLimit *ratelimit.Bucket // local sign-in attempts per IP
 	cop        *http.CrossOriginProtection
 
 	oidc *oidcClient
@@ -113,9 +114,10 @@ func newSignIn(opts SignInOptions, baseURL string, logger *slog.Logger) *signIn 
 	}
 	si := &signIn{opts: opts, baseURL: baseURL, secure: strings.HasPrefix(baseURL, "https://"), logger: logger,
 		sessionKey: subKey(opts.CookieKey, "session"), csrfKey: subKey(opts.CookieKey, "csrf"),
-		stateKey:  subKey(opts.CookieKey, "oidc-state"),
-		codeLimit: newLimiter(opts.WrongCodes, limitWindow), localLimit: newLimiter(opts.LocalAttempts, limitWindow),
-		cop: http.NewCrossOriginProtection()}
+		stateKey:   subKey(opts.CookieKey, "oidc-state"),
+		codeLimit:  ratelimit.New(opts.WrongCodes, limitWindow, opts.WrongCodes),
+		localLimit: ratelimit.New(opts.LocalAttempts, limitWindow, opts.LocalAttempts),
+		cop:        http.NewCrossOriginProtection()}
 	switch {
 	case opts.OIDCIssuer != "":
 		si.mode = modeOIDC
@@ -423,7 +425,7 @@ func (s *Server) finishSignIn(w http.ResponseWriter, r *http.Request, id messagi
 		s.renderFailure(w, r, err)
 		return
 	}
-	s.logger.Info("device sign-in: signed in", "account", a.ID, "issuer", a.Issuer, "new", a.New, "ip", clientIP(r))
+	s.logger.Info("device sign-in: signed in", "account", a.ID, "issuer", a.Issuer, "new", a.New, "ip", s.clientIP(r))
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
@@ -448,13 +450,22 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 		s.renderMessage(w, r, http.StatusForbidden, "Local sign-in not available", msg, "/device")
 		return
 	}
+	if !si.opts.LocalAllowRemote && !fromLoopback(r) {
+		// The listener is on loopback, but a reverse proxy on this machine
+		// may be forwarding someone else's request.
+		s.logger.Warn("device sign-in: local sign-in refused to a remote client", "peer", r.RemoteAddr,
+			"x_forwarded_for", r.Header.Values("X-Forwarded-For"), "forwarded", r.Header.Values("Forwarded"))
+		s.renderMessage(w, r, http.StatusForbidden, "Local sign-in not available",
+			"The local operator sign-in works only from the machine the gateway runs on, not through a proxy. Sign in on that machine, or ask the operator to configure an identity provider (--oidc-issuer).", "/device")
+		return
+	}
 	sess, ok := s.postForm(w, r)
 	if !ok {
 		return
 	}
 	code := r.PostForm.Get("code")
 	back := returnTo(code)
-	if ok, wait := si.localLimit.allow(clientIP(r)); !ok {
+	if ok, wait := si.localLimit.Allow(s.clientIP(r)); !ok {
 		s.renderLimited(w, r, wait, "Too many sign-in attempts from your address.")
 		return
 	}
@@ -462,7 +473,7 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 	// Both comparisons run, so timing does not tell which secret is set.
 	byPassword, byToken := sameSecret(pw, si.opts.LocalPassword), sameSecret(pw, si.opts.LocalToken)
 	if !byPassword && !byToken {
-		s.logger.Warn("device sign-in: wrong local password", "ip", clientIP(r))
+		s.logger.Warn("device sign-in: wrong local password", "ip", s.clientIP(r))
 		p := s.newPage(r, sess, nil)
 		p.Title, p.Error = "Sign in", "Wrong password or token."
 		if norm, err := messaging.NormalizeUserCode(code); err == nil {
