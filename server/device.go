@@ -193,7 +193,7 @@ func (s *Server) wrongCode(w http.ResponseWriter, r *http.Request, acct *messagi
 
 // devicePage is GET /device[?code=...].
 func (s *Server) devicePage(w http.ResponseWriter, r *http.Request) {
-	sess, err := s.signin.ensureSession(w, r)
+	sess, err := s.ensureSession(w, r)
 	if err != nil {
 		s.renderFailure(w, r, err)
 		return

@@ -203,23 +203,38 @@ func (si *signIn) readSession(r *http.Request) (*webSession, bool) {
 
 // setSession starts a new session (a new id: signing in never keeps the
 // id an anonymous visitor had) for account ("" for an anonymous one).
-func (si *signIn) setSession(w http.ResponseWriter, account string) (*webSession, error) {
-	s := &webSession{ID: rand.Text(), Account: account, Expires: time.Now().Add(sessionLifetime).Unix()}
-	v, err := signValue(si.sessionKey, sessionCookie, s)
+//
+// A signed-in session is recorded in the database (the cookie alone does
+// not make it valid), so that signing out ends it everywhere.
+func (s *Server) setSession(w http.ResponseWriter, r *http.Request, account string) (*webSession, error) {
+	si := s.signin
+	ws := &webSession{ID: rand.Text(), Account: account, Expires: time.Now().Add(sessionLifetime).Unix()}
+	v, err := signValue(si.sessionKey, sessionCookie, ws)
 	if err != nil {
 		return nil, err
 	}
+	if account != "" {
+		if err := s.svc.StartWebSession(r.Context(), account, ws.hash(), time.Unix(ws.Expires, 0)); err != nil {
+			return nil, err
+		}
+	}
 	http.SetCookie(w, si.cookie(sessionCookie, v, sessionLifetime))
-	return s, nil
+	return ws, nil
+}
+
+// hash is what the database knows of a session: the SHA-256 of its id.
+func (ws *webSession) hash() []byte {
+	h := sha256.Sum256([]byte("comm web session\x00" + ws.ID))
+	return h[:]
 }
 
 // ensureSession returns the request's session, starting an anonymous one
 // if it has none.
-func (si *signIn) ensureSession(w http.ResponseWriter, r *http.Request) (*webSession, error) {
-	if s, ok := si.readSession(r); ok {
-		return s, nil
+func (s *Server) ensureSession(w http.ResponseWriter, r *http.Request) (*webSession, error) {
+	if ws, ok := s.signin.readSession(r); ok {
+		return ws, nil
 	}
-	return si.setSession(w, "")
+	return s.setSession(w, r, "")
 }
 
 // csrfToken is the synchronizer token of a session.
@@ -237,6 +252,15 @@ func (si *signIn) checkCSRF(s *webSession, token string) bool {
 func (s *Server) sessionAccount(ctx context.Context, sess *webSession) (*messaging.Account, error) {
 	if sess == nil || sess.Account == "" {
 		return nil, nil
+	}
+	// The cookie is signed, but only the database says whether the
+	// session is still signed in.
+	acct, err := s.svc.WebSessionAccount(ctx, sess.hash())
+	if err != nil {
+		return nil, err
+	}
+	if acct != sess.Account {
+		return nil, nil // signed out, expired, or never recorded
 	}
 	a, err := s.svc.AccountByID(ctx, sess.Account)
 	if errors.Is(err, messaging.ErrNotFound) {
@@ -421,7 +445,7 @@ func (s *Server) finishSignIn(w http.ResponseWriter, r *http.Request, id messagi
 		s.renderFailure(w, r, err)
 		return
 	}
-	if _, err := s.signin.setSession(w, a.ID); err != nil {
+	if _, err := s.setSession(w, r, a.ID); err != nil {
 		s.renderFailure(w, r, err)
 		return
 	}
@@ -487,10 +511,18 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 
 // signOut is POST /device/signout {csrf}.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.postForm(w, r); !ok {
+	sess, ok := s.postForm(w, r)
+	if !ok {
 		return
 	}
-	if _, err := s.signin.setSession(w, ""); err != nil {
+	if sess.Account != "" {
+		if err := s.svc.EndWebSession(r.Context(), sess.hash()); err != nil {
+			s.renderFailure(w, r, err)
+			return
+		}
+		s.logger.Info("device sign-in: signed out", "account", sess.Account, "ip", s.clientIP(r))
+	}
+	if _, err := s.setSession(w, r, ""); err != nil {
 		s.renderFailure(w, r, err)
 		return
 	}
