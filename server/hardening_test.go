@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
+	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -135,6 +138,40 @@ func TestKeyWriteLimit(t *testing.T) {
 		gqlFail(t, g.gql(t, b.APIKey, `mutation { x: createAPIKey(name: "x") { id } y: createAPIKey(name: "y") { id } z: createAPIKey(name: "z") { id } }`, nil), "", "rate_limited", "")
 		if r := g.post(t, b.APIKey, "/v1/keys", `{"name":"b"}`); r.Status != http.StatusCreated {
 			t.Errorf("B's fourth write (2 tokens left): %d %s", r.Status, r.Body)
+		}
+
+		// Over a websocket, the same executor and the same budget: A's
+		// bucket is drained, and the operation needs 3 tokens (one
+		// refills per second).
+		for range 10 {
+			if g.post(t, a.APIKey, "/v1/keys", `{"name":"drain"}`).Status == http.StatusTooManyRequests {
+				break
+			}
+		}
+		ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(g.URL, "http")+"/graphql",
+			http.Header{"Sec-WebSocket-Protocol": {live.ProtocolTransportWS}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		ws.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]string{"apiKey": a.APIKey}})
+		var m struct {
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := ws.ReadJSON(&m); err != nil || m.Type != "connection_ack" {
+			t.Fatalf("init: %v %+v", err, m)
+		}
+		ws.WriteJSON(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+			"query": `mutation { x: createAPIKey(name: "ws") { id } y: createAPIKey(name: "ws") { id } z: createAPIKey(name: "ws") { id } }`}})
+		for m.Type != "next" && m.Type != "error" {
+			if err := ws.ReadJSON(&m); err != nil {
+				t.Fatalf("mutation over the socket: %v", err)
+			}
+		}
+		if !strings.Contains(string(m.Payload), `"rate_limited"`) {
+			t.Errorf("mutation over the socket over the budget: %s %s", m.Type, m.Payload)
 		}
 	})
 }
