@@ -415,8 +415,17 @@ func TestNULInAPIText(t *testing.T) {
 			t.Errorf("escaped backslash: %d %s", r.Status, r.Body)
 		}
 		// GraphQL: as a variable and as a literal.
-		gqlFail(t, g.gql(t, sb.APIKey, `mutation($n: String) { createAPIKey(name: $n) { id } }`, map[string]any{"n": "a\x00b"}), "", "invalid_parameter", "n")
-		gqlFail(t, g.gql(t, sb.APIKey, `mutation { createAPIKey(name: "a\u0000b") { id } }`, nil), "", "invalid_parameter", "name")
+		inject := `mutation($c: ID!, $in: InjectInput!) { injectInbound(connectionID: $c, input: $in) { duplicate } }`
+		gqlFail(t, g.gql(t, sb.APIKey, inject, map[string]any{"c": c.ID, "in": map[string]any{"sender": "bob", "text": "a\x00b"}}),
+			"injectInbound", "invalid_parameter", "in.text")
+		gqlFail(t, g.gql(t, sb.APIKey, `mutation($c: ID!) { injectInbound(connectionID: $c, input: {sender: "bob", subject: "a\u0000b"}) { duplicate } }`,
+			map[string]any{"c": c.ID}), "injectInbound", "invalid_parameter", "input.subject")
+		gqlFail(t, g.gql(t, sb.APIKey, `mutation { createAPIKey(name: "a\u0000b") { id } }`, nil), "createAPIKey", "invalid_parameter", "name")
+		// Nothing was stored: the one inbound message is the escaped
+		// backslash's.
+		if n := count(t, g.DB, "SELECT count(*) FROM messages"); n != 1 {
+			t.Errorf("%d messages stored, want 1", n)
+		}
 		var ks []json.RawMessage
 		g.get(t, sb.APIKey, "/v1/keys", &ks)
 		if len(ks) != 1 {
