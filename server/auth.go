@@ -45,7 +45,7 @@ type deviceStartAnswer struct {
 }
 
 func (s *Server) startDevice(r *http.Request, apiKey string) (*deviceStartAnswer, error) {
-	if err := limited(s.startLimit, s.clientIP(r), "sign-in attempts"); err != nil {
+	if err := limited(s.startLimit, limitKey(s.clientIP(r)), "sign-in attempts"); err != nil {
 		return nil, err
 	}
 	st, err := s.svc.StartDevice(r.Context(), messaging.DeviceStartInput{

@@ -153,7 +153,7 @@ func (s *Server) renderLimited(w http.ResponseWriter, r *http.Request, wait time
 // codeKeys are the wrong-code budgets a request draws on: its IP and, when
 // signed in, its account.
 func (s *Server) codeKeys(r *http.Request, acct *messaging.Account) []string {
-	keys := []string{"ip:" + s.clientIP(r)}
+	keys := []string{"ip:" + limitKey(s.clientIP(r))}
 	if acct != nil {
 		keys = append(keys, "acct:"+acct.ID)
 	}

@@ -106,6 +106,24 @@ func TestSandboxCreationLimit(t *testing.T) {
 			t.Errorf("the proxy itself: %d %s", r.Status, r.Body)
 		}
 	})
+
+	// IPv6 clients draw on the budget of their /64.
+	t.Run("ipv6", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, storetest.SQLite(t), server.Options{TrustedProxies: loopbackProxy(), SandboxesPerHour: 2})
+		post := func(ip string) response {
+			return g.doFrom(t, http.MethodPost, "/v1/projects/sandbox", "", `{"name":"v6"}`, "X-Forwarded-For", ip)
+		}
+		for _, ip := range []string{"2001:db8::1", "2001:db8::ffff:2"} {
+			if r := post(ip); r.Status != http.StatusCreated {
+				t.Fatalf("%s: %d %s", ip, r.Status, r.Body)
+			}
+		}
+		wantLimited(t, "a third address of the same /64", post("2001:db8::3"))
+		if r := post("2001:db8:0:1::1"); r.Status != http.StatusCreated {
+			t.Errorf("another /64: %d %s", r.Status, r.Body)
+		}
+	})
 }
 
 // TestKeyWriteLimit: a key writing over its budget gets 429 with

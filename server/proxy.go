@@ -116,6 +116,21 @@ func (s *Server) clientIP(r *http.Request) string {
 	return client.String()
 }
 
+// limitKey is the budget a client IP draws on: the address itself for
+// IPv4, its /64 for IPv6 (one subscriber usually holds a whole /64, so
+// rotating addresses inside it must not buy a fresh budget).
+func limitKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || a.Is4() {
+		return ip
+	}
+	p, err := a.Prefix(64)
+	if err != nil {
+		return ip
+	}
+	return p.String()
+}
+
 // proxyHeaders are the headers with which proxies say whom they forward.
 var proxyHeaders = []string{"X-Forwarded-For", "Forwarded", "X-Real-Ip", "X-Client-Ip", "True-Client-Ip", "Cf-Connecting-Ip"}
 

@@ -489,7 +489,7 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	code := r.PostForm.Get("code")
 	back := returnTo(code)
-	if ok, wait := si.localLimit.Allow(s.clientIP(r)); !ok {
+	if ok, wait := si.localLimit.Allow(limitKey(s.clientIP(r))); !ok {
 		s.renderLimited(w, r, wait, "Too many sign-in attempts from your address.")
 		return
 	}
