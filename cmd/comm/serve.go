@@ -62,7 +62,7 @@ func serve(args []string) error {
 	localRemote := s.add("local-signin-allow-remote", "COMM_LOCAL_SIGNIN_ALLOW_REMOTE", "false", "offer the local sign-in on /device even when --listen is not a loopback address (insecure on public networks)")
 	sandboxesPerHour := s.add("sandboxes-per-hour", "COMM_SANDBOXES_PER_HOUR", fmt.Sprint(server.DefaultSandboxesPerHour), "sandbox projects one client IP may create per hour (a token bucket of that size); 0: no limit")
 	writesPerSecond := s.add("key-writes-per-second", "COMM_KEY_WRITES_PER_SECOND", fmt.Sprint(server.DefaultWritesPerSecond), "writes (mutating REST requests, GraphQL mutation fields) one API key may make per second, sustained; 0: no limit")
-	writeBurst := s.add("key-write-burst", "COMM_KEY_WRITE_BURST", fmt.Sprint(server.DefaultWriteBurst), "writes one API key may make at once above --key-writes-per-second")
+	writeBurst := s.add("key-write-burst", "COMM_KEY_WRITE_BURST", fmt.Sprint(server.DefaultWriteBurst), "writes one API key may make in a burst after a pause (the bucket of --key-writes-per-second); 0: the default")
 	sandboxConns := s.add("sandbox-max-connections", "COMM_SANDBOX_MAX_CONNECTIONS", fmt.Sprint(messaging.DefaultSandboxConnections), "live connections a project without an account may hold; 0: no limit")
 	trustedProxies := s.add("trusted-proxies", "COMM_TRUSTED_PROXIES", "", "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For gives the client IP (rate limits, logs); empty: none, the peer address counts")
 	if err := s.parse(args); err != nil {
