@@ -3,6 +3,8 @@ package graph
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -34,6 +36,9 @@ func (l writeLimit) MutateOperationContext(ctx context.Context, rc *graphql.Oper
 	}
 	n := max(rootFields(rc.Doc, rc.Operation.SelectionSet, 0), 1)
 	if ok, wait := l.b.AllowN(p.KeyID, n); !ok {
+		if h, ok := ctx.Value(retryKey{}).(*RetryAfter); ok {
+			h.set(wait)
+		}
 		secs := int(wait.Seconds()) + 1
 		return &gqlerror.Error{
 			Message:    fmt.Sprintf("this API key makes writes faster than this gateway allows; retry in %d s", secs),
@@ -41,6 +46,34 @@ func (l writeLimit) MutateOperationContext(ctx context.Context, rc *graphql.Oper
 		}
 	}
 	return nil
+}
+
+type retryKey struct{}
+
+// RetryAfter receives the wait of an operation refused as rate_limited,
+// for a transport that can say it in a header (HTTP's Retry-After).
+type RetryAfter struct {
+	mu sync.Mutex
+	d  time.Duration
+}
+
+// WithRetryAfter returns ctx carrying a fresh RetryAfter.
+func WithRetryAfter(ctx context.Context) (context.Context, *RetryAfter) {
+	h := &RetryAfter{}
+	return context.WithValue(ctx, retryKey{}, h), h
+}
+
+func (h *RetryAfter) set(d time.Duration) {
+	h.mu.Lock()
+	h.d = max(h.d, d)
+	h.mu.Unlock()
+}
+
+// Wait is the longest wait recorded; 0 if nothing was refused.
+func (h *RetryAfter) Wait() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.d
 }
 
 // rootFields counts the fields of a selection set, through fragments.

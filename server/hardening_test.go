@@ -147,6 +147,9 @@ func TestKeyWriteLimit(t *testing.T) {
 		if n, _ := e.Extensions["retry_after"].(float64); n < 1 {
 			t.Errorf("GraphQL rate_limited without retry_after: %s", res.Body)
 		}
+		if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || s < 1 {
+			t.Errorf("GraphQL rate_limited: Retry-After %q", res.Header.Get("Retry-After"))
+		}
 		if r := g.do(t, request{Path: "/v1/keys", Key: a.APIKey}); r.Status != http.StatusOK {
 			t.Errorf("a read while limited: %d %s", r.Status, r.Body)
 		}

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -145,7 +146,10 @@ func New(svc *messaging.Service, opts Options) *Server {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		gql.ServeHTTP(w, r)
+		// A mutation refused by the write limit says when to retry in
+		// the header too.
+		ctx, wait := graph.WithRetryAfter(r.Context())
+		gql.ServeHTTP(&retryAfterWriter{ResponseWriter: w, wait: wait}, r.WithContext(ctx))
 		return nil
 	})
 	// Websockets authenticate in connection_init, inside the protocol.
@@ -280,6 +284,30 @@ func (r *statusRecorder) WriteHeader(code int) {
 		r.status = code
 	}
 }
+
+// retryAfterWriter sets Retry-After before the answer is written when the
+// GraphQL write limit refused the operation.
+type retryAfterWriter struct {
+	http.ResponseWriter
+	wait    *graph.RetryAfter
+	written bool
+}
+
+func (w *retryAfterWriter) header() {
+	if !w.written {
+		w.written = true
+		if d := w.wait.Wait(); d > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())+1))
+		}
+	}
+}
+
+func (w *retryAfterWriter) WriteHeader(code int) { w.header(); w.ResponseWriter.WriteHeader(code) }
+func (w *retryAfterWriter) Write(b []byte) (int, error) {
+	w.header()
+	return w.ResponseWriter.Write(b)
+}
+func (w *retryAfterWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
