@@ -230,7 +230,7 @@ func serve(args []string) error {
 		GraphQL:          graph.Options{Introspection: introspect, ComplexityLimit: costLimit, MaxResponseBytes: int64(respBytes)},
 		SignIn:           signIn,
 		SandboxesPerHour: limits.sandboxes, WritesPerSecond: limits.writes, WriteBurst: limits.burst,
-		TrustedProxies:   proxies,
+		TrustedProxies: proxies,
 	})
 	defer front.Close()
 	srv := &http.Server{
