@@ -1,7 +1,11 @@
 package messaging
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +18,7 @@ import (
 	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/ent"
 	entatt "github.com/comm-gateway/comm/ent/attachment"
+	entblob "github.com/comm-gateway/comm/ent/blob"
 	entconv "github.com/comm-gateway/comm/ent/conversation"
 	entmsg "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ident"
@@ -95,6 +100,64 @@ type receivedMessage struct {
 	// Beyond the spec's fields, on channels that have them (email).
 	Attachments []AttachmentInfo `json:"attachments,omitempty"`
 	Details     json.RawMessage  `json:"details,omitempty"`
+	// Truncated says the event carries less than the message: text, html
+	// or subject cut, or details left out; GET /v1/messages/{id} has all.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// DefaultEventBodyBytes is the default cap on each of the text, html and
+// subject of a message in an event, and on its details.
+const DefaultEventBodyBytes = 64 << 10
+
+// envelope bounds what an outsider's message may add to an event: subject,
+// text and html are each cut to s.eventBody bytes (on a UTF-8 boundary),
+// details.full_text (the whole body, quoted history included) is never
+// carried, and details larger than the cap are left out. Anything cut or
+// left out sets Truncated; the message itself is stored whole.
+func (s *Service) envelope(m *receivedMessage) {
+	limit := s.eventBody
+	cut := func(v string) string {
+		if len(v) <= limit {
+			return v
+		}
+		m.Truncated = true
+		return truncateUTF8(v, limit)
+	}
+	m.Text = cut(m.Text)
+	if m.HTML != nil {
+		h := cut(*m.HTML)
+		m.HTML = &h
+	}
+	if m.Subject != nil {
+		subj := cut(*m.Subject)
+		m.Subject = &subj
+	}
+	if len(m.Details) == 0 {
+		return
+	}
+	if bytes.Contains(m.Details, []byte(`"full_text"`)) {
+		var d map[string]json.RawMessage
+		if json.Unmarshal(m.Details, &d) == nil {
+			delete(d, "full_text")
+			if b, err := json.Marshal(d); err == nil {
+				m.Details = b
+			}
+		}
+	}
+	if len(m.Details) > limit {
+		m.Details, m.Truncated = nil, true
+	}
+}
+
+// truncateUTF8 cuts v to at most n bytes without splitting a character.
+func truncateUTF8(v string, n int) string {
+	if len(v) <= n {
+		return v
+	}
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n]
 }
 
 // messageEvent is the data of message.received, message.sent and
@@ -140,9 +203,13 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 		msgID := ident.New(ident.Message)
 		var atts []AttachmentInfo
 		for _, a := range in.Attachments {
+			blob, err := putBlob(tctx, cl, a.Data, now)
+			if err != nil {
+				return err
+			}
 			att, err := cl.Attachment.Create().SetID(ident.New(ident.Attachment)).SetMessageID(msgID).
 				SetFilename(a.Filename).SetContentType(a.ContentType).SetContentID(a.ContentID).SetInline(a.Inline).
-				SetSize(int64(len(a.Data))).SetData(a.Data).SetCreatedAt(now).Save(tctx)
+				SetSize(int64(len(a.Data))).SetData([]byte{}).SetBlobID(blob).SetCreatedAt(now).Save(tctx)
 			if err != nil {
 				return err
 			}
@@ -169,10 +236,11 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 		if stored, err = create.Save(tctx); err != nil {
 			return err
 		}
-		return tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID,
-			Message: receivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
-				Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
-				Attachments: atts, Details: in.Details}})
+		ev := receivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
+			Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
+			Attachments: atts, Details: in.Details}
+		s.envelope(&ev)
+		return tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID, Message: ev})
 	})
 	if err != nil && ent.IsConstraintError(err) {
 		// A repeat delivery (here or on another replica).
@@ -510,6 +578,8 @@ func (s *Service) Attachment(ctx context.Context, p *Principal, msgID, id string
 	if ident.Check(id, ident.Attachment) != nil {
 		return nil, NotFound("attachment", id)
 	}
+	// The tenant-owned row decides who may download; the blob it names
+	// is read only through it.
 	a, err := s.read.Attachment.Query().Where(entatt.ID(id), entatt.MessageID(msgID)).Only(p.Context(ctx))
 	if ent.IsNotFound(err) {
 		return nil, NotFound("attachment", id)
@@ -517,6 +587,27 @@ func (s *Service) Attachment(ctx context.Context, p *Principal, msgID, id string
 	if err != nil {
 		return nil, err
 	}
+	data := a.Data
+	if a.BlobID != nil {
+		b, err := s.read.Blob.Get(tenant.System(ctx), *a.BlobID)
+		if err != nil {
+			return nil, fmt.Errorf("attachment %s: blob %s: %w", a.ID, *a.BlobID, err)
+		}
+		data = b.Data
+	}
 	return &Attachment{AttachmentInfo: AttachmentInfo{ID: a.ID, Filename: a.Filename, ContentType: a.ContentType,
-		Size: a.Size, Inline: a.Inline, ContentID: nonEmpty(a.ContentID)}, Data: a.Data}, nil
+		Size: a.Size, Inline: a.Inline, ContentID: nonEmpty(a.ContentID)}, Data: data}, nil
+}
+
+// putBlob stores data once by its SHA-256 and returns the blob's id; bytes
+// already stored (by any message of any project) are not written again.
+func putBlob(ctx context.Context, cl *ent.Client, data []byte, now time.Time) (string, error) {
+	sum := sha256.Sum256(data)
+	id := hex.EncodeToString(sum[:])
+	err := cl.Blob.Create().SetID(id).SetSize(int64(len(data))).SetData(data).SetCreatedAt(now).
+		OnConflictColumns(entblob.FieldID).DoNothing().Exec(ctx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("store attachment bytes: %w", err)
+	}
+	return id, nil
 }

@@ -40,6 +40,7 @@ type Service struct {
 
 	webhookAllowPrivate bool
 	mail                MailOptions
+	eventBody           int
 	keys                sync.Map // domain id -> *email.SigningKey
 
 	touchMu sync.Mutex
@@ -62,6 +63,10 @@ type Options struct {
 	Mail MailOptions
 	// Now is the clock (tests move it to expire sign-ins); time.Now if nil.
 	Now func() time.Time
+	// EventBodyBytes caps each of a message's text, html and subject (and
+	// its details) in message events; DefaultEventBodyBytes if 0. The
+	// message is stored whole and read whole through GET /v1/messages/{id}.
+	EventBodyBytes int
 }
 
 // New returns the service over an open log.
@@ -92,6 +97,9 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if opts.Mail.Plan.MXHost == "" {
 		opts.Mail.Plan.MXHost = "mx." + opts.Mail.Domain
 	}
+	if opts.EventBodyBytes <= 0 {
+		opts.EventBodyBytes = DefaultEventBodyBytes
+	}
 	clock := opts.Now
 	if clock == nil {
 		clock = time.Now
@@ -105,7 +113,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	return &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
-		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail,
+		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail, eventBody: opts.EventBodyBytes,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
 		now:     func() time.Time { return clock().UTC().Truncate(time.Microsecond) },

@@ -54,6 +54,7 @@ func serve(args []string) error {
 	dnsResolver := s.add("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.add("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
+	eventBody := s.add("event-body-bytes", "COMM_EVENT_BODY_BYTES", "65536", "largest text, html or subject (each) a message event carries, cut on a UTF-8 boundary with \"truncated\": true; the message is kept whole")
 	verifyEvery := s.add("domain-verify-interval", "COMM_DOMAIN_VERIFY_INTERVAL", "10m", "how often pending custom domains are checked again")
 	oidcIssuer := s.add("oidc-issuer", "COMM_OIDC_ISSUER", "", "OpenID Connect issuer URL for signing in on /device (comm login); empty: local operator sign-in")
 	oidcClientID := s.add("oidc-client-id", "COMM_OIDC_CLIENT_ID", "", "OpenID Connect client id; register <base-url>/device/callback as its redirect URL")
@@ -118,6 +119,10 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	eventBodyN, err := parseInt("--event-body-bytes", *eventBody)
+	if err != nil {
+		return err
+	}
 	allowRemote, err := parseBool("--local-signin-allow-remote", *localRemote)
 	if err != nil {
 		return err
@@ -139,6 +144,7 @@ func serve(args []string) error {
 		mx = *mailDomain
 	}
 	svc, err := newService(log, messaging.Options{Logger: logger, Box: box, WebhookAllowPrivate: private,
+		EventBodyBytes: eventBodyN,
 		Mail: messaging.MailOptions{
 			Plan:            domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
 			Resolver:        resolver,

@@ -1,0 +1,304 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/smtp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/comm-gateway/comm/channels/email/inbound"
+	"github.com/comm-gateway/comm/store"
+	"github.com/comm-gateway/comm/store/storetest"
+)
+
+// startSMTP serves the gateway's inbound SMTP listener on a local port, as
+// comm serve does, and returns its address.
+func (g *gateway) startSMTP(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mx := &inbound.Server{Domain: "mail.test", Backend: g.Svc.MailBackend(), MaxMessageBytes: 32 << 20}
+	done := make(chan struct{})
+	go func() {
+		if err := mx.Serve(ln); err != nil && !errors.Is(err, inbound.ErrServerClosed) {
+			t.Errorf("smtp serve: %v", err)
+		}
+		close(done)
+	}()
+	t.Cleanup(func() { mx.Close(); <-done })
+	return ln.Addr().String()
+}
+
+// smtpSend runs one SMTP session with net/smtp.
+func smtpSend(addr, from string, to []string, msg []byte) error {
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Hello("client.test"); err != nil {
+		return err
+	}
+	if err := c.Mail(from); err != nil {
+		return err
+	}
+	for _, r := range to {
+		if err := c.Rcpt(r); err != nil {
+			return fmt.Errorf("RCPT %s: %w", r, err)
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(msg); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+// dbBytes is the size of the gateway's database: the pages SQLite uses, or
+// the total size of the PostgreSQL schema's tables (with TOAST and indexes).
+func (g *gateway) dbBytes(t *testing.T) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var n int64
+	if g.DB.IsPostgres() {
+		if err := g.DB.R.QueryRowContext(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)
+			FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+			WHERE s.nspname = current_schema() AND c.relkind = 'r'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var pages, free, size int64
+	for q, v := range map[string]*int64{"PRAGMA page_count": &pages, "PRAGMA freelist_count": &free, "PRAGMA page_size": &size} {
+		if err := g.DB.R.QueryRowContext(ctx, q).Scan(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return (pages - free) * size
+}
+
+// getAny fetches path and decodes a 200 answer into v, ignoring fields v
+// does not name.
+func (g *gateway) getAny(t *testing.T, key, path string, v any) {
+	t.Helper()
+	resp := g.do(t, request{Path: path, Key: key})
+	if resp.Status != http.StatusOK {
+		t.Fatalf("GET %s: status %d, body %.500s", path, resp.Status, resp.Body)
+	}
+	if err := json.Unmarshal(resp.Body, v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+// connectEmail connects an email inbox at address (a local part) and wants
+// 201.
+func (g *gateway) connectEmail(t *testing.T, key, address string) connection {
+	t.Helper()
+	resp := g.post(t, key, "/v1/connections", fmt.Sprintf(`{"channel":"email","config":{"address":%q}}`, address))
+	if resp.Status != http.StatusCreated {
+		t.Fatalf("connect email %s: status %d, body %s", address, resp.Status, resp.Body)
+	}
+	var c connection
+	decodeJSON(t, resp.Body, &c)
+	return c
+}
+
+// TestAttachmentStoredOnce (issue 12, item 6): one mail with a 1 MB
+// attachment to 100 inboxes of two projects grows the database by about
+// one copy of the attachment, not 100; every inbox's project downloads the
+// bytes and a third project gets 404.
+func TestAttachmentStoredOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		g := startEmailGateway(t, cfg)
+		addr := g.startSMTP(t)
+		a, b, c := g.newSandbox(t, "a"), g.newSandbox(t, "b"), g.newSandbox(t, "c")
+		var rcpts []string
+		owner := map[string]string{}
+		for i := range 100 {
+			key := a.APIKey
+			if i%2 == 1 {
+				key = b.APIKey
+			}
+			conn := g.connectEmail(t, key, fmt.Sprintf("box-%d", i))
+			rcpts = append(rcpts, *conn.Address)
+			owner[conn.ID] = key
+		}
+		data := make([]byte, 1<<20) // random: neither database compresses it
+		rand.Read(data)
+		raw := mimeMessage("box-0@mail.test", "big-1@example.org", "One attachment, 100 inboxes",
+			mailAttachment{filename: "big.bin", contentType: "application/octet-stream", data: data})
+		before := g.dbBytes(t)
+		if err := smtpSend(addr, "alice@example.org", rcpts, raw); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		grew := g.dbBytes(t) - before
+		t.Logf("a %d-byte mail with a %d-byte attachment to %d inboxes grew the database by %d bytes (%.2f MB)",
+			len(raw), len(data), len(rcpts), grew, float64(grew)/1e6)
+		if grew > 3*int64(len(data)) {
+			t.Errorf("the database grew by %d bytes for one %d-byte attachment", grew, len(data))
+		}
+
+		// Every inbox's project downloads it; the third project cannot.
+		var msgs []message
+		for _, key := range []string{a.APIKey, b.APIKey} {
+			for _, ev := range g.events(t, key, "type=message.received&limit=100") {
+				var d struct {
+					Message message `json:"message"`
+				}
+				if err := json.Unmarshal(ev.Data, &d); err != nil {
+					t.Fatal(err)
+				}
+				msgs = append(msgs, d.Message)
+			}
+		}
+		if len(msgs) != 100 {
+			t.Fatalf("%d messages stored, want 100", len(msgs))
+		}
+		for _, m := range msgs {
+			var full struct {
+				Attachments []attachmentREST `json:"attachments"`
+			}
+			key := owner[m.ConnectionID]
+			g.getAny(t, key, "/v1/messages/"+m.ID, &full)
+			if len(full.Attachments) != 1 || full.Attachments[0].Size != int64(len(data)) {
+				t.Fatalf("message %s attachments %+v", m.ID, full.Attachments)
+			}
+			url := "/v1/messages/" + m.ID + "/attachments/" + full.Attachments[0].ID
+			resp := g.do(t, request{Path: url, Key: key})
+			if resp.Status != http.StatusOK || !bytes.Equal(resp.Body, data) {
+				t.Fatalf("GET %s: status %d, %d bytes", url, resp.Status, len(resp.Body))
+			}
+			wantError(t, g.do(t, request{Path: url, Key: c.APIKey}), http.StatusNotFound, "not_found", "")
+		}
+	})
+}
+
+// TestLargeEmailEvent (issue 12, item 4, the envelope): a 3.9 MB email's
+// message.received event stays small: text and html cut to the cap with
+// "truncated": true, never details.full_text; GET /v1/messages/{id}
+// returns the whole text.
+func TestLargeEmailEvent(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		g := startEmailGateway(t, cfg)
+		addr := g.startSMTP(t)
+		a := g.newSandbox(t, "large")
+		conn := g.connectEmail(t, a.APIKey, "large")
+		// A new line of body, then a quoted history, so the text and the
+		// full text differ and both are large; and an HTML part.
+		line := "Ünïcödé text of a very long mail, line after line. "
+		body := strings.Repeat(line, 1_300_000/len(line))
+		quoted := strings.Repeat("> "+line+"\r\n", 1_300_000/len(line))
+		html := "<p>" + strings.Repeat(line, 1_300_000/len(line)) + "</p>"
+		var m bytes.Buffer
+		fmt.Fprintf(&m, "From: Alice <alice@example.org>\r\nTo: %s\r\nSubject: large\r\nMessage-ID: <large-1@example.org>\r\n", *conn.Address)
+		m.WriteString("MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=\"b\"\r\n\r\n")
+		m.WriteString("--b\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
+		m.WriteString(wrap(body) + "\r\nOn Mon, Alice wrote:\r\n" + quoted)
+		m.WriteString("--b\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
+		m.WriteString(wrap(html) + "\r\n--b--\r\n")
+		t.Logf("mail of %d bytes", m.Len())
+		if err := smtpSend(addr, "alice@example.org", []string{*conn.Address}, m.Bytes()); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		resp := g.do(t, request{Path: "/v1/events?type=message.received", Key: a.APIKey})
+		if resp.Status != http.StatusOK {
+			t.Fatalf("events: %d %s", resp.Status, resp.Body)
+		}
+		var evs []event
+		if err := json.Unmarshal(resp.Body, &evs); err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 {
+			t.Fatalf("%d events", len(evs))
+		}
+		t.Logf("the event of a %d-byte mail is %d bytes; the page %d bytes", m.Len(), len(evs[0].Data), len(resp.Body))
+		if len(evs[0].Data) > 200<<10 {
+			t.Errorf("event of %d bytes", len(evs[0].Data))
+		}
+		var ev struct {
+			Message struct {
+				ID        string          `json:"id"`
+				Text      string          `json:"text"`
+				HTML      *string         `json:"html"`
+				Truncated bool            `json:"truncated"`
+				Details   json.RawMessage `json:"details"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(evs[0].Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		em := ev.Message
+		if !em.Truncated || len(em.Text) == 0 || len(em.Text) > 64<<10 || em.HTML == nil || len(*em.HTML) > 64<<10 {
+			t.Errorf("event message: truncated %v, text %d bytes, html %v", em.Truncated, len(em.Text), em.HTML != nil)
+		}
+		if !strings.HasPrefix(em.Text, line) || !utf8Valid(em.Text) || !utf8Valid(*em.HTML) {
+			t.Errorf("event text is not the start of the body, or not valid UTF-8")
+		}
+		if bytes.Contains(em.Details, []byte("full_text")) || len(em.Details) == 0 {
+			t.Errorf("event details %s", em.Details)
+		}
+		// Nine more such mails: the page of ten, as the issue measured it.
+		for i := 2; i <= 10; i++ {
+			next := bytes.Replace(m.Bytes(), []byte("<large-1@example.org>"), fmt.Appendf(nil, "<large-%d@example.org>", i), 1)
+			if err := smtpSend(addr, "alice@example.org", []string{*conn.Address}, next); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+		page := g.do(t, request{Path: "/v1/events?limit=100", Key: a.APIKey})
+		t.Logf("GET /v1/events?limit=100 after ten %d-byte mails: %d bytes", m.Len(), len(page.Body))
+		if len(page.Body) > 10*(200<<10) {
+			t.Errorf("a page of ten such events is %d bytes", len(page.Body))
+		}
+		var full struct {
+			Text    string  `json:"text"`
+			HTML    *string `json:"html"`
+			Details struct {
+				FullText string `json:"full_text"`
+			} `json:"details"`
+		}
+		g.getAny(t, a.APIKey, "/v1/messages/"+em.ID, &full)
+		if len(full.Text) < len(body)-10 || full.HTML == nil || len(*full.HTML) < len(html)-10 ||
+			len(full.Details.FullText) < len(body)+len(quoted)/2 {
+			t.Errorf("GET message: text %d bytes (body %d), html %v, full text %d bytes",
+				len(full.Text), len(body), full.HTML != nil, len(full.Details.FullText))
+		}
+	})
+}
+
+// wrap breaks s into lines of at most 900 bytes (SMTP allows 1000),
+// between words.
+func wrap(s string) string {
+	var b strings.Builder
+	for len(s) > 900 {
+		i := strings.LastIndexByte(s[:900], ' ')
+		b.WriteString(s[:i])
+		b.WriteString("\r\n")
+		s = s[i+1:]
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+func utf8Valid(s string) bool { return utf8.ValidString(s) }
+
+
