@@ -300,5 +300,3 @@ func wrap(s string) string {
 }
 
 func utf8Valid(s string) bool { return utf8.ValidString(s) }
-
-
