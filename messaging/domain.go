@@ -30,6 +30,10 @@ type MailOptions struct {
 	// the gateway, as the SMTP listener limits mail from outside.
 	MaxMessageBytes    int64
 	MaxAttachmentBytes int64
+	// AddressQuarantine is how long a deleted inbox's address on Domain
+	// cannot be taken by another project; DefaultAddressQuarantine when 0,
+	// none when negative.
+	AddressQuarantine time.Duration
 }
 
 // Domain is a custom email domain as the API shows it.

@@ -97,6 +97,9 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if opts.Mail.Plan.MXHost == "" {
 		opts.Mail.Plan.MXHost = "mx." + opts.Mail.Domain
 	}
+	if opts.Mail.AddressQuarantine == 0 {
+		opts.Mail.AddressQuarantine = DefaultAddressQuarantine
+	}
 	if opts.EventBodyBytes <= 0 {
 		opts.EventBodyBytes = DefaultEventBodyBytes
 	}

@@ -12,9 +12,12 @@ import (
 	"net/smtp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/comm-gateway/comm/channels/email/domain"
 	"github.com/comm-gateway/comm/channels/email/inbound"
+	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
 )
@@ -300,3 +303,61 @@ func wrap(s string) string {
 }
 
 func utf8Valid(s string) bool { return utf8.ValidString(s) }
+
+// startEmailGatewayWith is startEmailGateway with more messaging options
+// (a clock, mail settings); the DNS resolver answers nothing unless set.
+func startEmailGatewayWith(t *testing.T, cfg store.Config, opts messaging.Options) *gateway {
+	t.Helper()
+	if opts.Mail.Resolver == nil {
+		opts.Mail.Resolver = domain.NewResolver("127.0.0.1:1")
+	}
+	return startGateway(t, cfg, setup{outbox: true, email: true, svc: opts})
+}
+
+// TestRoleAddresses (issue 12, item 7): role addresses on the gateway's
+// mail domain are refused with 409 naming config.address; a deleted
+// inbox's address is held back from other projects for the quarantine
+// period, while its own project may take it back at once.
+func TestRoleAddresses(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		clk := &clock{}
+		g := startEmailGatewayWith(t, cfg, messaging.Options{Now: clk.now,
+			Mail: messaging.MailOptions{AddressQuarantine: 48 * time.Hour}})
+		a, b := g.newSandbox(t, "a"), g.newSandbox(t, "b")
+		for _, local := range []string{"postmaster", "Abuse", "admin", "administrator", "hostmaster", "webmaster",
+			"root", "mailer-daemon", "noreply", "no-reply", "security", "ssl-admin", "postmaster@mail.test"} {
+			resp := g.post(t, a.APIKey, "/v1/connections", fmt.Sprintf(`{"channel":"email","config":{"address":%q}}`, local))
+			e := wantError(t, resp, http.StatusConflict, "conflict", "config.address")
+			if !strings.Contains(e.Error.Message, "reserved") {
+				t.Errorf("%s: %s", local, e.Error.Message)
+			}
+		}
+		// GraphQL answers the same.
+		res := g.gql(t, a.APIKey, `mutation { connect(input: {channel: "email", config: {address: "hostmaster"}}) { id } }`, nil)
+		gqlFail(t, res, "connect", "conflict", "config.address")
+		// Ordinary names are free.
+		g.connectEmail(t, a.APIKey, "support")
+
+		// Quarantine.
+		c := g.connectEmail(t, a.APIKey, "desk")
+		if resp := g.do(t, request{Method: http.MethodDelete, Path: "/v1/connections/" + c.ID, Key: a.APIKey}); resp.Status != http.StatusNoContent && resp.Status != http.StatusOK {
+			t.Fatalf("delete: %d %s", resp.Status, resp.Body)
+		}
+		resp := g.post(t, b.APIKey, "/v1/connections", `{"channel":"email","config":{"address":"desk"}}`)
+		if e := wantError(t, resp, http.StatusConflict, "conflict", "config.address"); !strings.Contains(e.Error.Message, "released recently") {
+			t.Errorf("quarantine: %s", e.Error.Message)
+		}
+		// Its own project takes it back, and releases it again.
+		c = g.connectEmail(t, a.APIKey, "desk")
+		g.do(t, request{Method: http.MethodDelete, Path: "/v1/connections/" + c.ID, Key: a.APIKey})
+		clk.advance(47 * time.Hour)
+		wantError(t, g.post(t, b.APIKey, "/v1/connections", `{"channel":"email","config":{"address":"desk"}}`),
+			http.StatusConflict, "conflict", "config.address")
+		clk.advance(2 * time.Hour)
+		if got := g.connectEmail(t, b.APIKey, "desk"); *got.Address != "desk@mail.test" {
+			t.Errorf("after the quarantine: %v", got.Address)
+		}
+	})
+}

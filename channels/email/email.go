@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net/mail"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -175,6 +176,43 @@ func (c *Channel) connect(ctx context.Context, conn channels.Connection) (channe
 	}
 	a.address = local + "@" + a.domain
 	return a, nil
+}
+
+// reservedLocals are the local parts no inbox on the gateway's mail domain
+// may take: the role mailboxes of RFC 2142 (network operations and support
+// services), the five addresses the CA/Browser
+// Forum's Baseline Requirements (3.2.2.4.4) let a certificate authority
+// send domain-validation mail to, and the usual system and no-reply
+// names, including the ssl* names some authorities accepted in the past.
+var reservedLocals = map[string]bool{
+	// CA/Browser Forum BR 3.2.2.4.4 (constructed email to domain contact).
+	"admin": true, "administrator": true, "webmaster": true, "hostmaster": true, "postmaster": true,
+	// RFC 2142, network operations and support services (sections 4, 5);
+	// of its business names (section 3) only info, which certificate
+	// authorities also used to write to: sales, marketing and support stay
+	// free for tenants' own desks.
+	"info": true, "abuse": true, "noc": true, "security": true,
+	"usenet": true, "news": true, "www": true, "uucp": true, "ftp": true,
+	// System, bounce and no-reply names.
+	"root": true, "mailer-daemon": true, "nobody": true, "noreply": true, "no-reply": true,
+	"do-not-reply": true, "donotreply": true, "bounce": true, "bounces": true,
+	// Certificate and operator names (older CA validation lists).
+	"ssl-admin": true, "ssladmin": true, "ssladministrator": true, "sslwebmaster": true,
+	"sysadmin": true, "it": true, "is": true, "mis": true, "trust": true, "dmarc": true,
+}
+
+// ReservedLocal reports whether local (lowercase, without +tag) is a role
+// name that no inbox on the gateway's shared mail domain may take.
+func ReservedLocal(local string) bool { return reservedLocals[local] }
+
+// ReservedLocals lists the reserved local parts, sorted.
+func ReservedLocals() []string {
+	out := make([]string, 0, len(reservedLocals))
+	for l := range reservedLocals {
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // randomLocal is a fresh local part: "inbox-" and 10 random characters

@@ -55,6 +55,7 @@ func serve(args []string) error {
 	mxHost := s.add("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
 	eventBody := s.add("event-body-bytes", "COMM_EVENT_BODY_BYTES", "65536", "largest text, html or subject (each) a message event carries, cut on a UTF-8 boundary with \"truncated\": true; the message is kept whole")
+	quarantine := s.add("address-quarantine", "COMM_ADDRESS_QUARANTINE", "720h", "how long a deleted inbox's address on the mail domain cannot be taken by another project (the same project may take it back); 0 disables")
 	verifyEvery := s.add("domain-verify-interval", "COMM_DOMAIN_VERIFY_INTERVAL", "10m", "how often pending custom domains are checked again")
 	oidcIssuer := s.add("oidc-issuer", "COMM_OIDC_ISSUER", "", "OpenID Connect issuer URL for signing in on /device (comm login); empty: local operator sign-in")
 	oidcClientID := s.add("oidc-client-id", "COMM_OIDC_CLIENT_ID", "", "OpenID Connect client id; register <base-url>/device/callback as its redirect URL")
@@ -123,6 +124,13 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	quarantineD, err := parseDuration("--address-quarantine", *quarantine)
+	if err != nil {
+		return err
+	}
+	if quarantineD == 0 {
+		quarantineD = -1 // none; messaging reads 0 as its default
+	}
 	allowRemote, err := parseBool("--local-signin-allow-remote", *localRemote)
 	if err != nil {
 		return err
@@ -146,9 +154,10 @@ func serve(args []string) error {
 	svc, err := newService(log, messaging.Options{Logger: logger, Box: box, WebhookAllowPrivate: private,
 		EventBodyBytes: eventBodyN,
 		Mail: messaging.MailOptions{
-			Plan:            domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
-			Resolver:        resolver,
-			MaxMessageBytes: int64(maxMail),
+			Plan:              domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
+			Resolver:          resolver,
+			MaxMessageBytes:   int64(maxMail),
+			AddressQuarantine: quarantineD,
 		}}, mailOpts)
 	if err != nil {
 		return err
