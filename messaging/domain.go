@@ -34,6 +34,15 @@ type MailOptions struct {
 	// cannot be taken by another project; DefaultAddressQuarantine when 0,
 	// none when negative.
 	AddressQuarantine time.Duration
+	// SandboxOutbound lets sandbox keys send mail from Domain to any
+	// outside address (by default they may write only to inboxes of this
+	// gateway and to people who wrote to the inbox first).
+	SandboxOutbound bool
+	// SandboxMailPerHour and SignedInMailPerHour are a project's hourly
+	// budgets of mail to outside addresses, by the kind of the sending
+	// key; DefaultSandboxMailPerHour and DefaultSignedInMailPerHour when 0.
+	SandboxMailPerHour  int
+	SignedInMailPerHour int
 }
 
 // Domain is a custom email domain as the API shows it.

@@ -449,6 +449,9 @@ func (s *Service) Reply(ctx context.Context, p *Principal, msgID string, in Send
 		return nil, err
 	}
 	to := counterpart(orig)
+	if err := s.checkOutboundMail(ctx, p, c, to); err != nil {
+		return nil, err
+	}
 	if in.Subject == nil && orig.Subject != nil && *orig.Subject != "" {
 		subj := *orig.Subject
 		if !strings.HasPrefix(strings.ToLower(subj), "re:") {
@@ -485,6 +488,9 @@ func (s *Service) Send(ctx context.Context, p *Principal, in SendInput) (*Messag
 		return nil, Invalid("to", "at most %d bytes, no control characters", MaxRecipient)
 	}
 	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	if err := s.checkOutboundMail(ctx, p, c, in.To); err != nil {
 		return nil, err
 	}
 	return s.enqueue(ctx, p, c, nil, in.To, "", nil, in)

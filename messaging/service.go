@@ -41,6 +41,7 @@ type Service struct {
 	webhookAllowPrivate bool
 	mail                MailOptions
 	eventBody           int
+	sends               sendCounter
 	keys                sync.Map // domain id -> *email.SigningKey
 
 	touchMu sync.Mutex
@@ -99,6 +100,12 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	}
 	if opts.Mail.AddressQuarantine == 0 {
 		opts.Mail.AddressQuarantine = DefaultAddressQuarantine
+	}
+	if opts.Mail.SandboxMailPerHour <= 0 {
+		opts.Mail.SandboxMailPerHour = DefaultSandboxMailPerHour
+	}
+	if opts.Mail.SignedInMailPerHour <= 0 {
+		opts.Mail.SignedInMailPerHour = DefaultSignedInMailPerHour
 	}
 	if opts.EventBodyBytes <= 0 {
 		opts.EventBodyBytes = DefaultEventBodyBytes

@@ -361,3 +361,81 @@ func TestRoleAddresses(t *testing.T) {
 		}
 	})
 }
+
+// TestSandboxOutboundMail (issue 12, item 8): a sandbox key cannot send
+// mail from the gateway's mail domain to an outside address (403, naming
+// "to"), but may answer (and write to) people who wrote to the inbox, and
+// write to inboxes of the gateway without limit; mail to outside addresses
+// has an hourly budget per project by the key's kind (429 with
+// Retry-After); a signed-in key may send to anyone.
+func TestSandboxOutboundMail(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		g := startEmailGatewayWith(t, cfg, messaging.Options{
+			Mail: messaging.MailOptions{SandboxMailPerHour: 3, SignedInMailPerHour: 5}})
+		addr := g.startSMTP(t)
+		a, b := g.newSandbox(t, "a"), g.newSandbox(t, "b")
+		desk := g.connectEmail(t, a.APIKey, "desk")
+		other := g.connectEmail(t, b.APIKey, "other")
+		send := func(key, connID, to string) response {
+			return g.post(t, key, "/v1/messages", fmt.Sprintf(`{"connection_id":%q,"to":%q,"text":"hello"}`, connID, to))
+		}
+
+		e := wantError(t, send(a.APIKey, desk.ID, "stranger@example.org"), http.StatusForbidden, "forbidden", "to")
+		if !strings.Contains(e.Error.Message, "signed-in key") {
+			t.Errorf("403 message: %s", e.Error.Message)
+		}
+		res := g.gql(t, a.APIKey, `mutation($c: ID!) { send(input: {connectionID: $c, to: "stranger@example.org", text: "x"}) { id } }`,
+			map[string]any{"c": desk.ID})
+		gqlFail(t, res, "send", "forbidden", "to")
+
+		// Ann writes; the sandbox answers her and writes to her again.
+		if err := smtpSend(addr, "ann@example.org", []string{*desk.Address},
+			[]byte("From: Ann <ann@example.org>\r\nSubject: hi\r\nMessage-ID: <ann-1@example.org>\r\n\r\nHello\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		evs := g.events(t, a.APIKey, "type=message.received")
+		var in struct {
+			Message struct {
+				ID string `json:"id"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(evs[len(evs)-1].Data, &in); err != nil {
+			t.Fatal(err)
+		}
+		g.queue(t, a.APIKey, "/v1/messages/"+in.Message.ID+"/reply", `{"text":"thanks"}`)
+		if resp := send(a.APIKey, desk.ID, "Ann <ANN@example.org>"); resp.Status != http.StatusAccepted {
+			t.Fatalf("send to a writer: %d %s", resp.Status, resp.Body)
+		}
+		// Inboxes of the gateway are free, beyond any budget.
+		for range 5 {
+			if resp := send(a.APIKey, desk.ID, *other.Address); resp.Status != http.StatusAccepted {
+				t.Fatalf("send to an inbox of the gateway: %d %s", resp.Status, resp.Body)
+			}
+		}
+		// The third outside mail of the hour is the sandbox's last.
+		if resp := send(a.APIKey, desk.ID, "ann@example.org"); resp.Status != http.StatusAccepted {
+			t.Fatalf("third send: %d %s", resp.Status, resp.Body)
+		}
+		resp := send(a.APIKey, desk.ID, "ann@example.org")
+		wantError(t, resp, http.StatusTooManyRequests, "rate_limited", "")
+		if ra := resp.Header.Get("Retry-After"); ra == "" || ra == "0" {
+			t.Errorf("429 with Retry-After %q", ra)
+		}
+		wantError(t, g.post(t, a.APIKey, "/v1/messages/"+in.Message.ID+"/reply", `{"text":"again"}`),
+			http.StatusTooManyRequests, "rate_limited", "")
+
+		// A signed-in key sends to anyone, within its own budget.
+		c := g.newSandbox(t, "c")
+		cDesk := g.connectEmail(t, c.APIKey, "c-desk")
+		signed := g.signIn(t, c, messaging.Identity{Issuer: "i", Subject: "mail-sender", Email: "s@example.org"})
+		wantError(t, send(c.APIKey, cDesk.ID, "stranger@example.org"), http.StatusForbidden, "forbidden", "to")
+		for i := range 5 {
+			if resp := send(signed, cDesk.ID, fmt.Sprintf("stranger%d@example.org", i)); resp.Status != http.StatusAccepted {
+				t.Fatalf("signed-in send %d: %d %s", i, resp.Status, resp.Body)
+			}
+		}
+		wantError(t, send(signed, cDesk.ID, "stranger@example.org"), http.StatusTooManyRequests, "rate_limited", "")
+	})
+}

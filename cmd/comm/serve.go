@@ -56,6 +56,9 @@ func serve(args []string) error {
 	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
 	eventBody := s.add("event-body-bytes", "COMM_EVENT_BODY_BYTES", "65536", "largest text, html or subject (each) a message event carries, cut on a UTF-8 boundary with \"truncated\": true; the message is kept whole")
 	quarantine := s.add("address-quarantine", "COMM_ADDRESS_QUARANTINE", "720h", "how long a deleted inbox's address on the mail domain cannot be taken by another project (the same project may take it back); 0 disables")
+	sandboxOut := s.add("sandbox-outbound-mail", "COMM_SANDBOX_OUTBOUND_MAIL", "false", "let sandbox keys send mail from the mail domain to any outside address (by default only to inboxes of this gateway and to people who wrote to the inbox)")
+	sandboxPerHour := s.add("sandbox-mail-per-hour", "COMM_SANDBOX_MAIL_PER_HOUR", "100", "emails to outside addresses a project may queue per hour with a sandbox key (429 with Retry-After beyond)")
+	signedInPerHour := s.add("signed-in-mail-per-hour", "COMM_SIGNED_IN_MAIL_PER_HOUR", "1000", "emails to outside addresses a project may queue per hour with a signed-in key (429 with Retry-After beyond)")
 	verifyEvery := s.add("domain-verify-interval", "COMM_DOMAIN_VERIFY_INTERVAL", "10m", "how often pending custom domains are checked again")
 	oidcIssuer := s.add("oidc-issuer", "COMM_OIDC_ISSUER", "", "OpenID Connect issuer URL for signing in on /device (comm login); empty: local operator sign-in")
 	oidcClientID := s.add("oidc-client-id", "COMM_OIDC_CLIENT_ID", "", "OpenID Connect client id; register <base-url>/device/callback as its redirect URL")
@@ -128,6 +131,18 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	sandboxOutB, err := parseBool("--sandbox-outbound-mail", *sandboxOut)
+	if err != nil {
+		return err
+	}
+	sandboxPerHourN, err := parseInt("--sandbox-mail-per-hour", *sandboxPerHour)
+	if err != nil {
+		return err
+	}
+	signedInPerHourN, err := parseInt("--signed-in-mail-per-hour", *signedInPerHour)
+	if err != nil {
+		return err
+	}
 	if quarantineD == 0 {
 		quarantineD = -1 // none; messaging reads 0 as its default
 	}
@@ -154,10 +169,13 @@ func serve(args []string) error {
 	svc, err := newService(log, messaging.Options{Logger: logger, Box: box, WebhookAllowPrivate: private,
 		EventBodyBytes: eventBodyN,
 		Mail: messaging.MailOptions{
-			Plan:              domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
-			Resolver:          resolver,
-			MaxMessageBytes:   int64(maxMail),
-			AddressQuarantine: quarantineD,
+			Plan:                domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
+			Resolver:            resolver,
+			MaxMessageBytes:     int64(maxMail),
+			AddressQuarantine:   quarantineD,
+			SandboxOutbound:     sandboxOutB,
+			SandboxMailPerHour:  sandboxPerHourN,
+			SignedInMailPerHour: signedInPerHourN,
 		}}, mailOpts)
 	if err != nil {
 		return err
