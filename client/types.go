@@ -14,6 +14,7 @@ const (
 	EventConnectionActive     = "connection.active"
 	EventConnectionAuthorized = "connection.authorized"
 	EventDomainVerified       = "domain.verified"
+	EventDomainUnverified     = "domain.unverified"
 	EventWebhookDisabled      = "webhook.disabled"
 	EventWebhookEnabled       = "webhook.enabled"
 )
@@ -188,8 +189,11 @@ type AttachmentFile struct {
 
 // Domain statuses and domain record states.
 const (
-	DomainPending  = "pending"
-	DomainVerified = "verified"
+	DomainPending = "pending"
+	// DomainUnverified: verified once, then its ownership record was
+	// missing past the gateway's grace period.
+	DomainUnverified = "unverified"
+	DomainVerified   = "verified"
 
 	RecordPending  = "pending"
 	RecordFound    = "found"

@@ -107,6 +107,9 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if opts.Mail.SignedInMailPerHour <= 0 {
 		opts.Mail.SignedInMailPerHour = DefaultSignedInMailPerHour
 	}
+	if opts.Mail.OwnershipGrace <= 0 {
+		opts.Mail.OwnershipGrace = DefaultOwnershipGrace
+	}
 	if opts.EventBodyBytes <= 0 {
 		opts.EventBodyBytes = DefaultEventBodyBytes
 	}

@@ -10,11 +10,15 @@ import (
 	"net"
 	"net/http"
 	"net/smtp"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	miekgdns "github.com/miekg/dns"
+
+	"github.com/comm-gateway/comm/channels/email/dnstest"
 	"github.com/comm-gateway/comm/channels/email/domain"
 	"github.com/comm-gateway/comm/channels/email/inbound"
 	"github.com/comm-gateway/comm/messaging"
@@ -437,5 +441,134 @@ func TestSandboxOutboundMail(t *testing.T) {
 			}
 		}
 		wantError(t, send(signed, cDesk.ID, "stranger@example.org"), http.StatusTooManyRequests, "rate_limited", "")
+	})
+}
+
+// addVerifiedDomain adds name to the project of key, publishes its
+// required records on dns and verifies it.
+func (g *gateway) addVerifiedDomain(t *testing.T, dns *dnstest.Server, key, name string) domainREST {
+	t.Helper()
+	resp := g.post(t, key, "/v1/domains", fmt.Sprintf(`{"domain":%q}`, name))
+	if resp.Status != http.StatusCreated {
+		t.Fatalf("add domain: %d %s", resp.Status, resp.Body)
+	}
+	var d domainREST
+	decodeJSON(t, resp.Body, &d)
+	for _, r := range d.Records {
+		if r.Required {
+			typ := miekgdns.TypeTXT
+			if r.Type == "MX" {
+				typ = miekgdns.TypeMX
+			}
+			dns.Remove(r.Name, typ) // what an earlier owner published
+			dns.Publish(t, r.Zone)
+		}
+	}
+	resp = g.post(t, key, "/v1/domains/"+d.ID+"/verify", "")
+	decodeJSON(t, resp.Body, &d)
+	if resp.Status != http.StatusOK || d.Status != "verified" {
+		t.Fatalf("verify: %d %+v", resp.Status, d)
+	}
+	return d
+}
+
+// TestDomainTakenBack (issue 12, item 10): a verified domain whose
+// ownership record stays missing past the grace period is unverified
+// (domain.unverified; no signing or sending, no new inboxes) and verified
+// again when the record is back; deleting a domain retires its inboxes
+// (mail to them is refused with 550) and the next owner takes the domain
+// and its addresses.
+func TestDomainTakenBack(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		dns := dnstest.Start(t)
+		clk := &clock{}
+		g := startEmailGatewayWith(t, cfg, messaging.Options{Now: clk.now, Mail: messaging.MailOptions{
+			Resolver: domain.NewResolver(dns.Addr), Plan: domain.PlanConfig{MXHost: "mx.mail.test", SPFInclude: "spf.mail.test"},
+			OwnershipGrace: 72 * time.Hour}})
+		addr := g.startSMTP(t)
+		ctx := context.Background()
+		a, b := g.newSandbox(t, "first owner"), g.newSandbox(t, "next owner")
+		d := g.addVerifiedDomain(t, dns, a.APIKey, "example.com")
+		support := g.connectEmail(t, a.APIKey, "support@example.com")
+		local := g.connectEmail(t, a.APIKey, "local")
+		hello := []byte("From: ann@example.org\r\nSubject: hi\r\nMessage-ID: <m1@example.org>\r\n\r\nHello\r\n")
+		if err := smtpSend(addr, "ann@example.org", []string{"support@example.com"}, hello); err != nil {
+			t.Fatalf("mail to the custom domain: %v", err)
+		}
+
+		// The ownership record goes; the first re-check notices, and the
+		// grace runs from then.
+		dns.Remove("_comm-verify.example.com", miekgdns.TypeTXT)
+		get := func() domainREST {
+			var v domainREST
+			g.getAny(t, a.APIKey, "/v1/domains/"+d.ID, &v)
+			return v
+		}
+		for i := range 4 {
+			clk.advance(25 * time.Hour)
+			if _, err := g.Svc.VerifyPending(ctx, 10*time.Minute, 20); err != nil {
+				t.Fatal(err)
+			}
+			want := "verified"
+			if i == 3 {
+				want = "unverified"
+			}
+			if v := get(); v.Status != want || v.LastError == nil {
+				t.Fatalf("after %d h: status %s, last error %v", 25*(i+1), v.Status, v.LastError)
+			}
+		}
+		if evs := g.events(t, a.APIKey, "type=domain.unverified"); len(evs) != 1 || !strings.Contains(string(evs[0].Data), d.ID) {
+			t.Fatalf("domain.unverified events: %+v", evs)
+		}
+		// No new inboxes, no more mail from it.
+		resp := g.post(t, a.APIKey, "/v1/connections", `{"channel":"email","config":{"address":"sales@example.com"}}`)
+		if e := wantError(t, resp, http.StatusBadRequest, "invalid_parameter", "config"); !strings.Contains(e.Error.Message, "not a verified domain") {
+			t.Errorf("new inbox on an unverified domain: %s", e.Error.Message)
+		}
+		out := g.queue(t, a.APIKey, "/v1/messages", fmt.Sprintf(`{"connection_id":%q,"to":%q,"text":"x"}`, support.ID, *local.Address))
+		failed := g.waitMessage(t, a.APIKey, out.ID, "failed", func(m message) bool { return m.Status == "failed" })
+		if failed.Error == nil || !strings.Contains(*failed.Error, "no longer a verified domain") {
+			t.Errorf("send from an unverified domain: %+v", failed)
+		}
+		// The record is back: verified again.
+		for _, r := range d.Records {
+			if r.Kind == "ownership" {
+				dns.Publish(t, r.Zone)
+			}
+		}
+		clk.advance(11 * time.Minute)
+		if _, err := g.Svc.VerifyPending(ctx, 10*time.Minute, 20); err != nil {
+			t.Fatal(err)
+		}
+		if v := get(); v.Status != "verified" {
+			t.Fatalf("record back: %+v", v)
+		}
+		if evs := g.events(t, a.APIKey, "type=domain.verified"); len(evs) != 2 {
+			t.Fatalf("%d domain.verified events", len(evs))
+		}
+
+		// Deleting the domain retires its inboxes; the next owner takes it.
+		if resp := g.do(t, request{Method: http.MethodDelete, Path: "/v1/domains/" + d.ID, Key: a.APIKey}); resp.Status != http.StatusNoContent {
+			t.Fatalf("delete domain: %d %s", resp.Status, resp.Body)
+		}
+		wantError(t, g.do(t, request{Path: "/v1/connections/" + support.ID, Key: a.APIKey}), http.StatusNotFound, "not_found", "")
+		g.getAny(t, a.APIKey, "/v1/connections/"+local.ID, &connection{}) // other inboxes stay
+		err := smtpSend(addr, "ann@example.org", []string{"support@example.com"}, hello)
+		var te *textproto.Error
+		if !errors.As(err, &te) || te.Code != 550 {
+			t.Fatalf("mail to a retired inbox: %v", err)
+		}
+		g.addVerifiedDomain(t, dns, b.APIKey, "example.com")
+		if c := g.connectEmail(t, b.APIKey, "support@example.com"); *c.Address != "support@example.com" {
+			t.Fatalf("next owner's inbox %v", c.Address)
+		}
+		if err := smtpSend(addr, "ann@example.org", []string{"support@example.com"}, hello); err != nil {
+			t.Fatalf("mail to the next owner: %v", err)
+		}
+		if evs := g.events(t, b.APIKey, "type=message.received"); len(evs) != 1 {
+			t.Fatalf("next owner received %d messages", len(evs))
+		}
 	})
 }

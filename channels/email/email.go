@@ -272,9 +272,22 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 	if err != nil {
 		return channels.SendResult{}, fmt.Errorf("%w: %w", err, channels.ErrPermanent)
 	}
-	if a.dkim != nil {
-		if raw, err = outbound.SignDKIM(raw, a.dkim.Domain, a.dkim.Selector, a.dkim.Key); err != nil {
-			return channels.SendResult{}, fmt.Errorf("email: dkim sign for %s: %v: %w", a.dkim.Domain, err, channels.ErrTransient)
+	key := a.dkim
+	if g := a.ch.gateway(); g != nil && a.domain != a.ch.opts.MailDomain {
+		// A custom domain signs only while it is verified: ask each time,
+		// so a domain deleted or unverified since the inbox was made
+		// sends nothing more under its name.
+		if key, err = g.SigningKey(ctx, a.conn.ProjectID, a.domain); err != nil {
+			if errors.Is(err, ErrNotVerified) {
+				return channels.SendResult{}, fmt.Errorf("email: %s is no longer a verified domain of this project; mail from %s is not sent: %w",
+					a.domain, a.address, channels.ErrPermanent)
+			}
+			return channels.SendResult{}, fmt.Errorf("email: signing key of %s: %v: %w", a.domain, err, channels.ErrTransient)
+		}
+	}
+	if key != nil {
+		if raw, err = outbound.SignDKIM(raw, key.Domain, key.Selector, key.Key); err != nil {
+			return channels.SendResult{}, fmt.Errorf("email: dkim sign for %s: %v: %w", key.Domain, err, channels.ErrTransient)
 		}
 	}
 	res := channels.SendResult{ProviderID: messageID}

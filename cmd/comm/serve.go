@@ -59,6 +59,7 @@ func serve(args []string) error {
 	sandboxOut := s.add("sandbox-outbound-mail", "COMM_SANDBOX_OUTBOUND_MAIL", "false", "let sandbox keys send mail from the mail domain to any outside address (by default only to inboxes of this gateway and to people who wrote to the inbox)")
 	sandboxPerHour := s.add("sandbox-mail-per-hour", "COMM_SANDBOX_MAIL_PER_HOUR", "100", "emails to outside addresses a project may queue per hour with a sandbox key (429 with Retry-After beyond)")
 	signedInPerHour := s.add("signed-in-mail-per-hour", "COMM_SIGNED_IN_MAIL_PER_HOUR", "1000", "emails to outside addresses a project may queue per hour with a signed-in key (429 with Retry-After beyond)")
+	ownershipGrace := s.add("domain-ownership-grace", "COMM_DOMAIN_OWNERSHIP_GRACE", "72h", "how long a verified custom domain's ownership TXT record may be missing on re-checks before the domain is unverified (no signing, no new inboxes, domain.unverified)")
 	verifyEvery := s.add("domain-verify-interval", "COMM_DOMAIN_VERIFY_INTERVAL", "10m", "how often pending custom domains are checked again")
 	oidcIssuer := s.add("oidc-issuer", "COMM_OIDC_ISSUER", "", "OpenID Connect issuer URL for signing in on /device (comm login); empty: local operator sign-in")
 	oidcClientID := s.add("oidc-client-id", "COMM_OIDC_CLIENT_ID", "", "OpenID Connect client id; register <base-url>/device/callback as its redirect URL")
@@ -143,6 +144,10 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	graceOwn, err := parseDuration("--domain-ownership-grace", *ownershipGrace)
+	if err != nil {
+		return err
+	}
 	if quarantineD == 0 {
 		quarantineD = -1 // none; messaging reads 0 as its default
 	}
@@ -176,6 +181,7 @@ func serve(args []string) error {
 			SandboxOutbound:     sandboxOutB,
 			SandboxMailPerHour:  sandboxPerHourN,
 			SignedInMailPerHour: signedInPerHourN,
+			OwnershipGrace:      graceOwn,
 		}}, mailOpts)
 	if err != nil {
 		return err
