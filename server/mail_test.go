@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,8 @@ import (
 	"github.com/comm-gateway/comm/channels/email/dnstest"
 	"github.com/comm-gateway/comm/channels/email/domain"
 	"github.com/comm-gateway/comm/channels/email/inbound"
+	"github.com/comm-gateway/comm/channels/email/outbound"
+	"github.com/comm-gateway/comm/channels/email/smtptest"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
@@ -571,4 +574,111 @@ func TestDomainTakenBack(t *testing.T) {
 			t.Fatalf("next owner received %d messages", len(evs))
 		}
 	})
+}
+
+// TestMailHeaderSanitised (issue 12, item 12): an inbound subject and name
+// with encoded CR/LF are stored as one line, and answers to them (and to a
+// subject stored with CR/LF before this fix) are sent, not failed.
+func TestMailHeaderSanitised(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		g := startEmailGateway(t, cfg)
+		addr := g.startSMTP(t)
+		a, b := g.newSandbox(t, "a"), g.newSandbox(t, "b")
+		desk := g.connectEmail(t, a.APIKey, "desk")
+		writer := g.connectEmail(t, b.APIKey, "writer")
+		// "a\r\nBcc: victim@example.org" and a name with a line break.
+		raw := fmt.Sprintf("From: =?UTF-8?B?%s?= <%s>\r\nTo: %s\r\nSubject: =?UTF-8?B?%s?=\r\nMessage-ID: <crlf-1@mail.test>\r\n\r\nhello\r\n",
+			base64.StdEncoding.EncodeToString([]byte("Eve\r\nBcc: x@example.org")), *writer.Address, *desk.Address,
+			base64.StdEncoding.EncodeToString([]byte("a\r\nBcc: victim@example.org")))
+		if err := smtpSend(addr, *writer.Address, []string{*desk.Address}, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		var in struct {
+			Message struct {
+				ID      string  `json:"id"`
+				Subject *string `json:"subject"`
+				Details struct {
+					FromName string `json:"from_name"`
+				} `json:"details"`
+			} `json:"message"`
+		}
+		evs := g.events(t, a.APIKey, "type=message.received")
+		if err := json.Unmarshal(evs[0].Data, &in); err != nil {
+			t.Fatal(err)
+		}
+		if s := in.Message.Subject; s == nil || *s != "a Bcc: victim@example.org" || in.Message.Details.FromName != "Eve Bcc: x@example.org" {
+			t.Fatalf("stored subject %q, name %q", *s, in.Message.Details.FromName)
+		}
+		out := g.queue(t, a.APIKey, "/v1/messages/"+in.Message.ID+"/reply", `{"text":"answer"}`)
+		if m := g.waitMessage(t, a.APIKey, out.ID, "sent", func(m message) bool { return m.Status != "queued" && m.Status != "sending" }); m.Status != "sent" {
+			t.Fatalf("reply: %+v (error %v)", m, m.Error)
+		}
+		// A subject stored with CR/LF (before this fix) is answered too.
+		if _, err := g.DB.W.Exec(g.DB.Rebind("UPDATE messages SET subject = ? WHERE id = ?"), "b\r\nBcc: victim@example.org", in.Message.ID); err != nil {
+			t.Fatal(err)
+		}
+		out = g.queue(t, a.APIKey, "/v1/messages/"+in.Message.ID+"/reply", `{"text":"again"}`)
+		if m := g.waitMessage(t, a.APIKey, out.ID, "sent", func(m message) bool { return m.Status != "queued" && m.Status != "sending" }); m.Status != "sent" {
+			t.Fatalf("reply to a stored CR/LF subject: %+v (error %v)", m, *m.Error)
+		}
+		var got []struct {
+			Message struct {
+				Subject *string `json:"subject"`
+			} `json:"message"`
+		}
+		for _, ev := range g.events(t, b.APIKey, "type=message.received") {
+			var e struct {
+				Message struct {
+					Subject *string `json:"subject"`
+				} `json:"message"`
+			}
+			if err := json.Unmarshal(ev.Data, &e); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e)
+		}
+		if len(got) != 2 || *got[1].Message.Subject != "Re: b Bcc: victim@example.org" {
+			t.Fatalf("the writer received %+v", got)
+		}
+	})
+}
+
+// TestRelayErrorNeutral (issue 12, item 12): a relay failure shown on a
+// message names no relay host, port or address; the operator's log has it.
+func TestRelayErrorNeutral(t *testing.T) {
+	t.Parallel()
+	relay := smtptest.StartRelay(t, smtptest.RelayOptions{})
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downAddr := down.Addr().String()
+	down.Close() // nothing answers here
+	for _, tc := range []struct {
+		name, relay, to, status, want string
+	}{
+		{"refused recipient", relay.Addr, "nobody@customer.test", "failed", "550"},
+		{"relay down", downAddr, "ann@customer.test", "queued", "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := outbound.ParseRelay("smtp://" + tc.relay)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := startGateway(t, storetest.SQLite(t), setup{outbox: true, email: true, relay: r,
+				svc: messaging.Options{Mail: messaging.MailOptions{Resolver: domain.NewResolver("127.0.0.1:1"), SandboxOutbound: true}}})
+			a := g.newSandbox(t, "a")
+			desk := g.connectEmail(t, a.APIKey, "desk")
+			out := g.queue(t, a.APIKey, "/v1/messages", fmt.Sprintf(`{"connection_id":%q,"to":%q,"text":"x"}`, desk.ID, tc.to))
+			m := g.waitMessage(t, a.APIKey, out.ID, tc.status, func(m message) bool { return m.Error != nil })
+			host, port, _ := net.SplitHostPort(tc.relay)
+			if m.Status != tc.status || !strings.Contains(*m.Error, tc.want) || !strings.Contains(*m.Error, "the mail relay") ||
+				strings.Contains(*m.Error, host) || strings.Contains(*m.Error, ":"+port) {
+				t.Errorf("status %s, error %q", m.Status, *m.Error)
+			}
+		})
+	}
 }

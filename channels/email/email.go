@@ -22,6 +22,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/mail"
 	"regexp"
 	"slices"
@@ -82,6 +84,9 @@ type Options struct {
 	Relay Submitter
 	// DKIM, when set, signs mail sent from MailDomain.
 	DKIM *SigningKey
+	// Logger receives the details of relay failures, which tenants see
+	// only without the relay's address; slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Channel is the email channel of one gateway.
@@ -305,9 +310,47 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 			to.Address, channels.ErrPermanent)
 	}
 	if err := a.ch.opts.Relay.Send(ctx, a.address, []string{to.Address}, raw); err != nil {
-		return channels.SendResult{}, err
+		logger := a.ch.opts.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Warn("email: relay submission failed", "connection", a.conn.ID, "from", a.address, "to", to.Address, "err", err)
+		return channels.SendResult{}, &relayError{msg: neutralRelayText(err.Error(), a.ch.opts.Relay), err: err}
 	}
 	return res, nil
+}
+
+// relayError is a relay failure as the tenant sees it (the message's
+// error): its text names no relay host, port or address; the operator's
+// log has the original. Unwrap keeps its class (transient or permanent).
+type relayError struct {
+	msg string
+	err error
+}
+
+func (e *relayError) Error() string { return e.msg }
+func (e *relayError) Unwrap() error { return e.err }
+
+// Internal addresses in relay errors: host:port, [v6]:port, IPv4 and
+// IPv6 literals.
+var (
+	hostPortRE = regexp.MustCompile(`\[[0-9A-Fa-f:.]+\](:\d{1,5})?|\b[A-Za-z0-9][A-Za-z0-9.-]*:\d{1,5}\b`)
+	ipv4RE     = regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}\b`)
+	ipv6RE     = regexp.MustCompile(`\b[0-9A-Fa-f]{1,4}(:[0-9A-Fa-f]{0,4}){3,7}\b`)
+)
+
+// neutralRelayText replaces the relay's host and port, and any other
+// network address, in a relay error with a neutral phrase.
+func neutralRelayText(msg string, relay Submitter) string {
+	if r, ok := relay.(*outbound.Relay); ok && r.Addr != "" {
+		msg = strings.ReplaceAll(msg, r.Addr, "the mail relay")
+		if host, _, err := net.SplitHostPort(r.Addr); err == nil && host != "" {
+			msg = strings.ReplaceAll(msg, host, "the mail relay")
+		}
+	}
+	msg = hostPortRE.ReplaceAllString(msg, "the mail relay")
+	msg = ipv4RE.ReplaceAllString(msg, "an internal address")
+	return ipv6RE.ReplaceAllString(msg, "an internal address")
 }
 
 // references is the References list of an answer: the thread so far,

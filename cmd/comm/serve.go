@@ -158,7 +158,7 @@ func serve(args []string) error {
 	if *oidcIssuer != "" && *oidcClientID == "" {
 		return errors.New("--oidc-issuer needs --oidc-client-id (COMM_OIDC_CLIENT_ID)")
 	}
-	mailOpts := email.Options{MailDomain: *mailDomain}
+	mailOpts := email.Options{MailDomain: *mailDomain, Logger: logger}
 	if *smtpRelay != "" {
 		relay, err := outbound.ParseRelay(*smtpRelay)
 		if err != nil {
