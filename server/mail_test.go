@@ -682,3 +682,44 @@ func TestRelayErrorNeutral(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachmentInlineRows: attachment rows written before blobs existed
+// (bytes inline, no blob_id) still download, after the schema upgrade.
+func TestAttachmentInlineRows(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		g := startEmailGateway(t, cfg)
+		a, b := g.newSandbox(t, "a"), g.newSandbox(t, "b")
+		desk := g.connectEmail(t, a.APIKey, "desk")
+		data := []byte("%PDF-1.4 an invoice from before blobs")
+		raw := mimeMessage(*desk.Address, "old-1@example.org", "Old", mailAttachment{filename: "old.pdf", contentType: "application/pdf", data: data})
+		if ok, err := g.Svc.DeliverLocal(context.Background(), "alice@example.org", *desk.Address, raw); err != nil || !ok {
+			t.Fatalf("DeliverLocal: %v %v", ok, err)
+		}
+		// Make the row what an older gateway wrote: the bytes inline.
+		for _, q := range []string{
+			"UPDATE attachments SET data = (SELECT data FROM blobs WHERE blobs.id = attachments.blob_id), blob_id = NULL",
+			"DELETE FROM blobs",
+		} {
+			if _, err := g.DB.W.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		evs := g.events(t, a.APIKey, "type=message.received")
+		var in struct {
+			Message struct {
+				ID          string           `json:"id"`
+				Attachments []attachmentREST `json:"attachments"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(evs[0].Data, &in); err != nil || len(in.Message.Attachments) != 1 {
+			t.Fatalf("event %s: %v", evs[0].Data, err)
+		}
+		url := "/v1/messages/" + in.Message.ID + "/attachments/" + in.Message.Attachments[0].ID
+		if resp := g.do(t, request{Path: url, Key: a.APIKey}); resp.Status != http.StatusOK || !bytes.Equal(resp.Body, data) {
+			t.Fatalf("GET %s: %d %q", url, resp.Status, resp.Body)
+		}
+		wantError(t, g.do(t, request{Path: url, Key: b.APIKey}), http.StatusNotFound, "not_found", "")
+	})
+}
