@@ -158,7 +158,12 @@ type Message struct {
 	// Details is channel-specific JSON, absent on channels without it.
 	// Email: message_id, from_name, to, cc, in_reply_to, references, date,
 	// mail_from, full_text, auth (sender authentication) and warnings.
+	// A message in an event never carries full_text.
 	Details json.RawMessage `json:"details,omitempty"`
+	// Truncated is set on a message in an event that carries less than
+	// the message: text, html or subject cut to the gateway's cap, or
+	// details left out. Client.Message reads it whole.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // AttachmentInfo describes an attachment of a message; Client.Attachment
