@@ -110,18 +110,20 @@ type receivedMessage struct {
 const DefaultEventBodyBytes = 64 << 10
 
 // envelope bounds what an outsider's message may add to an event: subject,
-// text and html are each cut to s.eventBody bytes (on a UTF-8 boundary),
+// text and html are each cut (between characters) so that each takes at
+// most s.eventBody bytes of the event's JSON,
 // details.full_text (the whole body, quoted history included) is never
 // carried, and details larger than the cap are left out. Anything cut or
 // left out sets Truncated; the message itself is stored whole.
 func (s *Service) envelope(m *receivedMessage) {
 	limit := s.eventBody
 	cut := func(v string) string {
-		if len(v) <= limit {
+		if len(v) <= limit/6 { // fits however it is escaped
 			return v
 		}
-		m.Truncated = true
-		return truncateUTF8(v, limit)
+		out, cut := truncateJSON(v, limit)
+		m.Truncated = m.Truncated || cut
+		return out
 	}
 	m.Text = cut(m.Text)
 	if m.HTML != nil {
@@ -149,15 +151,30 @@ func (s *Service) envelope(m *receivedMessage) {
 	}
 }
 
-// truncateUTF8 cuts v to at most n bytes without splitting a character.
-func truncateUTF8(v string, n int) string {
-	if len(v) <= n {
-		return v
+// truncateJSON cuts v, between characters, to the longest prefix whose
+// JSON string encoding (as encoding/json writes it: <, > and & as \u003c
+// ..., control characters escaped) takes at most n bytes, and reports
+// whether it cut.
+func truncateJSON(v string, n int) (string, bool) {
+	size := 0
+	for i, r := range v {
+		var w int
+		switch {
+		case r == utf8.RuneError:
+			w = 6 // \ufffd, for an invalid byte
+		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+			w = 2
+		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
+			w = 6
+		default:
+			w = utf8.RuneLen(r)
+		}
+		if size+w > n {
+			return v[:i], true
+		}
+		size += w
 	}
-	for n > 0 && !utf8.RuneStart(v[n]) {
-		n--
-	}
-	return v[:n]
+	return v, false
 }
 
 // messageEvent is the data of message.received, message.sent and

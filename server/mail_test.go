@@ -279,6 +279,21 @@ func TestLargeEmailEvent(t *testing.T) {
 		if len(page.Body) > 10*(200<<10) {
 			t.Errorf("a page of ten such events is %d bytes", len(page.Body))
 		}
+		// Markup and control characters take six bytes each in the JSON
+		// (\u003c ...): the cap counts the encoded bytes.
+		var h bytes.Buffer
+		fmt.Fprintf(&h, "From: alice@example.org\r\nTo: %s\r\nSubject: markup\r\nMessage-ID: <markup-1@example.org>\r\n", *conn.Address)
+		h.WriteString("MIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n")
+		h.WriteString(wrap(strings.Repeat("<i>&amp;</i> <b>&lt;&gt;</b> ", 20_000)) + "\r\n")
+		if err := smtpSend(addr, "alice@example.org", []string{*conn.Address}, h.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		evs = g.events(t, a.APIKey, "type=message.received&after_seq="+fmt.Sprint(evs[0].Seq)+"&limit=100")
+		last := evs[len(evs)-1]
+		t.Logf("the event of a %d-byte mail of markup is %d bytes", h.Len(), len(last.Data))
+		if len(last.Data) > 200<<10 || !strings.Contains(string(last.Data), `"truncated":true`) {
+			t.Errorf("markup event of %d bytes", len(last.Data))
+		}
 		var full struct {
 			Text    string  `json:"text"`
 			HTML    *string `json:"html"`

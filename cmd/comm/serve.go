@@ -54,7 +54,7 @@ func serve(args []string) error {
 	dnsResolver := s.add("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.add("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
-	eventBody := s.add("event-body-bytes", "COMM_EVENT_BODY_BYTES", "65536", "largest text, html or subject (each) a message event carries, cut on a UTF-8 boundary with \"truncated\": true; the message is kept whole")
+	eventBody := s.add("event-body-bytes", "COMM_EVENT_BODY_BYTES", "65536", "bytes of JSON each of the text, html and subject of a message may take in a message event (cut between characters, with \"truncated\": true); the message is stored and read whole")
 	quarantine := s.add("address-quarantine", "COMM_ADDRESS_QUARANTINE", "720h", "how long a deleted inbox's address on the mail domain cannot be taken by another project (the same project may take it back); 0 disables")
 	sandboxOut := s.add("sandbox-outbound-mail", "COMM_SANDBOX_OUTBOUND_MAIL", "false", "let sandbox keys send mail from the mail domain to any outside address (by default only to inboxes of this gateway and to people who wrote to the inbox)")
 	sandboxPerHour := s.add("sandbox-mail-per-hour", "COMM_SANDBOX_MAIL_PER_HOUR", "100", "emails to outside addresses a project may queue per hour with a sandbox key (429 with Retry-After beyond)")
