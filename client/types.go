@@ -14,6 +14,7 @@ const (
 	EventConnectionActive     = "connection.active"
 	EventConnectionAuthorized = "connection.authorized"
 	EventDomainVerified       = "domain.verified"
+	EventDomainUnverified     = "domain.unverified"
 	EventWebhookDisabled      = "webhook.disabled"
 	EventWebhookEnabled       = "webhook.enabled"
 )
@@ -157,7 +158,12 @@ type Message struct {
 	// Details is channel-specific JSON, absent on channels without it.
 	// Email: message_id, from_name, to, cc, in_reply_to, references, date,
 	// mail_from, full_text, auth (sender authentication) and warnings.
+	// A message in an event never carries full_text.
 	Details json.RawMessage `json:"details,omitempty"`
+	// Truncated is set on a message in an event that carries less than
+	// the message: text, html or subject cut to the gateway's cap, or
+	// details left out. Client.Message reads it whole.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // AttachmentInfo describes an attachment of a message; Client.Attachment
@@ -188,8 +194,11 @@ type AttachmentFile struct {
 
 // Domain statuses and domain record states.
 const (
-	DomainPending  = "pending"
-	DomainVerified = "verified"
+	DomainPending = "pending"
+	// DomainUnverified: verified once, then its ownership record was
+	// missing past the gateway's grace period.
+	DomainUnverified = "unverified"
+	DomainVerified   = "verified"
 
 	RecordPending  = "pending"
 	RecordFound    = "found"

@@ -33,8 +33,10 @@ type Attachment struct {
 	Inline bool `json:"inline,omitempty"`
 	// Size holds the value of the "size" field.
 	Size int64 `json:"size,omitempty"`
-	// Data holds the value of the "data" field.
-	Data         []byte `json:"data,omitempty"`
+	// the bytes, on rows from before blob_id; empty when blob_id is set
+	Data []byte `json:"data,omitempty"`
+	// the Blob (SHA-256 of the bytes) holding this attachment's bytes
+	BlobID       *string `json:"blob_id,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -49,7 +51,7 @@ func (*Attachment) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case attachment.FieldSize:
 			values[i] = new(sql.NullInt64)
-		case attachment.FieldID, attachment.FieldProjectID, attachment.FieldMessageID, attachment.FieldFilename, attachment.FieldContentType, attachment.FieldContentID:
+		case attachment.FieldID, attachment.FieldProjectID, attachment.FieldMessageID, attachment.FieldFilename, attachment.FieldContentType, attachment.FieldContentID, attachment.FieldBlobID:
 			values[i] = new(sql.NullString)
 		case attachment.FieldCreatedAt:
 			values[i] = new(sql.NullTime)
@@ -128,6 +130,13 @@ func (_m *Attachment) assignValues(columns []string, values []any) error {
 			} else if value != nil {
 				_m.Data = *value
 			}
+		case attachment.FieldBlobID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field blob_id", values[i])
+			} else if value.Valid {
+				_m.BlobID = new(string)
+				*_m.BlobID = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -190,6 +199,11 @@ func (_m *Attachment) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("data=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Data))
+	builder.WriteString(", ")
+	if v := _m.BlobID; v != nil {
+		builder.WriteString("blob_id=")
+		builder.WriteString(*v)
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -109,6 +109,20 @@ func (_c *AttachmentCreate) SetData(v []byte) *AttachmentCreate {
 	return _c
 }
 
+// SetBlobID sets the "blob_id" field.
+func (_c *AttachmentCreate) SetBlobID(v string) *AttachmentCreate {
+	_c.mutation.SetBlobID(v)
+	return _c
+}
+
+// SetNillableBlobID sets the "blob_id" field if the given value is not nil.
+func (_c *AttachmentCreate) SetNillableBlobID(v *string) *AttachmentCreate {
+	if v != nil {
+		_c.SetBlobID(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *AttachmentCreate) SetID(v string) *AttachmentCreate {
 	_c.mutation.SetID(v)
@@ -286,6 +300,10 @@ func (_c *AttachmentCreate) createSpec() (*Attachment, *sqlgraph.CreateSpec) {
 		_spec.SetField(attachment.FieldData, field.TypeBytes, value)
 		_node.Data = value
 	}
+	if value, ok := _c.mutation.BlobID(); ok {
+		_spec.SetField(attachment.FieldBlobID, field.TypeString, value)
+		_node.BlobID = &value
+	}
 	return _node, _spec
 }
 
@@ -381,6 +399,9 @@ func (u *AttachmentUpsertOne) UpdateNewValues() *AttachmentUpsertOne {
 		}
 		if _, exists := u.create.mutation.Data(); exists {
 			s.SetIgnore(attachment.FieldData)
+		}
+		if _, exists := u.create.mutation.BlobID(); exists {
+			s.SetIgnore(attachment.FieldBlobID)
 		}
 	}))
 	return u
@@ -622,6 +643,9 @@ func (u *AttachmentUpsertBulk) UpdateNewValues() *AttachmentUpsertBulk {
 			}
 			if _, exists := b.mutation.Data(); exists {
 				s.SetIgnore(attachment.FieldData)
+			}
+			if _, exists := b.mutation.BlobID(); exists {
+				s.SetIgnore(attachment.FieldBlobID)
 			}
 		}
 	}))

@@ -74,6 +74,9 @@ func (_u *AttachmentUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	if _u.mutation.ContentIDCleared() {
 		_spec.ClearField(attachment.FieldContentID, field.TypeString)
 	}
+	if _u.mutation.BlobIDCleared() {
+		_spec.ClearField(attachment.FieldBlobID, field.TypeString)
+	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
 			err = &NotFoundError{attachment.Label}
@@ -170,6 +173,9 @@ func (_u *AttachmentUpdateOne) sqlSave(ctx context.Context) (_node *Attachment, 
 	}
 	if _u.mutation.ContentIDCleared() {
 		_spec.ClearField(attachment.FieldContentID, field.TypeString)
+	}
+	if _u.mutation.BlobIDCleared() {
+		_spec.ClearField(attachment.FieldBlobID, field.TypeString)
 	}
 	_node = &Attachment{config: _u.config}
 	_spec.Assign = _node.assignValues

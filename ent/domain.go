@@ -26,7 +26,7 @@ type Domain struct {
 	Domain string `json:"domain,omitempty"`
 	// where inbox addresses live (the domain, or a subdomain)
 	InboundDomain string `json:"inbound_domain,omitempty"`
-	// Status holds the value of the "status" field.
+	// unverified: was verified, then its ownership record was missing longer than the grace period
 	Status domain.Status `json:"status,omitempty"`
 	// domain.Records without the key: what to publish
 	Plan json.RawMessage `json:"plan,omitempty"`
@@ -39,8 +39,10 @@ type Domain struct {
 	// CheckedAt holds the value of the "checked_at" field.
 	CheckedAt *time.Time `json:"checked_at,omitempty"`
 	// VerifiedAt holds the value of the "verified_at" field.
-	VerifiedAt   *time.Time `json:"verified_at,omitempty"`
-	selectValues sql.SelectValues
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
+	// when a re-check of a verified domain first missed its ownership record; cleared when found
+	OwnershipMissingSince *time.Time `json:"ownership_missing_since,omitempty"`
+	selectValues          sql.SelectValues
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -52,7 +54,7 @@ func (*Domain) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case domain.FieldID, domain.FieldProjectID, domain.FieldDomain, domain.FieldInboundDomain, domain.FieldStatus, domain.FieldLastError:
 			values[i] = new(sql.NullString)
-		case domain.FieldCreatedAt, domain.FieldCheckedAt, domain.FieldVerifiedAt:
+		case domain.FieldCreatedAt, domain.FieldCheckedAt, domain.FieldVerifiedAt, domain.FieldOwnershipMissingSince:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -148,6 +150,13 @@ func (_m *Domain) assignValues(columns []string, values []any) error {
 				_m.VerifiedAt = new(time.Time)
 				*_m.VerifiedAt = value.Time
 			}
+		case domain.FieldOwnershipMissingSince:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field ownership_missing_since", values[i])
+			} else if value.Valid {
+				_m.OwnershipMissingSince = new(time.Time)
+				*_m.OwnershipMissingSince = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -219,6 +228,11 @@ func (_m *Domain) String() string {
 	builder.WriteString(", ")
 	if v := _m.VerifiedAt; v != nil {
 		builder.WriteString("verified_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.OwnershipMissingSince; v != nil {
+		builder.WriteString("ownership_missing_since=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteByte(')')

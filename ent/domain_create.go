@@ -138,6 +138,20 @@ func (_c *DomainCreate) SetNillableVerifiedAt(v *time.Time) *DomainCreate {
 	return _c
 }
 
+// SetOwnershipMissingSince sets the "ownership_missing_since" field.
+func (_c *DomainCreate) SetOwnershipMissingSince(v time.Time) *DomainCreate {
+	_c.mutation.SetOwnershipMissingSince(v)
+	return _c
+}
+
+// SetNillableOwnershipMissingSince sets the "ownership_missing_since" field if the given value is not nil.
+func (_c *DomainCreate) SetNillableOwnershipMissingSince(v *time.Time) *DomainCreate {
+	if v != nil {
+		_c.SetOwnershipMissingSince(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *DomainCreate) SetID(v string) *DomainCreate {
 	_c.mutation.SetID(v)
@@ -325,6 +339,10 @@ func (_c *DomainCreate) createSpec() (*Domain, *sqlgraph.CreateSpec) {
 		_spec.SetField(domain.FieldVerifiedAt, field.TypeTime, value)
 		_node.VerifiedAt = &value
 	}
+	if value, ok := _c.mutation.OwnershipMissingSince(); ok {
+		_spec.SetField(domain.FieldOwnershipMissingSince, field.TypeTime, value)
+		_node.OwnershipMissingSince = &value
+	}
 	return _node, _spec
 }
 
@@ -482,6 +500,24 @@ func (u *DomainUpsert) UpdateVerifiedAt() *DomainUpsert {
 // ClearVerifiedAt clears the value of the "verified_at" field.
 func (u *DomainUpsert) ClearVerifiedAt() *DomainUpsert {
 	u.SetNull(domain.FieldVerifiedAt)
+	return u
+}
+
+// SetOwnershipMissingSince sets the "ownership_missing_since" field.
+func (u *DomainUpsert) SetOwnershipMissingSince(v time.Time) *DomainUpsert {
+	u.Set(domain.FieldOwnershipMissingSince, v)
+	return u
+}
+
+// UpdateOwnershipMissingSince sets the "ownership_missing_since" field to the value that was provided on create.
+func (u *DomainUpsert) UpdateOwnershipMissingSince() *DomainUpsert {
+	u.SetExcluded(domain.FieldOwnershipMissingSince)
+	return u
+}
+
+// ClearOwnershipMissingSince clears the value of the "ownership_missing_since" field.
+func (u *DomainUpsert) ClearOwnershipMissingSince() *DomainUpsert {
+	u.SetNull(domain.FieldOwnershipMissingSince)
 	return u
 }
 
@@ -668,6 +704,27 @@ func (u *DomainUpsertOne) UpdateVerifiedAt() *DomainUpsertOne {
 func (u *DomainUpsertOne) ClearVerifiedAt() *DomainUpsertOne {
 	return u.Update(func(s *DomainUpsert) {
 		s.ClearVerifiedAt()
+	})
+}
+
+// SetOwnershipMissingSince sets the "ownership_missing_since" field.
+func (u *DomainUpsertOne) SetOwnershipMissingSince(v time.Time) *DomainUpsertOne {
+	return u.Update(func(s *DomainUpsert) {
+		s.SetOwnershipMissingSince(v)
+	})
+}
+
+// UpdateOwnershipMissingSince sets the "ownership_missing_since" field to the value that was provided on create.
+func (u *DomainUpsertOne) UpdateOwnershipMissingSince() *DomainUpsertOne {
+	return u.Update(func(s *DomainUpsert) {
+		s.UpdateOwnershipMissingSince()
+	})
+}
+
+// ClearOwnershipMissingSince clears the value of the "ownership_missing_since" field.
+func (u *DomainUpsertOne) ClearOwnershipMissingSince() *DomainUpsertOne {
+	return u.Update(func(s *DomainUpsert) {
+		s.ClearOwnershipMissingSince()
 	})
 }
 
@@ -1021,6 +1078,27 @@ func (u *DomainUpsertBulk) UpdateVerifiedAt() *DomainUpsertBulk {
 func (u *DomainUpsertBulk) ClearVerifiedAt() *DomainUpsertBulk {
 	return u.Update(func(s *DomainUpsert) {
 		s.ClearVerifiedAt()
+	})
+}
+
+// SetOwnershipMissingSince sets the "ownership_missing_since" field.
+func (u *DomainUpsertBulk) SetOwnershipMissingSince(v time.Time) *DomainUpsertBulk {
+	return u.Update(func(s *DomainUpsert) {
+		s.SetOwnershipMissingSince(v)
+	})
+}
+
+// UpdateOwnershipMissingSince sets the "ownership_missing_since" field to the value that was provided on create.
+func (u *DomainUpsertBulk) UpdateOwnershipMissingSince() *DomainUpsertBulk {
+	return u.Update(func(s *DomainUpsert) {
+		s.UpdateOwnershipMissingSince()
+	})
+}
+
+// ClearOwnershipMissingSince clears the value of the "ownership_missing_since" field.
+func (u *DomainUpsertBulk) ClearOwnershipMissingSince() *DomainUpsertBulk {
+	return u.Update(func(s *DomainUpsert) {
+		s.ClearOwnershipMissingSince()
 	})
 }
 

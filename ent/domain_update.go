@@ -140,6 +140,26 @@ func (_u *DomainUpdate) ClearVerifiedAt() *DomainUpdate {
 	return _u
 }
 
+// SetOwnershipMissingSince sets the "ownership_missing_since" field.
+func (_u *DomainUpdate) SetOwnershipMissingSince(v time.Time) *DomainUpdate {
+	_u.mutation.SetOwnershipMissingSince(v)
+	return _u
+}
+
+// SetNillableOwnershipMissingSince sets the "ownership_missing_since" field if the given value is not nil.
+func (_u *DomainUpdate) SetNillableOwnershipMissingSince(v *time.Time) *DomainUpdate {
+	if v != nil {
+		_u.SetOwnershipMissingSince(*v)
+	}
+	return _u
+}
+
+// ClearOwnershipMissingSince clears the value of the "ownership_missing_since" field.
+func (_u *DomainUpdate) ClearOwnershipMissingSince() *DomainUpdate {
+	_u.mutation.ClearOwnershipMissingSince()
+	return _u
+}
+
 // Mutation returns the DomainMutation object of the builder.
 func (_u *DomainUpdate) Mutation() *DomainMutation {
 	return _u.mutation
@@ -239,6 +259,12 @@ func (_u *DomainUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.VerifiedAtCleared() {
 		_spec.ClearField(domain.FieldVerifiedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.OwnershipMissingSince(); ok {
+		_spec.SetField(domain.FieldOwnershipMissingSince, field.TypeTime, value)
+	}
+	if _u.mutation.OwnershipMissingSinceCleared() {
+		_spec.ClearField(domain.FieldOwnershipMissingSince, field.TypeTime)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -367,6 +393,26 @@ func (_u *DomainUpdateOne) SetNillableVerifiedAt(v *time.Time) *DomainUpdateOne 
 // ClearVerifiedAt clears the value of the "verified_at" field.
 func (_u *DomainUpdateOne) ClearVerifiedAt() *DomainUpdateOne {
 	_u.mutation.ClearVerifiedAt()
+	return _u
+}
+
+// SetOwnershipMissingSince sets the "ownership_missing_since" field.
+func (_u *DomainUpdateOne) SetOwnershipMissingSince(v time.Time) *DomainUpdateOne {
+	_u.mutation.SetOwnershipMissingSince(v)
+	return _u
+}
+
+// SetNillableOwnershipMissingSince sets the "ownership_missing_since" field if the given value is not nil.
+func (_u *DomainUpdateOne) SetNillableOwnershipMissingSince(v *time.Time) *DomainUpdateOne {
+	if v != nil {
+		_u.SetOwnershipMissingSince(*v)
+	}
+	return _u
+}
+
+// ClearOwnershipMissingSince clears the value of the "ownership_missing_since" field.
+func (_u *DomainUpdateOne) ClearOwnershipMissingSince() *DomainUpdateOne {
+	_u.mutation.ClearOwnershipMissingSince()
 	return _u
 }
 
@@ -499,6 +545,12 @@ func (_u *DomainUpdateOne) sqlSave(ctx context.Context) (_node *Domain, err erro
 	}
 	if _u.mutation.VerifiedAtCleared() {
 		_spec.ClearField(domain.FieldVerifiedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.OwnershipMissingSince(); ok {
+		_spec.SetField(domain.FieldOwnershipMissingSince, field.TypeTime, value)
+	}
+	if _u.mutation.OwnershipMissingSinceCleared() {
+		_spec.ClearField(domain.FieldOwnershipMissingSince, field.TypeTime)
 	}
 	_node = &Domain{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
+	"github.com/comm-gateway/comm/ent/blob"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
 	"github.com/comm-gateway/comm/ent/creditentry"
@@ -88,6 +89,7 @@ func checkColumn(t, c string) error {
 			apikey.Table:         apikey.ValidColumn,
 			account.Table:        account.ValidColumn,
 			attachment.Table:     attachment.ValidColumn,
+			blob.Table:           blob.ValidColumn,
 			connection.Table:     connection.ValidColumn,
 			conversation.Table:   conversation.ValidColumn,
 			creditentry.Table:    creditentry.ValidColumn,

@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
+	"github.com/comm-gateway/comm/ent/blob"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
 	"github.com/comm-gateway/comm/ent/creditentry"
@@ -40,6 +41,7 @@ const (
 	TypeAPIKey         = "APIKey"
 	TypeAccount        = "Account"
 	TypeAttachment     = "Attachment"
+	TypeBlob           = "Blob"
 	TypeConnection     = "Connection"
 	TypeConversation   = "Conversation"
 	TypeCreditEntry    = "CreditEntry"
@@ -1500,6 +1502,7 @@ type AttachmentMutation struct {
 	size          *int64
 	addsize       *int64
 	data          *[]byte
+	blob_id       *string
 	clearedFields map[string]struct{}
 	done          bool
 	oldValue      func(context.Context) (*Attachment, error)
@@ -1980,6 +1983,55 @@ func (m *AttachmentMutation) ResetData() {
 	m.data = nil
 }
 
+// SetBlobID sets the "blob_id" field.
+func (m *AttachmentMutation) SetBlobID(s string) {
+	m.blob_id = &s
+}
+
+// BlobID returns the value of the "blob_id" field in the mutation.
+func (m *AttachmentMutation) BlobID() (r string, exists bool) {
+	v := m.blob_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBlobID returns the old "blob_id" field's value of the Attachment entity.
+// If the Attachment object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AttachmentMutation) OldBlobID(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBlobID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBlobID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBlobID: %w", err)
+	}
+	return oldValue.BlobID, nil
+}
+
+// ClearBlobID clears the value of the "blob_id" field.
+func (m *AttachmentMutation) ClearBlobID() {
+	m.blob_id = nil
+	m.clearedFields[attachment.FieldBlobID] = struct{}{}
+}
+
+// BlobIDCleared returns if the "blob_id" field was cleared in this mutation.
+func (m *AttachmentMutation) BlobIDCleared() bool {
+	_, ok := m.clearedFields[attachment.FieldBlobID]
+	return ok
+}
+
+// ResetBlobID resets all changes to the "blob_id" field.
+func (m *AttachmentMutation) ResetBlobID() {
+	m.blob_id = nil
+	delete(m.clearedFields, attachment.FieldBlobID)
+}
+
 // Where appends a list predicates to the AttachmentMutation builder.
 func (m *AttachmentMutation) Where(ps ...predicate.Attachment) {
 	m.predicates = append(m.predicates, ps...)
@@ -2014,7 +2066,7 @@ func (m *AttachmentMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AttachmentMutation) Fields() []string {
-	fields := make([]string, 0, 9)
+	fields := make([]string, 0, 10)
 	if m.created_at != nil {
 		fields = append(fields, attachment.FieldCreatedAt)
 	}
@@ -2042,6 +2094,9 @@ func (m *AttachmentMutation) Fields() []string {
 	if m.data != nil {
 		fields = append(fields, attachment.FieldData)
 	}
+	if m.blob_id != nil {
+		fields = append(fields, attachment.FieldBlobID)
+	}
 	return fields
 }
 
@@ -2068,6 +2123,8 @@ func (m *AttachmentMutation) Field(name string) (ent.Value, bool) {
 		return m.Size()
 	case attachment.FieldData:
 		return m.Data()
+	case attachment.FieldBlobID:
+		return m.BlobID()
 	}
 	return nil, false
 }
@@ -2095,6 +2152,8 @@ func (m *AttachmentMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldSize(ctx)
 	case attachment.FieldData:
 		return m.OldData(ctx)
+	case attachment.FieldBlobID:
+		return m.OldBlobID(ctx)
 	}
 	return nil, fmt.Errorf("unknown Attachment field %s", name)
 }
@@ -2167,6 +2226,13 @@ func (m *AttachmentMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetData(v)
 		return nil
+	case attachment.FieldBlobID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBlobID(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Attachment field %s", name)
 }
@@ -2218,6 +2284,9 @@ func (m *AttachmentMutation) ClearedFields() []string {
 	if m.FieldCleared(attachment.FieldContentID) {
 		fields = append(fields, attachment.FieldContentID)
 	}
+	if m.FieldCleared(attachment.FieldBlobID) {
+		fields = append(fields, attachment.FieldBlobID)
+	}
 	return fields
 }
 
@@ -2237,6 +2306,9 @@ func (m *AttachmentMutation) ClearField(name string) error {
 		return nil
 	case attachment.FieldContentID:
 		m.ClearContentID()
+		return nil
+	case attachment.FieldBlobID:
+		m.ClearBlobID()
 		return nil
 	}
 	return fmt.Errorf("unknown Attachment nullable field %s", name)
@@ -2272,6 +2344,9 @@ func (m *AttachmentMutation) ResetField(name string) error {
 		return nil
 	case attachment.FieldData:
 		m.ResetData()
+		return nil
+	case attachment.FieldBlobID:
+		m.ResetBlobID()
 		return nil
 	}
 	return fmt.Errorf("unknown Attachment field %s", name)
@@ -2323,6 +2398,482 @@ func (m *AttachmentMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *AttachmentMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Attachment edge %s", name)
+}
+
+// BlobMutation represents an operation that mutates the Blob nodes in the graph.
+type BlobMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	created_at    *time.Time
+	size          *int64
+	addsize       *int64
+	data          *[]byte
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*Blob, error)
+	predicates    []predicate.Blob
+}
+
+var _ ent.Mutation = (*BlobMutation)(nil)
+
+// blobOption allows management of the mutation configuration using functional options.
+type blobOption func(*BlobMutation)
+
+// newBlobMutation creates new mutation for the Blob entity.
+func newBlobMutation(c config, op Op, opts ...blobOption) *BlobMutation {
+	m := &BlobMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeBlob,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withBlobID sets the ID field of the mutation.
+func withBlobID(id string) blobOption {
+	return func(m *BlobMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Blob
+		)
+		m.oldValue = func(ctx context.Context) (*Blob, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Blob.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withBlob sets the old Blob of the mutation.
+func withBlob(node *Blob) blobOption {
+	return func(m *BlobMutation) {
+		m.oldValue = func(context.Context) (*Blob, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m BlobMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m BlobMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Blob entities.
+func (m *BlobMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *BlobMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *BlobMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Blob.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *BlobMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *BlobMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Blob entity.
+// If the Blob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlobMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *BlobMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetSize sets the "size" field.
+func (m *BlobMutation) SetSize(i int64) {
+	m.size = &i
+	m.addsize = nil
+}
+
+// Size returns the value of the "size" field in the mutation.
+func (m *BlobMutation) Size() (r int64, exists bool) {
+	v := m.size
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSize returns the old "size" field's value of the Blob entity.
+// If the Blob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlobMutation) OldSize(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSize is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSize requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSize: %w", err)
+	}
+	return oldValue.Size, nil
+}
+
+// AddSize adds i to the "size" field.
+func (m *BlobMutation) AddSize(i int64) {
+	if m.addsize != nil {
+		*m.addsize += i
+	} else {
+		m.addsize = &i
+	}
+}
+
+// AddedSize returns the value that was added to the "size" field in this mutation.
+func (m *BlobMutation) AddedSize() (r int64, exists bool) {
+	v := m.addsize
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSize resets all changes to the "size" field.
+func (m *BlobMutation) ResetSize() {
+	m.size = nil
+	m.addsize = nil
+}
+
+// SetData sets the "data" field.
+func (m *BlobMutation) SetData(b []byte) {
+	m.data = &b
+}
+
+// Data returns the value of the "data" field in the mutation.
+func (m *BlobMutation) Data() (r []byte, exists bool) {
+	v := m.data
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldData returns the old "data" field's value of the Blob entity.
+// If the Blob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlobMutation) OldData(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldData is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldData requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldData: %w", err)
+	}
+	return oldValue.Data, nil
+}
+
+// ResetData resets all changes to the "data" field.
+func (m *BlobMutation) ResetData() {
+	m.data = nil
+}
+
+// Where appends a list predicates to the BlobMutation builder.
+func (m *BlobMutation) Where(ps ...predicate.Blob) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the BlobMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *BlobMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Blob, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *BlobMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *BlobMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Blob).
+func (m *BlobMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *BlobMutation) Fields() []string {
+	fields := make([]string, 0, 3)
+	if m.created_at != nil {
+		fields = append(fields, blob.FieldCreatedAt)
+	}
+	if m.size != nil {
+		fields = append(fields, blob.FieldSize)
+	}
+	if m.data != nil {
+		fields = append(fields, blob.FieldData)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *BlobMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case blob.FieldCreatedAt:
+		return m.CreatedAt()
+	case blob.FieldSize:
+		return m.Size()
+	case blob.FieldData:
+		return m.Data()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *BlobMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case blob.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case blob.FieldSize:
+		return m.OldSize(ctx)
+	case blob.FieldData:
+		return m.OldData(ctx)
+	}
+	return nil, fmt.Errorf("unknown Blob field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BlobMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case blob.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case blob.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSize(v)
+		return nil
+	case blob.FieldData:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetData(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Blob field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *BlobMutation) AddedFields() []string {
+	var fields []string
+	if m.addsize != nil {
+		fields = append(fields, blob.FieldSize)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *BlobMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case blob.FieldSize:
+		return m.AddedSize()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BlobMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case blob.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSize(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Blob numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *BlobMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *BlobMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *BlobMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Blob nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *BlobMutation) ResetField(name string) error {
+	switch name {
+	case blob.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case blob.FieldSize:
+		m.ResetSize()
+		return nil
+	case blob.FieldData:
+		m.ResetData()
+		return nil
+	}
+	return fmt.Errorf("unknown Blob field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *BlobMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *BlobMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *BlobMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *BlobMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *BlobMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *BlobMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *BlobMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Blob unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *BlobMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Blob edge %s", name)
 }
 
 // ConnectionMutation represents an operation that mutates the Connection nodes in the graph.
@@ -6007,26 +6558,27 @@ func (m *DeviceRequestMutation) ResetEdge(name string) error {
 // DomainMutation represents an operation that mutates the Domain nodes in the graph.
 type DomainMutation struct {
 	config
-	op             Op
-	typ            string
-	id             *string
-	created_at     *time.Time
-	project_id     *string
-	domain         *string
-	inbound_domain *string
-	status         *domain.Status
-	plan           *json.RawMessage
-	appendplan     json.RawMessage
-	checks         *json.RawMessage
-	appendchecks   json.RawMessage
-	last_error     *string
-	dkim_key       *[]byte
-	checked_at     *time.Time
-	verified_at    *time.Time
-	clearedFields  map[string]struct{}
-	done           bool
-	oldValue       func(context.Context) (*Domain, error)
-	predicates     []predicate.Domain
+	op                      Op
+	typ                     string
+	id                      *string
+	created_at              *time.Time
+	project_id              *string
+	domain                  *string
+	inbound_domain          *string
+	status                  *domain.Status
+	plan                    *json.RawMessage
+	appendplan              json.RawMessage
+	checks                  *json.RawMessage
+	appendchecks            json.RawMessage
+	last_error              *string
+	dkim_key                *[]byte
+	checked_at              *time.Time
+	verified_at             *time.Time
+	ownership_missing_since *time.Time
+	clearedFields           map[string]struct{}
+	done                    bool
+	oldValue                func(context.Context) (*Domain, error)
+	predicates              []predicate.Domain
 }
 
 var _ ent.Mutation = (*DomainMutation)(nil)
@@ -6625,6 +7177,55 @@ func (m *DomainMutation) ResetVerifiedAt() {
 	delete(m.clearedFields, domain.FieldVerifiedAt)
 }
 
+// SetOwnershipMissingSince sets the "ownership_missing_since" field.
+func (m *DomainMutation) SetOwnershipMissingSince(t time.Time) {
+	m.ownership_missing_since = &t
+}
+
+// OwnershipMissingSince returns the value of the "ownership_missing_since" field in the mutation.
+func (m *DomainMutation) OwnershipMissingSince() (r time.Time, exists bool) {
+	v := m.ownership_missing_since
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnershipMissingSince returns the old "ownership_missing_since" field's value of the Domain entity.
+// If the Domain object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DomainMutation) OldOwnershipMissingSince(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnershipMissingSince is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnershipMissingSince requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnershipMissingSince: %w", err)
+	}
+	return oldValue.OwnershipMissingSince, nil
+}
+
+// ClearOwnershipMissingSince clears the value of the "ownership_missing_since" field.
+func (m *DomainMutation) ClearOwnershipMissingSince() {
+	m.ownership_missing_since = nil
+	m.clearedFields[domain.FieldOwnershipMissingSince] = struct{}{}
+}
+
+// OwnershipMissingSinceCleared returns if the "ownership_missing_since" field was cleared in this mutation.
+func (m *DomainMutation) OwnershipMissingSinceCleared() bool {
+	_, ok := m.clearedFields[domain.FieldOwnershipMissingSince]
+	return ok
+}
+
+// ResetOwnershipMissingSince resets all changes to the "ownership_missing_since" field.
+func (m *DomainMutation) ResetOwnershipMissingSince() {
+	m.ownership_missing_since = nil
+	delete(m.clearedFields, domain.FieldOwnershipMissingSince)
+}
+
 // Where appends a list predicates to the DomainMutation builder.
 func (m *DomainMutation) Where(ps ...predicate.Domain) {
 	m.predicates = append(m.predicates, ps...)
@@ -6659,7 +7260,7 @@ func (m *DomainMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *DomainMutation) Fields() []string {
-	fields := make([]string, 0, 11)
+	fields := make([]string, 0, 12)
 	if m.created_at != nil {
 		fields = append(fields, domain.FieldCreatedAt)
 	}
@@ -6693,6 +7294,9 @@ func (m *DomainMutation) Fields() []string {
 	if m.verified_at != nil {
 		fields = append(fields, domain.FieldVerifiedAt)
 	}
+	if m.ownership_missing_since != nil {
+		fields = append(fields, domain.FieldOwnershipMissingSince)
+	}
 	return fields
 }
 
@@ -6723,6 +7327,8 @@ func (m *DomainMutation) Field(name string) (ent.Value, bool) {
 		return m.CheckedAt()
 	case domain.FieldVerifiedAt:
 		return m.VerifiedAt()
+	case domain.FieldOwnershipMissingSince:
+		return m.OwnershipMissingSince()
 	}
 	return nil, false
 }
@@ -6754,6 +7360,8 @@ func (m *DomainMutation) OldField(ctx context.Context, name string) (ent.Value, 
 		return m.OldCheckedAt(ctx)
 	case domain.FieldVerifiedAt:
 		return m.OldVerifiedAt(ctx)
+	case domain.FieldOwnershipMissingSince:
+		return m.OldOwnershipMissingSince(ctx)
 	}
 	return nil, fmt.Errorf("unknown Domain field %s", name)
 }
@@ -6840,6 +7448,13 @@ func (m *DomainMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetVerifiedAt(v)
 		return nil
+	case domain.FieldOwnershipMissingSince:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnershipMissingSince(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Domain field %s", name)
 }
@@ -6885,6 +7500,9 @@ func (m *DomainMutation) ClearedFields() []string {
 	if m.FieldCleared(domain.FieldVerifiedAt) {
 		fields = append(fields, domain.FieldVerifiedAt)
 	}
+	if m.FieldCleared(domain.FieldOwnershipMissingSince) {
+		fields = append(fields, domain.FieldOwnershipMissingSince)
+	}
 	return fields
 }
 
@@ -6913,6 +7531,9 @@ func (m *DomainMutation) ClearField(name string) error {
 		return nil
 	case domain.FieldVerifiedAt:
 		m.ClearVerifiedAt()
+		return nil
+	case domain.FieldOwnershipMissingSince:
+		m.ClearOwnershipMissingSince()
 		return nil
 	}
 	return fmt.Errorf("unknown Domain nullable field %s", name)
@@ -6954,6 +7575,9 @@ func (m *DomainMutation) ResetField(name string) error {
 		return nil
 	case domain.FieldVerifiedAt:
 		m.ResetVerifiedAt()
+		return nil
+	case domain.FieldOwnershipMissingSince:
+		m.ResetOwnershipMissingSince()
 		return nil
 	}
 	return fmt.Errorf("unknown Domain field %s", name)

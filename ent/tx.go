@@ -20,6 +20,8 @@ type Tx struct {
 	Account *AccountClient
 	// Attachment is the client for interacting with the Attachment builders.
 	Attachment *AttachmentClient
+	// Blob is the client for interacting with the Blob builders.
+	Blob *BlobClient
 	// Connection is the client for interacting with the Connection builders.
 	Connection *ConnectionClient
 	// Conversation is the client for interacting with the Conversation builders.
@@ -174,6 +176,7 @@ func (tx *Tx) init() {
 	tx.APIKey = NewAPIKeyClient(tx.config)
 	tx.Account = NewAccountClient(tx.config)
 	tx.Attachment = NewAttachmentClient(tx.config)
+	tx.Blob = NewBlobClient(tx.config)
 	tx.Connection = NewConnectionClient(tx.config)
 	tx.Conversation = NewConversationClient(tx.config)
 	tx.CreditEntry = NewCreditEntryClient(tx.config)

@@ -10,10 +10,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/tenant"
 )
 
 // Connection states.
@@ -126,6 +128,14 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		address = ib.InboxAddress()
 	}
 	now := s.now()
+	if address != "" {
+		if err := s.claimable(ctx, p, d.Channel, address, now); err != nil {
+			if c, ok := adapter.(channels.Closer); ok {
+				c.Close()
+			}
+			return nil, err
+		}
+	}
 	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
 		create := tx.Client().Connection.Create().SetID(id).SetChannel(d.Channel).SetProvider(d.Provider).
 			SetStatus(StatusActive).SetCustomerID(in.CustomerID).SetAgentID(in.AgentID).
@@ -153,6 +163,42 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 	}
 	s.adapters.put(id, adapter)
 	return connectionOf(created), nil
+}
+
+// DefaultAddressQuarantine is how long a deleted inbox's address on the
+// gateway's mail domain stays out of reach of other projects.
+const DefaultAddressQuarantine = 30 * 24 * time.Hour
+
+// claimable refuses an inbox address on the gateway's shared mail domain
+// that is a reserved role name, or that another project's inbox released
+// within the quarantine period. The project that released an address may
+// take it back at once. Custom domains are their owners' to arrange.
+func (s *Service) claimable(ctx context.Context, p *Principal, channel, address string, now time.Time) error {
+	local, dom, _ := strings.Cut(address, "@")
+	if channel != "email" || dom != s.mail.Domain {
+		return nil
+	}
+	if email.ReservedLocal(local) {
+		return &Error{Code: ErrConflict.Code, Param: "config.address", Message: fmt.Sprintf(
+			"%s is a role address reserved for the operator of this gateway (RFC 2142, CA/Browser Forum domain validation); choose another local part", address)}
+	}
+	q := s.mail.AddressQuarantine
+	if q <= 0 {
+		return nil
+	}
+	last, err := s.read.Connection.Query().
+		Where(entconn.Channel(channel), entconn.Address(address), entconn.DeletedAtGT(now.Add(-q)),
+			entconn.ProjectIDNEQ(p.ProjectID)).
+		Order(ent.Desc(entconn.FieldDeletedAt)).First(tenant.System(ctx))
+	if ent.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return &Error{Code: ErrConflict.Code, Param: "config.address", Message: fmt.Sprintf(
+		"the address %s was released recently and is held back until %s; choose another",
+		address, last.DeletedAt.Add(q).UTC().Format(time.RFC3339))}
 }
 
 // connectionEvent is the data of connection.active: the scope, like

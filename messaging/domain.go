@@ -7,10 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/domain"
 	"github.com/comm-gateway/comm/ent"
+	entconn "github.com/comm-gateway/comm/ent/connection"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ent/predicate"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -30,7 +33,28 @@ type MailOptions struct {
 	// the gateway, as the SMTP listener limits mail from outside.
 	MaxMessageBytes    int64
 	MaxAttachmentBytes int64
+	// AddressQuarantine is how long a deleted inbox's address on Domain
+	// cannot be taken by another project; DefaultAddressQuarantine when 0,
+	// none when negative.
+	AddressQuarantine time.Duration
+	// SandboxOutbound lets sandbox keys send mail from Domain to any
+	// outside address (by default they may write only to inboxes of this
+	// gateway and to people who wrote to the inbox first).
+	SandboxOutbound bool
+	// SandboxMailPerHour and SignedInMailPerHour are a project's hourly
+	// budgets of mail to outside addresses, by the kind of the sending
+	// key; DefaultSandboxMailPerHour and DefaultSignedInMailPerHour when 0.
+	SandboxMailPerHour  int
+	SignedInMailPerHour int
+	// OwnershipGrace is how long a verified domain's ownership record may
+	// be missing on its periodic re-checks before the domain is unverified
+	// (domain.unverified: no more signing, no new inboxes);
+	// DefaultOwnershipGrace when 0.
+	OwnershipGrace time.Duration
 }
+
+// DefaultOwnershipGrace is the default MailOptions.OwnershipGrace.
+const DefaultOwnershipGrace = 72 * time.Hour
 
 // Domain is a custom email domain as the API shows it.
 type Domain struct {
@@ -206,17 +230,49 @@ func (s *Service) domain(ctx context.Context, id string) (*ent.Domain, error) {
 	return d, err
 }
 
-// DeleteDomain removes a custom domain: its mail is no longer signed, and
-// inboxes on it stop receiving new mail once its MX moves away.
+// DeleteDomain removes a custom domain and retires its inboxes, as
+// DeleteConnection does: they stop receiving (mail to them is refused) and
+// sending, their conversations and messages stay readable, and their
+// addresses are free for the domain's next owner.
 func (s *Service) DeleteDomain(ctx context.Context, p *Principal, id string) error {
-	if _, err := s.domain(p.Context(ctx), id); err != nil {
+	d, err := s.domain(p.Context(ctx), id)
+	if err != nil {
 		return err
 	}
-	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
-		return tx.Client().Domain.DeleteOneID(id).Exec(tx.Context())
+	now := s.now()
+	var retired []string
+	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		suffixes := []predicate.Connection{entconn.AddressHasSuffix("@" + d.Domain)}
+		if d.InboundDomain != "" && d.InboundDomain != d.Domain {
+			suffixes = append(suffixes, entconn.AddressHasSuffix("@"+d.InboundDomain))
+		}
+		where := []predicate.Connection{entconn.Channel("email"), entconn.DeletedAtIsNil(), entconn.Or(suffixes...)}
+		ids, err := cl.Connection.Query().Where(where...).IDs(tctx)
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			if err := cl.Connection.Update().Where(entconn.IDIn(ids...), entconn.DeletedAtIsNil()).
+				SetDeletedAt(now).SetStatus("deleted").ClearInboxKey().Exec(tctx); err != nil {
+				return err
+			}
+		}
+		retired = ids
+		return cl.Domain.DeleteOneID(id).Exec(tctx)
 	})
 	s.keys.Delete(id)
-	return err
+	if err != nil {
+		return err
+	}
+	for _, cid := range retired {
+		if a, ok := s.adapters.take(cid); ok {
+			if c, ok := a.(channels.Closer); ok {
+				c.Close()
+			}
+		}
+	}
+	return nil
 }
 
 // VerifyDomain looks up the domain's records now. The domain comes back
@@ -247,7 +303,7 @@ func (s *Service) VerifyPending(ctx context.Context, every time.Duration, n int)
 	sys := tenant.System(ctx)
 	due, err := s.read.Domain.Query().
 		Where(entdomain.Or(
-			entdomain.And(entdomain.StatusEQ(entdomain.StatusPending),
+			entdomain.And(entdomain.StatusIn(entdomain.StatusPending, entdomain.StatusUnverified),
 				entdomain.Or(entdomain.CheckedAtIsNil(), entdomain.CheckedAtLTE(s.now().Add(-every)))),
 			entdomain.And(entdomain.StatusEQ(entdomain.StatusVerified),
 				entdomain.CheckedAtLTE(s.now().Add(-RecheckVerified))))).
@@ -284,7 +340,9 @@ func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error
 		}
 	}
 	var updated *ent.Domain
+	var unverified bool
 	_, err = s.log.Write(tenant.WithProject(ctx, d.ProjectID), d.ProjectID, func(tx *stream.Tx) error {
+		unverified = false
 		cl, tctx := tx.Client(), tx.Context()
 		upd := cl.Domain.UpdateOneID(d.ID).SetCheckedAt(now)
 		switch {
@@ -294,8 +352,9 @@ func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error
 			checks, _ := json.Marshal(status)
 			upd.SetChecks(checks).SetLastError(fmt.Sprintf("%s is verified by another project of this gateway", d.Domain))
 		case d.Status == entdomain.StatusVerified && !status.Verified:
-			// A verified domain stays verified (a DNS hiccup must not stop
-			// its mail), but the missing records show.
+			// A verified domain stays verified through a DNS hiccup, but
+			// the missing records show; once its ownership record has
+			// been missing for the grace period, it is unverified.
 			checks, _ := json.Marshal(status)
 			var missing []string
 			for _, r := range status.Records {
@@ -305,9 +364,28 @@ func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error
 			}
 			upd.SetChecks(checks).SetLastError(fmt.Sprintf("verified earlier, but these records are no longer found: %s; mail may be rejected or unsigned until they are back",
 				strings.Join(missing, ", ")))
+			if owned(status) {
+				upd.ClearOwnershipMissingSince()
+				break
+			}
+			since := now
+			if d.OwnershipMissingSince != nil {
+				since = *d.OwnershipMissingSince
+			} else {
+				upd.SetOwnershipMissingSince(now)
+			}
+			if now.Sub(since) >= s.mail.OwnershipGrace {
+				unverified = true
+				upd.SetStatus(entdomain.StatusUnverified).SetLastError(fmt.Sprintf(
+					"unverified: the ownership record %s.%s has been missing since %s; mail from this domain is no longer signed or sent and no new inboxes are accepted; publish the record again and verify",
+					domain.OwnershipPrefix, d.Domain, since.UTC().Format(time.RFC3339)))
+			}
 		default:
 			checks, _ := json.Marshal(status)
 			upd.SetChecks(checks).ClearLastError()
+			if owned(status) {
+				upd.ClearOwnershipMissingSince()
+			}
 		}
 		newly := verr == nil && !taken && status.Verified && d.Status != entdomain.StatusVerified
 		if newly {
@@ -317,21 +395,38 @@ func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error
 		if updated, err = upd.Save(tctx); err != nil {
 			return err
 		}
-		if !newly {
+		if !newly && !unverified {
 			return nil
 		}
 		view, err := domainOf(updated)
 		if err != nil {
 			return err
 		}
-		return tx.Append(stream.DomainVerified, struct {
+		typ := stream.DomainVerified
+		if unverified {
+			typ = stream.DomainUnverified
+		}
+		return tx.Append(typ, struct {
 			Domain *Domain `json:"domain"`
 		}{view})
 	})
+	if unverified && err == nil {
+		s.keys.Delete(d.ID)
+	}
 	if ent.IsNotFound(err) {
 		return nil, NotFound("domain", d.ID)
 	}
 	return updated, err
+}
+
+// owned reports whether a check found the ownership record.
+func owned(st *domain.Status) bool {
+	for _, r := range st.Records {
+		if r.Record.Kind == domain.Ownership {
+			return r.State == domain.Found
+		}
+	}
+	return false
 }
 
 // SigningKey returns the DKIM key of a verified custom domain of the

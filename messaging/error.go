@@ -3,6 +3,7 @@ package messaging
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error is a failure a caller can act on. Its Code is part of the API (the
@@ -14,6 +15,9 @@ type Error struct {
 	Message string
 	// Param names the offending request parameter or field, if any.
 	Param string
+	// RetryAfter, on ErrRateLimited, is how long until a retry can
+	// succeed (REST sends it as Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/channels/email/inbound"
+	"github.com/comm-gateway/comm/channels/email/outbound"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
@@ -117,7 +118,7 @@ func mailInbound(msg *inbound.Message, conversation string) channels.Inbound {
 		id = "sha256-" + msg.Digest + "@comm.invalid"
 	}
 	d := mailDetails{
-		MessageID: id, FromName: msg.FromName, To: msg.To, Cc: msg.Cc, InReplyTo: msg.InReplyTo,
+		MessageID: id, FromName: outbound.OneLine(msg.FromName), To: msg.To, Cc: msg.Cc, InReplyTo: msg.InReplyTo,
 		References: msg.References, MailFrom: msg.MailFrom, Auth: &msg.Auth, Warnings: msg.Warnings,
 	}
 	if full := strings.TrimRight(lf(msg.FullText), "\n"); full != strings.TrimRight(msg.Text, "\n") {
@@ -144,13 +145,15 @@ func mailInbound(msg *inbound.Message, conversation string) channels.Inbound {
 		html := lf(*in.HTML)
 		in.HTML = &html
 	}
-	if msg.Subject != "" {
-		subj := msg.Subject
+	// Header text is one line: an encoded word may decode to CR or LF
+	// ("=?UTF-8?B?...?=" for "a\r\nBcc: x"), which would break every
+	// answer that repeats it.
+	if subj := outbound.OneLine(msg.Subject); subj != "" {
 		in.Subject = &subj
 	}
 	for _, a := range msg.Attachments {
 		in.Attachments = append(in.Attachments, channels.Attachment{
-			Filename: a.Filename, ContentType: a.ContentType, ContentID: a.ContentID, Inline: a.Inline, Data: a.Data,
+			Filename: outbound.OneLine(a.Filename), ContentType: a.ContentType, ContentID: a.ContentID, Inline: a.Inline, Data: a.Data,
 		})
 	}
 	return in

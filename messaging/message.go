@@ -1,7 +1,11 @@
 package messaging
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +18,7 @@ import (
 	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/ent"
 	entatt "github.com/comm-gateway/comm/ent/attachment"
+	entblob "github.com/comm-gateway/comm/ent/blob"
 	entconv "github.com/comm-gateway/comm/ent/conversation"
 	entmsg "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ident"
@@ -95,6 +100,81 @@ type receivedMessage struct {
 	// Beyond the spec's fields, on channels that have them (email).
 	Attachments []AttachmentInfo `json:"attachments,omitempty"`
 	Details     json.RawMessage  `json:"details,omitempty"`
+	// Truncated says the event carries less than the message: text, html
+	// or subject cut, or details left out; GET /v1/messages/{id} has all.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// DefaultEventBodyBytes is the default cap on each of the text, html and
+// subject of a message in an event, and on its details.
+const DefaultEventBodyBytes = 64 << 10
+
+// envelope bounds what an outsider's message may add to an event: subject,
+// text and html are each cut (between characters) so that each takes at
+// most s.eventBody bytes of the event's JSON,
+// details.full_text (the whole body, quoted history included) is never
+// carried, and details larger than the cap are left out. Anything cut or
+// left out sets Truncated; the message itself is stored whole.
+func (s *Service) envelope(m *receivedMessage) {
+	limit := s.eventBody
+	cut := func(v string) string {
+		if len(v) <= limit/6 { // fits however it is escaped
+			return v
+		}
+		out, cut := truncateJSON(v, limit)
+		m.Truncated = m.Truncated || cut
+		return out
+	}
+	m.Text = cut(m.Text)
+	if m.HTML != nil {
+		h := cut(*m.HTML)
+		m.HTML = &h
+	}
+	if m.Subject != nil {
+		subj := cut(*m.Subject)
+		m.Subject = &subj
+	}
+	if len(m.Details) == 0 {
+		return
+	}
+	if bytes.Contains(m.Details, []byte(`"full_text"`)) {
+		var d map[string]json.RawMessage
+		if json.Unmarshal(m.Details, &d) == nil {
+			delete(d, "full_text")
+			if b, err := json.Marshal(d); err == nil {
+				m.Details = b
+			}
+		}
+	}
+	if len(m.Details) > limit {
+		m.Details, m.Truncated = nil, true
+	}
+}
+
+// truncateJSON cuts v, between characters, to the longest prefix whose
+// JSON string encoding (as encoding/json writes it: <, > and & as \u003c
+// ..., control characters escaped) takes at most n bytes, and reports
+// whether it cut.
+func truncateJSON(v string, n int) (string, bool) {
+	size := 0
+	for i, r := range v {
+		var w int
+		switch {
+		case r == utf8.RuneError:
+			w = 6 // \ufffd, for an invalid byte
+		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+			w = 2
+		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
+			w = 6
+		default:
+			w = utf8.RuneLen(r)
+		}
+		if size+w > n {
+			return v[:i], true
+		}
+		size += w
+	}
+	return v, false
 }
 
 // messageEvent is the data of message.received, message.sent and
@@ -140,9 +220,13 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 		msgID := ident.New(ident.Message)
 		var atts []AttachmentInfo
 		for _, a := range in.Attachments {
+			blob, err := putBlob(tctx, cl, a.Data, now)
+			if err != nil {
+				return err
+			}
 			att, err := cl.Attachment.Create().SetID(ident.New(ident.Attachment)).SetMessageID(msgID).
 				SetFilename(a.Filename).SetContentType(a.ContentType).SetContentID(a.ContentID).SetInline(a.Inline).
-				SetSize(int64(len(a.Data))).SetData(a.Data).SetCreatedAt(now).Save(tctx)
+				SetSize(int64(len(a.Data))).SetData([]byte{}).SetBlobID(blob).SetCreatedAt(now).Save(tctx)
 			if err != nil {
 				return err
 			}
@@ -169,10 +253,11 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 		if stored, err = create.Save(tctx); err != nil {
 			return err
 		}
-		return tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID,
-			Message: receivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
-				Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
-				Attachments: atts, Details: in.Details}})
+		ev := receivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
+			Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
+			Attachments: atts, Details: in.Details}
+		s.envelope(&ev)
+		return tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID, Message: ev})
 	})
 	if err != nil && ent.IsConstraintError(err) {
 		// A repeat delivery (here or on another replica).
@@ -381,6 +466,9 @@ func (s *Service) Reply(ctx context.Context, p *Principal, msgID string, in Send
 		return nil, err
 	}
 	to := counterpart(orig)
+	if err := s.checkOutboundMail(ctx, p, c, to); err != nil {
+		return nil, err
+	}
 	if in.Subject == nil && orig.Subject != nil && *orig.Subject != "" {
 		subj := *orig.Subject
 		if !strings.HasPrefix(strings.ToLower(subj), "re:") {
@@ -417,6 +505,9 @@ func (s *Service) Send(ctx context.Context, p *Principal, in SendInput) (*Messag
 		return nil, Invalid("to", "at most %d bytes, no control characters", MaxRecipient)
 	}
 	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	if err := s.checkOutboundMail(ctx, p, c, in.To); err != nil {
 		return nil, err
 	}
 	return s.enqueue(ctx, p, c, nil, in.To, "", nil, in)
@@ -510,6 +601,8 @@ func (s *Service) Attachment(ctx context.Context, p *Principal, msgID, id string
 	if ident.Check(id, ident.Attachment) != nil {
 		return nil, NotFound("attachment", id)
 	}
+	// The tenant-owned row decides who may download; the blob it names
+	// is read only through it.
 	a, err := s.read.Attachment.Query().Where(entatt.ID(id), entatt.MessageID(msgID)).Only(p.Context(ctx))
 	if ent.IsNotFound(err) {
 		return nil, NotFound("attachment", id)
@@ -517,6 +610,27 @@ func (s *Service) Attachment(ctx context.Context, p *Principal, msgID, id string
 	if err != nil {
 		return nil, err
 	}
+	data := a.Data
+	if a.BlobID != nil {
+		b, err := s.read.Blob.Get(tenant.System(ctx), *a.BlobID)
+		if err != nil {
+			return nil, fmt.Errorf("attachment %s: blob %s: %w", a.ID, *a.BlobID, err)
+		}
+		data = b.Data
+	}
 	return &Attachment{AttachmentInfo: AttachmentInfo{ID: a.ID, Filename: a.Filename, ContentType: a.ContentType,
-		Size: a.Size, Inline: a.Inline, ContentID: nonEmpty(a.ContentID)}, Data: a.Data}, nil
+		Size: a.Size, Inline: a.Inline, ContentID: nonEmpty(a.ContentID)}, Data: data}, nil
+}
+
+// putBlob stores data once by its SHA-256 and returns the blob's id; bytes
+// already stored (by any message of any project) are not written again.
+func putBlob(ctx context.Context, cl *ent.Client, data []byte, now time.Time) (string, error) {
+	sum := sha256.Sum256(data)
+	id := hex.EncodeToString(sum[:])
+	err := cl.Blob.Create().SetID(id).SetSize(int64(len(data))).SetData(data).SetCreatedAt(now).
+		OnConflictColumns(entblob.FieldID).DoNothing().Exec(ctx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("store attachment bytes: %w", err)
+	}
+	return id, nil
 }

@@ -138,7 +138,7 @@ func (s *Service) sent(ctx context.Context, m *ent.Message, conn *ent.Connection
 			entconv.TypingUntilLTE(m.CreatedAt.Add(TypingLease))).ClearTypingUntil().Exec(tctx); err != nil {
 			return err
 		}
-		return tx.Append(stream.MessageSent, messageEvent{CustomerID: conn.CustomerID, AgentID: conn.AgentID, Message: outboundEvent(done)})
+		return tx.Append(stream.MessageSent, messageEvent{CustomerID: conn.CustomerID, AgentID: conn.AgentID, Message: s.outboundEvent(done)})
 	})
 	return err
 }
@@ -160,7 +160,7 @@ func (s *Service) fail(ctx context.Context, m *ent.Message, conn *ent.Connection
 		if err != nil {
 			return err
 		}
-		ev := messageEvent{Message: outboundEvent(done)}
+		ev := messageEvent{Message: s.outboundEvent(done)}
 		if conn != nil {
 			ev.CustomerID, ev.AgentID = conn.CustomerID, conn.AgentID
 		}
@@ -189,7 +189,7 @@ type outboundMessage struct {
 	Attempts  int        `json:"attempts"`
 }
 
-func outboundEvent(m *ent.Message) outboundMessage {
+func (s *Service) outboundEvent(m *ent.Message) outboundMessage {
 	out := outboundMessage{
 		receivedMessage: receivedMessage{ID: m.ID, ConversationID: m.ConversationID, ConnectionID: m.ConnectionID,
 			Channel: m.Channel, Sender: m.Sender, Subject: m.Subject, Text: m.Text, HTML: m.HTML},
@@ -199,5 +199,6 @@ func outboundEvent(m *ent.Message) outboundMessage {
 		t := m.SentAt.UTC()
 		out.SentAt = &t
 	}
+	s.envelope(&out.receivedMessage)
 	return out
 }

@@ -41,6 +41,8 @@ type Service struct {
 	webhookAllowPrivate bool
 	sandboxConnections  int
 	mail                MailOptions
+	eventBody           int
+	sends               sendCounter
 	keys                sync.Map // domain id -> *email.SigningKey
 
 	touchMu sync.Mutex
@@ -67,6 +69,10 @@ type Options struct {
 	// belongs to no account (default DefaultSandboxConnections; negative:
 	// no bound).
 	SandboxConnections int
+	// EventBodyBytes caps each of a message's text, html and subject (and
+	// its details) in message events; DefaultEventBodyBytes if 0. The
+	// message is stored whole and read whole through GET /v1/messages/{id}.
+	EventBodyBytes int
 }
 
 // DefaultSandboxConnections is the default of Options.SandboxConnections.
@@ -103,6 +109,21 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if opts.SandboxConnections == 0 {
 		opts.SandboxConnections = DefaultSandboxConnections
 	}
+	if opts.Mail.AddressQuarantine == 0 {
+		opts.Mail.AddressQuarantine = DefaultAddressQuarantine
+	}
+	if opts.Mail.SandboxMailPerHour <= 0 {
+		opts.Mail.SandboxMailPerHour = DefaultSandboxMailPerHour
+	}
+	if opts.Mail.SignedInMailPerHour <= 0 {
+		opts.Mail.SignedInMailPerHour = DefaultSignedInMailPerHour
+	}
+	if opts.Mail.OwnershipGrace <= 0 {
+		opts.Mail.OwnershipGrace = DefaultOwnershipGrace
+	}
+	if opts.EventBodyBytes <= 0 {
+		opts.EventBodyBytes = DefaultEventBodyBytes
+	}
 	clock := opts.Now
 	if clock == nil {
 		clock = time.Now
@@ -116,7 +137,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	return &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
-		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail,
+		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail, eventBody: opts.EventBodyBytes,
 		sandboxConnections: opts.SandboxConnections,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.

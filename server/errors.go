@@ -77,6 +77,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ra *retryAfter
 	if errors.As(err, &ra) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(ra.wait.Seconds())+1))
+	} else if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(e.RetryAfter.Seconds())+1))
 	}
 	status, ok := statusOf[e.Code]
 	if !ok {

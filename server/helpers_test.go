@@ -73,6 +73,8 @@ type setup struct {
 	// email adds the email channel on the mail domain "mail.test", bound
 	// to the service, as main does.
 	email bool
+	// relay is the email channel's SMTP relay, if any.
+	relay email.Submitter
 }
 
 // startGateway serves the gateway on a port known before the server is
@@ -106,7 +108,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 	svcOpts.Channels, svcOpts.Logger = registry(), logger
 	var mail *email.Channel
 	if su.email {
-		mail = email.New(email.Options{MailDomain: "mail.test"})
+		mail = email.New(email.Options{MailDomain: "mail.test", Relay: su.relay, Logger: logger})
 		svcOpts.Channels.Add(mail.Descriptor())
 		svcOpts.Mail.Domain = mail.MailDomain()
 	}

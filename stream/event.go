@@ -62,13 +62,14 @@ const (
 	ConnectionActive     = "connection.active"
 	ConnectionAuthorized = "connection.authorized"
 	DomainVerified       = "domain.verified"
+	DomainUnverified     = "domain.unverified"
 	WebhookDisabled      = "webhook.disabled"
 	WebhookEnabled       = "webhook.enabled"
 )
 
 // Types lists every event type, sorted.
 var Types = []string{
-	ConnectionActive, ConnectionAuthorized, DomainVerified,
+	ConnectionActive, ConnectionAuthorized, DomainUnverified, DomainVerified,
 	MessageFailed, MessageReceived, MessageSent,
 	WebhookDisabled, WebhookEnabled,
 }

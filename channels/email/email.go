@@ -22,8 +22,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/mail"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -81,6 +84,9 @@ type Options struct {
 	Relay Submitter
 	// DKIM, when set, signs mail sent from MailDomain.
 	DKIM *SigningKey
+	// Logger receives the details of relay failures, which tenants see
+	// only without the relay's address; slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Channel is the email channel of one gateway.
@@ -177,6 +183,43 @@ func (c *Channel) connect(ctx context.Context, conn channels.Connection) (channe
 	return a, nil
 }
 
+// reservedLocals are the local parts no inbox on the gateway's mail domain
+// may take: the role mailboxes of RFC 2142 (network operations and support
+// services), the five addresses the CA/Browser
+// Forum's Baseline Requirements (3.2.2.4.4) let a certificate authority
+// send domain-validation mail to, and the usual system and no-reply
+// names, including the ssl* names some authorities accepted in the past.
+var reservedLocals = map[string]bool{
+	// CA/Browser Forum BR 3.2.2.4.4 (constructed email to domain contact).
+	"admin": true, "administrator": true, "webmaster": true, "hostmaster": true, "postmaster": true,
+	// RFC 2142, network operations and support services (sections 4, 5);
+	// of its business names (section 3) only info, which certificate
+	// authorities also used to write to: sales, marketing and support stay
+	// free for tenants' own desks.
+	"info": true, "abuse": true, "noc": true, "security": true,
+	"usenet": true, "news": true, "www": true, "uucp": true, "ftp": true,
+	// System, bounce and no-reply names.
+	"root": true, "mailer-daemon": true, "nobody": true, "noreply": true, "no-reply": true,
+	"do-not-reply": true, "donotreply": true, "bounce": true, "bounces": true,
+	// Certificate and operator names (older CA validation lists).
+	"ssl-admin": true, "ssladmin": true, "ssladministrator": true, "sslwebmaster": true,
+	"sysadmin": true, "it": true, "is": true, "mis": true, "trust": true, "dmarc": true,
+}
+
+// ReservedLocal reports whether local (lowercase, without +tag) is a role
+// name that no inbox on the gateway's shared mail domain may take.
+func ReservedLocal(local string) bool { return reservedLocals[local] }
+
+// ReservedLocals lists the reserved local parts, sorted.
+func ReservedLocals() []string {
+	out := make([]string, 0, len(reservedLocals))
+	for l := range reservedLocals {
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // randomLocal is a fresh local part: "inbox-" and 10 random characters
 // (50 bits).
 func randomLocal() string {
@@ -234,9 +277,22 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 	if err != nil {
 		return channels.SendResult{}, fmt.Errorf("%w: %w", err, channels.ErrPermanent)
 	}
-	if a.dkim != nil {
-		if raw, err = outbound.SignDKIM(raw, a.dkim.Domain, a.dkim.Selector, a.dkim.Key); err != nil {
-			return channels.SendResult{}, fmt.Errorf("email: dkim sign for %s: %v: %w", a.dkim.Domain, err, channels.ErrTransient)
+	key := a.dkim
+	if g := a.ch.gateway(); g != nil && a.domain != a.ch.opts.MailDomain {
+		// A custom domain signs only while it is verified: ask each time,
+		// so a domain deleted or unverified since the inbox was made
+		// sends nothing more under its name.
+		if key, err = g.SigningKey(ctx, a.conn.ProjectID, a.domain); err != nil {
+			if errors.Is(err, ErrNotVerified) {
+				return channels.SendResult{}, fmt.Errorf("email: %s is no longer a verified domain of this project; mail from %s is not sent: %w",
+					a.domain, a.address, channels.ErrPermanent)
+			}
+			return channels.SendResult{}, fmt.Errorf("email: signing key of %s: %v: %w", a.domain, err, channels.ErrTransient)
+		}
+	}
+	if key != nil {
+		if raw, err = outbound.SignDKIM(raw, key.Domain, key.Selector, key.Key); err != nil {
+			return channels.SendResult{}, fmt.Errorf("email: dkim sign for %s: %v: %w", key.Domain, err, channels.ErrTransient)
 		}
 	}
 	res := channels.SendResult{ProviderID: messageID}
@@ -254,9 +310,47 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 			to.Address, channels.ErrPermanent)
 	}
 	if err := a.ch.opts.Relay.Send(ctx, a.address, []string{to.Address}, raw); err != nil {
-		return channels.SendResult{}, err
+		logger := a.ch.opts.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Warn("email: relay submission failed", "connection", a.conn.ID, "from", a.address, "to", to.Address, "err", err)
+		return channels.SendResult{}, &relayError{msg: neutralRelayText(err.Error(), a.ch.opts.Relay), err: err}
 	}
 	return res, nil
+}
+
+// relayError is a relay failure as the tenant sees it (the message's
+// error): its text names no relay host, port or address; the operator's
+// log has the original. Unwrap keeps its class (transient or permanent).
+type relayError struct {
+	msg string
+	err error
+}
+
+func (e *relayError) Error() string { return e.msg }
+func (e *relayError) Unwrap() error { return e.err }
+
+// Internal addresses in relay errors: host:port, [v6]:port, IPv4 and
+// IPv6 literals.
+var (
+	hostPortRE = regexp.MustCompile(`\[[0-9A-Fa-f:.]+\](:\d{1,5})?|\b[A-Za-z0-9][A-Za-z0-9.-]*:\d{1,5}\b`)
+	ipv4RE     = regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}\b`)
+	ipv6RE     = regexp.MustCompile(`\b[0-9A-Fa-f]{1,4}(:[0-9A-Fa-f]{0,4}){3,7}\b`)
+)
+
+// neutralRelayText replaces the relay's host and port, and any other
+// network address, in a relay error with a neutral phrase.
+func neutralRelayText(msg string, relay Submitter) string {
+	if r, ok := relay.(*outbound.Relay); ok && r.Addr != "" {
+		msg = strings.ReplaceAll(msg, r.Addr, "the mail relay")
+		if host, _, err := net.SplitHostPort(r.Addr); err == nil && host != "" {
+			msg = strings.ReplaceAll(msg, host, "the mail relay")
+		}
+	}
+	msg = hostPortRE.ReplaceAllString(msg, "the mail relay")
+	msg = ipv4RE.ReplaceAllString(msg, "an internal address")
+	return ipv6RE.ReplaceAllString(msg, "an internal address")
 }
 
 // references is the References list of an answer: the thread so far,

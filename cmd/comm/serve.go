@@ -57,6 +57,12 @@ func serve(args []string) error {
 	dnsResolver := s.add("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.add("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
+	eventBody := s.add("event-body-bytes", "COMM_EVENT_BODY_BYTES", "65536", "bytes of JSON each of the text, html and subject of a message may take in a message event (cut between characters, with \"truncated\": true); the message is stored and read whole")
+	quarantine := s.add("address-quarantine", "COMM_ADDRESS_QUARANTINE", "720h", "how long a deleted inbox's address on the mail domain cannot be taken by another project (the same project may take it back); 0 disables")
+	sandboxOut := s.add("sandbox-outbound-mail", "COMM_SANDBOX_OUTBOUND_MAIL", "false", "let sandbox keys send mail from the mail domain to any outside address (by default only to inboxes of this gateway and to people who wrote to the inbox)")
+	sandboxPerHour := s.add("sandbox-mail-per-hour", "COMM_SANDBOX_MAIL_PER_HOUR", "100", "emails to outside addresses a project may queue per hour with a sandbox key (429 with Retry-After beyond)")
+	signedInPerHour := s.add("signed-in-mail-per-hour", "COMM_SIGNED_IN_MAIL_PER_HOUR", "1000", "emails to outside addresses a project may queue per hour with a signed-in key (429 with Retry-After beyond)")
+	ownershipGrace := s.add("domain-ownership-grace", "COMM_DOMAIN_OWNERSHIP_GRACE", "72h", "how long a verified custom domain's ownership TXT record may be missing on re-checks before the domain is unverified (no signing, no new inboxes, domain.unverified)")
 	verifyEvery := s.add("domain-verify-interval", "COMM_DOMAIN_VERIFY_INTERVAL", "10m", "how often pending custom domains are checked again")
 	oidcIssuer := s.add("oidc-issuer", "COMM_OIDC_ISSUER", "", "OpenID Connect issuer URL for signing in on /device (comm login); empty: local operator sign-in")
 	oidcClientID := s.add("oidc-client-id", "COMM_OIDC_CLIENT_ID", "", "OpenID Connect client id; register <base-url>/device/callback as its redirect URL")
@@ -142,6 +148,33 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	eventBodyN, err := parseInt("--event-body-bytes", *eventBody)
+	if err != nil {
+		return err
+	}
+	quarantineD, err := parseDuration("--address-quarantine", *quarantine)
+	if err != nil {
+		return err
+	}
+	sandboxOutB, err := parseBool("--sandbox-outbound-mail", *sandboxOut)
+	if err != nil {
+		return err
+	}
+	sandboxPerHourN, err := parseInt("--sandbox-mail-per-hour", *sandboxPerHour)
+	if err != nil {
+		return err
+	}
+	signedInPerHourN, err := parseInt("--signed-in-mail-per-hour", *signedInPerHour)
+	if err != nil {
+		return err
+	}
+	graceOwn, err := parseDuration("--domain-ownership-grace", *ownershipGrace)
+	if err != nil {
+		return err
+	}
+	if quarantineD == 0 {
+		quarantineD = -1 // none; messaging reads 0 as its default
+	}
 	allowRemote, err := parseBool("--local-signin-allow-remote", *localRemote)
 	if err != nil {
 		return err
@@ -149,7 +182,7 @@ func serve(args []string) error {
 	if *oidcIssuer != "" && *oidcClientID == "" {
 		return errors.New("--oidc-issuer needs --oidc-client-id (COMM_OIDC_CLIENT_ID)")
 	}
-	mailOpts := email.Options{MailDomain: *mailDomain}
+	mailOpts := email.Options{MailDomain: *mailDomain, Logger: logger}
 	if *smtpRelay != "" {
 		relay, err := outbound.ParseRelay(*smtpRelay)
 		if err != nil {
@@ -164,10 +197,16 @@ func serve(args []string) error {
 	}
 	svc, err := newService(log, messaging.Options{Logger: logger, Box: box, WebhookAllowPrivate: private,
 		SandboxConnections: limits.sandboxConns,
+		EventBodyBytes:     eventBodyN,
 		Mail: messaging.MailOptions{
-			Plan:            domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
-			Resolver:        resolver,
-			MaxMessageBytes: int64(maxMail),
+			Plan:                domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
+			Resolver:            resolver,
+			MaxMessageBytes:     int64(maxMail),
+			AddressQuarantine:   quarantineD,
+			SandboxOutbound:     sandboxOutB,
+			SandboxMailPerHour:  sandboxPerHourN,
+			SignedInMailPerHour: signedInPerHourN,
+			OwnershipGrace:      graceOwn,
 		}}, mailOpts)
 	if err != nil {
 		return err

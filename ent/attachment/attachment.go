@@ -32,6 +32,8 @@ const (
 	FieldSize = "size"
 	// FieldData holds the string denoting the data field in the database.
 	FieldData = "data"
+	// FieldBlobID holds the string denoting the blob_id field in the database.
+	FieldBlobID = "blob_id"
 	// Table holds the table name of the attachment in the database.
 	Table = "attachments"
 )
@@ -48,6 +50,7 @@ var Columns = []string{
 	FieldInline,
 	FieldSize,
 	FieldData,
+	FieldBlobID,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -126,4 +129,9 @@ func ByInline(opts ...sql.OrderTermOption) OrderOption {
 // BySize orders the results by the size field.
 func BySize(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSize, opts...).ToFunc()
+}
+
+// ByBlobID orders the results by the blob_id field.
+func ByBlobID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldBlobID, opts...).ToFunc()
 }

@@ -109,6 +109,11 @@ func Data(v []byte) predicate.Attachment {
 	return predicate.Attachment(sql.FieldEQ(FieldData, v))
 }
 
+// BlobID applies equality check predicate on the "blob_id" field. It's identical to BlobIDEQ.
+func BlobID(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldEQ(FieldBlobID, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Attachment {
 	return predicate.Attachment(sql.FieldEQ(FieldCreatedAt, v))
@@ -582,6 +587,81 @@ func DataLT(v []byte) predicate.Attachment {
 // DataLTE applies the LTE predicate on the "data" field.
 func DataLTE(v []byte) predicate.Attachment {
 	return predicate.Attachment(sql.FieldLTE(FieldData, v))
+}
+
+// BlobIDEQ applies the EQ predicate on the "blob_id" field.
+func BlobIDEQ(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldEQ(FieldBlobID, v))
+}
+
+// BlobIDNEQ applies the NEQ predicate on the "blob_id" field.
+func BlobIDNEQ(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldNEQ(FieldBlobID, v))
+}
+
+// BlobIDIn applies the In predicate on the "blob_id" field.
+func BlobIDIn(vs ...string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldIn(FieldBlobID, vs...))
+}
+
+// BlobIDNotIn applies the NotIn predicate on the "blob_id" field.
+func BlobIDNotIn(vs ...string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldNotIn(FieldBlobID, vs...))
+}
+
+// BlobIDGT applies the GT predicate on the "blob_id" field.
+func BlobIDGT(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldGT(FieldBlobID, v))
+}
+
+// BlobIDGTE applies the GTE predicate on the "blob_id" field.
+func BlobIDGTE(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldGTE(FieldBlobID, v))
+}
+
+// BlobIDLT applies the LT predicate on the "blob_id" field.
+func BlobIDLT(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldLT(FieldBlobID, v))
+}
+
+// BlobIDLTE applies the LTE predicate on the "blob_id" field.
+func BlobIDLTE(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldLTE(FieldBlobID, v))
+}
+
+// BlobIDContains applies the Contains predicate on the "blob_id" field.
+func BlobIDContains(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldContains(FieldBlobID, v))
+}
+
+// BlobIDHasPrefix applies the HasPrefix predicate on the "blob_id" field.
+func BlobIDHasPrefix(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldHasPrefix(FieldBlobID, v))
+}
+
+// BlobIDHasSuffix applies the HasSuffix predicate on the "blob_id" field.
+func BlobIDHasSuffix(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldHasSuffix(FieldBlobID, v))
+}
+
+// BlobIDIsNil applies the IsNil predicate on the "blob_id" field.
+func BlobIDIsNil() predicate.Attachment {
+	return predicate.Attachment(sql.FieldIsNull(FieldBlobID))
+}
+
+// BlobIDNotNil applies the NotNil predicate on the "blob_id" field.
+func BlobIDNotNil() predicate.Attachment {
+	return predicate.Attachment(sql.FieldNotNull(FieldBlobID))
+}
+
+// BlobIDEqualFold applies the EqualFold predicate on the "blob_id" field.
+func BlobIDEqualFold(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldEqualFold(FieldBlobID, v))
+}
+
+// BlobIDContainsFold applies the ContainsFold predicate on the "blob_id" field.
+func BlobIDContainsFold(v string) predicate.Attachment {
+	return predicate.Attachment(sql.FieldContainsFold(FieldBlobID, v))
 }
 
 // And groups predicates with the AND operator between them.

@@ -39,6 +39,8 @@ const (
 	FieldCheckedAt = "checked_at"
 	// FieldVerifiedAt holds the string denoting the verified_at field in the database.
 	FieldVerifiedAt = "verified_at"
+	// FieldOwnershipMissingSince holds the string denoting the ownership_missing_since field in the database.
+	FieldOwnershipMissingSince = "ownership_missing_since"
 	// Table holds the table name of the domain in the database.
 	Table = "domains"
 )
@@ -57,6 +59,7 @@ var Columns = []string{
 	FieldDkimKey,
 	FieldCheckedAt,
 	FieldVerifiedAt,
+	FieldOwnershipMissingSince,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -95,8 +98,9 @@ const DefaultStatus = StatusPending
 
 // Status values.
 const (
-	StatusPending  Status = "pending"
-	StatusVerified Status = "verified"
+	StatusPending    Status = "pending"
+	StatusVerified   Status = "verified"
+	StatusUnverified Status = "unverified"
 )
 
 func (s Status) String() string {
@@ -106,7 +110,7 @@ func (s Status) String() string {
 // StatusValidator is a validator for the "status" field enum values. It is called by the builders before save.
 func StatusValidator(s Status) error {
 	switch s {
-	case StatusPending, StatusVerified:
+	case StatusPending, StatusVerified, StatusUnverified:
 		return nil
 	default:
 		return fmt.Errorf("domain: invalid enum value for status field: %q", s)
@@ -159,6 +163,11 @@ func ByCheckedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByVerifiedAt orders the results by the verified_at field.
 func ByVerifiedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldVerifiedAt, opts...).ToFunc()
+}
+
+// ByOwnershipMissingSince orders the results by the ownership_missing_since field.
+func ByOwnershipMissingSince(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOwnershipMissingSince, opts...).ToFunc()
 }
 
 // MarshalGQL implements graphql.Marshaler interface.

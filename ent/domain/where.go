@@ -104,6 +104,11 @@ func VerifiedAt(v time.Time) predicate.Domain {
 	return predicate.Domain(sql.FieldEQ(FieldVerifiedAt, v))
 }
 
+// OwnershipMissingSince applies equality check predicate on the "ownership_missing_since" field. It's identical to OwnershipMissingSinceEQ.
+func OwnershipMissingSince(v time.Time) predicate.Domain {
+	return predicate.Domain(sql.FieldEQ(FieldOwnershipMissingSince, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Domain {
 	return predicate.Domain(sql.FieldEQ(FieldCreatedAt, v))
@@ -592,6 +597,56 @@ func VerifiedAtIsNil() predicate.Domain {
 // VerifiedAtNotNil applies the NotNil predicate on the "verified_at" field.
 func VerifiedAtNotNil() predicate.Domain {
 	return predicate.Domain(sql.FieldNotNull(FieldVerifiedAt))
+}
+
+// OwnershipMissingSinceEQ applies the EQ predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceEQ(v time.Time) predicate.Domain {
+	return predicate.Domain(sql.FieldEQ(FieldOwnershipMissingSince, v))
+}
+
+// OwnershipMissingSinceNEQ applies the NEQ predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceNEQ(v time.Time) predicate.Domain {
+	return predicate.Domain(sql.FieldNEQ(FieldOwnershipMissingSince, v))
+}
+
+// OwnershipMissingSinceIn applies the In predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceIn(vs ...time.Time) predicate.Domain {
+	return predicate.Domain(sql.FieldIn(FieldOwnershipMissingSince, vs...))
+}
+
+// OwnershipMissingSinceNotIn applies the NotIn predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceNotIn(vs ...time.Time) predicate.Domain {
+	return predicate.Domain(sql.FieldNotIn(FieldOwnershipMissingSince, vs...))
+}
+
+// OwnershipMissingSinceGT applies the GT predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceGT(v time.Time) predicate.Domain {
+	return predicate.Domain(sql.FieldGT(FieldOwnershipMissingSince, v))
+}
+
+// OwnershipMissingSinceGTE applies the GTE predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceGTE(v time.Time) predicate.Domain {
+	return predicate.Domain(sql.FieldGTE(FieldOwnershipMissingSince, v))
+}
+
+// OwnershipMissingSinceLT applies the LT predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceLT(v time.Time) predicate.Domain {
+	return predicate.Domain(sql.FieldLT(FieldOwnershipMissingSince, v))
+}
+
+// OwnershipMissingSinceLTE applies the LTE predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceLTE(v time.Time) predicate.Domain {
+	return predicate.Domain(sql.FieldLTE(FieldOwnershipMissingSince, v))
+}
+
+// OwnershipMissingSinceIsNil applies the IsNil predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceIsNil() predicate.Domain {
+	return predicate.Domain(sql.FieldIsNull(FieldOwnershipMissingSince))
+}
+
+// OwnershipMissingSinceNotNil applies the NotNil predicate on the "ownership_missing_since" field.
+func OwnershipMissingSinceNotNil() predicate.Domain {
+	return predicate.Domain(sql.FieldNotNull(FieldOwnershipMissingSince))
 }
 
 // And groups predicates with the AND operator between them.

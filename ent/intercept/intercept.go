@@ -11,6 +11,7 @@ import (
 	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
+	"github.com/comm-gateway/comm/ent/blob"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
 	"github.com/comm-gateway/comm/ent/creditentry"
@@ -159,6 +160,33 @@ func (f TraverseAttachment) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.AttachmentQuery", q)
+}
+
+// The BlobFunc type is an adapter to allow the use of ordinary function as a Querier.
+type BlobFunc func(context.Context, *ent.BlobQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f BlobFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.BlobQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.BlobQuery", q)
+}
+
+// The TraverseBlob type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseBlob func(context.Context, *ent.BlobQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseBlob) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseBlob) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BlobQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.BlobQuery", q)
 }
 
 // The ConnectionFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -440,6 +468,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.AccountQuery, predicate.Account, account.OrderOption]{typ: ent.TypeAccount, tq: q}, nil
 	case *ent.AttachmentQuery:
 		return &query[*ent.AttachmentQuery, predicate.Attachment, attachment.OrderOption]{typ: ent.TypeAttachment, tq: q}, nil
+	case *ent.BlobQuery:
+		return &query[*ent.BlobQuery, predicate.Blob, blob.OrderOption]{typ: ent.TypeBlob, tq: q}, nil
 	case *ent.ConnectionQuery:
 		return &query[*ent.ConnectionQuery, predicate.Connection, connection.OrderOption]{typ: ent.TypeConnection, tq: q}, nil
 	case *ent.ConversationQuery:

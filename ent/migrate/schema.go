@@ -73,6 +73,7 @@ var (
 		{Name: "inline", Type: field.TypeBool, Default: false},
 		{Name: "size", Type: field.TypeInt64},
 		{Name: "data", Type: field.TypeBytes, SchemaType: map[string]string{"postgres": "bytea", "sqlite3": "blob"}},
+		{Name: "blob_id", Type: field.TypeString, Nullable: true},
 	}
 	// AttachmentsTable holds the schema information for the "attachments" table.
 	AttachmentsTable = &schema.Table{
@@ -90,7 +91,25 @@ var (
 				Unique:  false,
 				Columns: []*schema.Column{AttachmentsColumns[3]},
 			},
+			{
+				Name:    "attachment_blob_id",
+				Unique:  false,
+				Columns: []*schema.Column{AttachmentsColumns[10]},
+			},
 		},
+	}
+	// BlobsColumns holds the columns for the "blobs" table.
+	BlobsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "size", Type: field.TypeInt64},
+		{Name: "data", Type: field.TypeBytes, SchemaType: map[string]string{"postgres": "bytea", "sqlite3": "blob"}},
+	}
+	// BlobsTable holds the schema information for the "blobs" table.
+	BlobsTable = &schema.Table{
+		Name:       "blobs",
+		Columns:    BlobsColumns,
+		PrimaryKey: []*schema.Column{BlobsColumns[0]},
 	}
 	// ConnectionsColumns holds the columns for the "connections" table.
 	ConnectionsColumns = []*schema.Column{
@@ -118,6 +137,11 @@ var (
 				Name:    "connection_project_id",
 				Unique:  false,
 				Columns: []*schema.Column{ConnectionsColumns[2]},
+			},
+			{
+				Name:    "connection_address",
+				Unique:  false,
+				Columns: []*schema.Column{ConnectionsColumns[10]},
 			},
 		},
 	}
@@ -212,13 +236,14 @@ var (
 		{Name: "project_id", Type: field.TypeString},
 		{Name: "domain", Type: field.TypeString},
 		{Name: "inbound_domain", Type: field.TypeString, Nullable: true},
-		{Name: "status", Type: field.TypeEnum, Enums: []string{"pending", "verified"}, Default: "pending"},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"pending", "verified", "unverified"}, Default: "pending"},
 		{Name: "plan", Type: field.TypeJSON},
 		{Name: "checks", Type: field.TypeJSON, Nullable: true},
 		{Name: "last_error", Type: field.TypeString, Nullable: true},
 		{Name: "dkim_key", Type: field.TypeBytes},
 		{Name: "checked_at", Type: field.TypeTime, Nullable: true},
 		{Name: "verified_at", Type: field.TypeTime, Nullable: true},
+		{Name: "ownership_missing_since", Type: field.TypeTime, Nullable: true},
 	}
 	// DomainsTable holds the schema information for the "domains" table.
 	DomainsTable = &schema.Table{
@@ -411,6 +436,7 @@ var (
 		APIKeysTable,
 		AccountsTable,
 		AttachmentsTable,
+		BlobsTable,
 		ConnectionsTable,
 		ConversationsTable,
 		CreditEntriesTable,

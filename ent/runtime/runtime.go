@@ -8,6 +8,7 @@ import (
 	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
+	"github.com/comm-gateway/comm/ent/blob"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
 	"github.com/comm-gateway/comm/ent/creditentry"
@@ -122,6 +123,19 @@ func init() {
 	attachment.DefaultID = attachmentDescID.Default.(func() string)
 	// attachment.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	attachment.IDValidator = attachmentDescID.Validators[0].(func(string) error)
+	blobMixin := schema.Blob{}.Mixin()
+	blobMixinFields0 := blobMixin[0].Fields()
+	_ = blobMixinFields0
+	blobFields := schema.Blob{}.Fields()
+	_ = blobFields
+	// blobDescCreatedAt is the schema descriptor for created_at field.
+	blobDescCreatedAt := blobMixinFields0[0].Descriptor()
+	// blob.DefaultCreatedAt holds the default value on creation for the created_at field.
+	blob.DefaultCreatedAt = blobDescCreatedAt.Default.(func() time.Time)
+	// blobDescID is the schema descriptor for id field.
+	blobDescID := blobFields[0].Descriptor()
+	// blob.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	blob.IDValidator = blobDescID.Validators[0].(func(string) error)
 	connectionMixin := schema.Connection{}.Mixin()
 	connectionMixinHooks2 := connectionMixin[2].Hooks()
 	connection.Hooks[0] = connectionMixinHooks2[0]

@@ -12,8 +12,9 @@ import (
 )
 
 // Attachment is a file that came with an inbound message (an email
-// attachment or inline image). Its bytes are stored with it, under the
-// gateway's size limit.
+// attachment or inline image). Its bytes are a Blob named by blob_id,
+// stored once however many messages carry them; rows written before blobs
+// existed keep their bytes in data (and no blob_id).
 type Attachment struct{ ent.Schema }
 
 // Annotations of the Attachment: exposed through a hand-written GraphQL
@@ -37,11 +38,14 @@ func (Attachment) Fields() []ent.Field {
 		field.Bool("inline").Default(false).Immutable(),
 		field.Int64("size").Immutable(),
 		field.Bytes("data").Immutable().
-			SchemaType(map[string]string{dialect.Postgres: "bytea", dialect.SQLite: "blob"}),
+			SchemaType(map[string]string{dialect.Postgres: "bytea", dialect.SQLite: "blob"}).
+			Comment("the bytes, on rows from before blob_id; empty when blob_id is set"),
+		field.String("blob_id").Optional().Nillable().Immutable().
+			Comment("the Blob (SHA-256 of the bytes) holding this attachment's bytes"),
 	}
 }
 
 // Indexes of the Attachment.
 func (Attachment) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("message_id")}
+	return []ent.Index{index.Fields("message_id"), index.Fields("blob_id")}
 }

@@ -5,6 +5,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
 
 	"github.com/comm-gateway/comm/ident"
 )
@@ -38,4 +39,10 @@ func (Connection) Fields() []ent.Field {
 			Comment("channel:address of an inbox this gateway hosts (email); globally unique, cleared on delete"),
 		field.Time("deleted_at").Optional().Nillable().Annotations(entgql.Skip()),
 	}
+}
+
+// Indexes of the Connection: addresses are looked up across projects (an
+// inbox address released recently is quarantined).
+func (Connection) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("address")}
 }

@@ -33,13 +33,16 @@ func (Domain) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("domain").Immutable().Comment("normalized: lowercase, punycode, no trailing dot"),
 		field.String("inbound_domain").Optional().Immutable().Comment("where inbox addresses live (the domain, or a subdomain)"),
-		field.Enum("status").Values("pending", "verified").Default("pending"),
+		field.Enum("status").Values("pending", "verified", "unverified").Default("pending").
+			Comment("unverified: was verified, then its ownership record was missing longer than the grace period"),
 		field.JSON("plan", json.RawMessage{}).Comment("domain.Records without the key: what to publish"),
 		field.JSON("checks", json.RawMessage{}).Optional().Comment("domain.Status of the last verification"),
 		field.String("last_error").Optional().Nillable().Comment("why the last verification could not run"),
 		field.Bytes("dkim_key").Sensitive().Comment("sealed (AES-GCM) PKCS#8 PEM of the DKIM signing key"),
 		field.Time("checked_at").Optional().Nillable(),
 		field.Time("verified_at").Optional().Nillable(),
+		field.Time("ownership_missing_since").Optional().Nillable().
+			Comment("when a re-check of a verified domain first missed its ownership record; cleared when found"),
 	}
 }
 

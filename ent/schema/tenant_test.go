@@ -19,6 +19,7 @@ import (
 	entaccount "github.com/comm-gateway/comm/ent/account"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	entattachment "github.com/comm-gateway/comm/ent/attachment"
+	entblob "github.com/comm-gateway/comm/ent/blob"
 	entconnection "github.com/comm-gateway/comm/ent/connection"
 	entconversation "github.com/comm-gateway/comm/ent/conversation"
 	entcreditentry "github.com/comm-gateway/comm/ent/creditentry"
@@ -57,6 +58,7 @@ var schemas = map[string]entgo.Interface{
 	entcreditentry.Table:    schema.CreditEntry{},
 	entdevicerequest.Table:  schema.DeviceRequest{},
 	entattachment.Table:     schema.Attachment{},
+	entblob.Table:           schema.Blob{},
 	entdomain.Table:         schema.Domain{},
 	entconnection.Table:     schema.Connection{},
 	entconversation.Table:   schema.Conversation{},

@@ -215,7 +215,7 @@ func Plan(domain string, cfg PlanConfig) (*Records, error) {
 
 	recs.Records = []Record{{
 		Kind: Ownership, Type: TypeTXT, Name: OwnershipPrefix + "." + d, Value: recs.Token, Required: true,
-		Purpose: "Proves you control " + d + ". Publish this token as a TXT record; it can be removed once the domain is verified.",
+		Purpose: "Proves you control " + d + ". Publish this token as a TXT record and keep it: a verified domain whose token stays missing past the gateway's grace period is unverified (its mail is no longer signed and no new inboxes are accepted).",
 	}, {
 		Kind: SPF, Type: TypeTXT, Name: d, Value: "v=spf1 include:" + spfHost + " ~all", Required: true,
 		Purpose: "Authorizes comm's servers to send mail for " + d + ". A domain may have only one SPF record: if " + d +

@@ -13,14 +13,17 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	gomail "github.com/emersion/go-message/mail"
 )
 
-// ErrHeaderInjection is returned by Compose when a header value (an
-// address, display name, subject or message id) contains CR or LF.
+// ErrHeaderInjection is returned by Compose when a header value that
+// cannot be made one line (an address or a message id) contains CR or LF;
+// subjects and display names are made one line instead.
 var ErrHeaderInjection = errors.New("header value contains CR or LF")
 
 // Mail is one outbound message.
@@ -55,6 +58,20 @@ type Mail struct {
 // returns it with its Message-ID (without angle brackets), generated on the
 // sending domain when m.MessageID is empty.
 func Compose(m Mail) (msg []byte, messageID string, err error) {
+	// Free text becomes one line: a subject or a name that arrived with
+	// CR or LF in it (from an encoded word of an inbound mail, say) is
+	// answered with the line breaks as spaces, never as header breaks.
+	m.Subject = OneLine(m.Subject)
+	m.From.Name = OneLine(m.From.Name)
+	m.To = slices.Clone(m.To)
+	for i := range m.To {
+		m.To[i].Name = OneLine(m.To[i].Name)
+	}
+	if m.ReplyTo != nil {
+		rt := *m.ReplyTo
+		rt.Name = OneLine(rt.Name)
+		m.ReplyTo = &rt
+	}
 	if err := m.validate(); err != nil {
 		return nil, "", fmt.Errorf("email: compose: %w", err)
 	}
@@ -90,6 +107,28 @@ func Compose(m Mail) (msg []byte, messageID string, err error) {
 		return nil, "", fmt.Errorf("email: compose: %w", err)
 	}
 	return []byte(b.String()), messageID, nil
+}
+
+// OneLine makes header text one line: every run of control characters
+// (CR, LF, tab, NUL ...) becomes one space.
+func OneLine(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			if !space {
+				b.WriteByte(' ')
+			}
+			space = true
+			continue
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // NewMessageID returns a fresh random message id "random@domain" (without

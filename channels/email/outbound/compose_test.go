@@ -197,11 +197,7 @@ func TestComposeRejects(t *testing.T) {
 		edit      func(*Mail)
 		injection bool
 	}{
-		{"CRLF in subject", func(m *Mail) { m.Subject = "Hi\r\nBcc: victim@example.org" }, true},
-		{"LF in subject", func(m *Mail) { m.Subject = "Hi\nBcc: victim@example.org" }, true},
-		{"CR in from name", func(m *Mail) { m.From.Name = "Agent\rX-Evil: 1" }, true},
 		{"LF in to address", func(m *Mail) { m.To[0].Address = "ann@customer.test\nBcc: x@y.z" }, true},
-		{"LF in to name", func(m *Mail) { m.To[0].Name = "Ann\nBcc: x@y.z" }, true},
 		{"CRLF in message id", func(m *Mail) { m.MessageID = "a@b\r\nX: y" }, true},
 		{"CRLF in in-reply-to", func(m *Mail) { m.InReplyTo = []string{"a@b>\r\nBcc: <x@y"} }, true},
 		{"LF in references", func(m *Mail) { m.References = []string{"a@b\nX: y"} }, true},
@@ -227,6 +223,30 @@ func TestComposeRejects(t *testing.T) {
 				t.Errorf("error %q lacks the email: compose: prefix", err)
 			}
 		})
+	}
+}
+
+// TestComposeOneLine: CR and LF in a subject or a display name (from an
+// inbound mail's encoded words) become spaces; no header is injected.
+func TestComposeOneLine(t *testing.T) {
+	t.Parallel()
+	m := baseMail()
+	m.Subject = "Hi\r\nBcc: victim@example.org"
+	m.From.Name = "Agent\rX-Evil: 1"
+	m.To[0].Name = "Ann\nBcc: x@y.z"
+	m.ReplyTo = &mail.Address{Name: "R\r\nX-Evil: 2", Address: "agent@example.com"}
+	msg, _, err := Compose(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(msg), "\r\n\r\n")
+	for _, line := range strings.Split(head, "\r\n") {
+		if strings.HasPrefix(line, "Bcc:") || strings.HasPrefix(line, "X-Evil:") {
+			t.Errorf("injected header line %q in\n%s", line, head)
+		}
+	}
+	if !strings.Contains(head, "Subject: Hi Bcc: victim@example.org") {
+		t.Errorf("subject not made one line:\n%s", head)
 	}
 }
 
