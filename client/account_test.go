@@ -142,23 +142,23 @@ func TestKeys(t *testing.T) {
 		}
 
 		// Revoking stops the key at once; again changes nothing.
-		rk, err := p.RevokeKey(ctx, nk.ID)
+		rk, err := si.RevokeKey(ctx, nk.ID)
 		if err != nil || rk.ID != nk.ID || rk.RevokedAt == nil || rk.Current {
 			t.Fatalf("RevokeKey: %+v, %v", rk, err)
 		}
 		if _, err := ci.Project(ctx); !errors.Is(err, client.ErrUnauthenticated) {
 			t.Errorf("a revoked key: %v", err)
 		}
-		again, err := p.RevokeKey(ctx, nk.ID)
+		again, err := si.RevokeKey(ctx, nk.ID)
 		if err != nil || again.RevokedAt == nil || !again.RevokedAt.Equal(*rk.RevokedAt) {
 			t.Errorf("RevokeKey again: %+v, %v", again, err)
 		}
 		for _, id := range []string{"key_nope", "../" + nk.ID, p.Sandbox.ProjectID} {
-			if _, err := p.RevokeKey(ctx, id); !errors.Is(err, client.ErrNotFound) {
+			if _, err := si.RevokeKey(ctx, id); !errors.Is(err, client.ErrNotFound) {
 				t.Errorf("RevokeKey(%q): %v", id, err)
 			}
 		}
-		if _, err := p.RevokeKey(ctx, ""); !errors.Is(err, client.ErrInvalid) || !errors.As(err, &apiErr) || apiErr.Param != "id" {
+		if _, err := si.RevokeKey(ctx, ""); !errors.Is(err, client.ErrInvalid) || !errors.As(err, &apiErr) || apiErr.Param != "id" {
 			t.Errorf("RevokeKey without an id: %v", err)
 		}
 
@@ -177,7 +177,10 @@ func TestKeys(t *testing.T) {
 		}
 
 		// Revoking the client's own key: its next call is unauthenticated.
-		if k, err := un.RevokeKey(ctx, unnamed.ID); err != nil || !k.Current || k.RevokedAt == nil {
+		// Once the project is in an account only signed-in keys manage
+		// keys, so the signed-in key made above revokes itself.
+		un = newProjectClient(t, g.URL, snk.APIKey)
+		if k, err := un.RevokeKey(ctx, snk.ID); err != nil || !k.Current || k.RevokedAt == nil {
 			t.Fatalf("revoking the own key: %+v, %v", k, err)
 		}
 		if _, err := un.Keys(ctx); !errors.Is(err, client.ErrUnauthenticated) {
@@ -201,7 +204,7 @@ func TestAccountRetries(t *testing.T) {
 		call         func() error
 	}{
 		{"GET", "/v1/account", func() error { _, err := si.Account(ctx); return err }},
-		{"GET", "/v1/keys", func() error { _, err := p.Keys(ctx); return err }},
+		{"GET", "/v1/keys", func() error { _, err := si.Keys(ctx); return err }},
 	} {
 		f := &failer{method: tc.method, path: tc.path, n: 2, fail: unavailable}
 		px.set(nil, f.intercept)
@@ -215,20 +218,20 @@ func TestAccountRetries(t *testing.T) {
 		for _, fail := range []func(http.ResponseWriter, *http.Request){unavailable, hangUp} {
 			f := &failer{method: "POST", path: "/v1/keys", n: 100, fail: fail}
 			px.set(nil, f.intercept)
-			if k, err := p.CreateKey(ctx, "once"); err == nil || f.attempts() != 1 {
+			if k, err := si.CreateKey(ctx, "once"); err == nil || f.attempts() != 1 {
 				t.Errorf("CreateKey through a failing proxy: %+v, %v after %d attempts, want one failed attempt", k, err, f.attempts())
 			}
 			px.set(nil, nil)
 		}
 		// The sandbox key and the signed-in one: nothing was created.
-		ks, err := p.Keys(ctx)
+		ks, err := si.Keys(ctx)
 		if err != nil || len(ks) != 2 {
 			t.Errorf("keys after the failed creations: %+v, %v", ks, err)
 		}
 	})
 
 	t.Run("DELETE whose answer was lost", func(t *testing.T) {
-		nk, err := p.CreateKey(ctx, "lost")
+		nk, err := si.CreateKey(ctx, "lost")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +249,7 @@ func TestAccountRetries(t *testing.T) {
 		}}
 		px.set(nil, f.intercept)
 		defer px.set(nil, nil)
-		k, err := p.RevokeKey(ctx, nk.ID)
+		k, err := si.RevokeKey(ctx, nk.ID)
 		if err != nil || k.ID != nk.ID || k.RevokedAt == nil || f.attempts() != 2 {
 			t.Errorf("RevokeKey: %+v, %v after %d attempts", k, err, f.attempts())
 		}
@@ -258,7 +261,7 @@ func TestAccountRetries(t *testing.T) {
 		f := &failer{method: "DELETE", path: "/v1/keys/key_nope", n: 1, fail: unavailable}
 		px.set(nil, f.intercept)
 		defer px.set(nil, nil)
-		if k, err := p.RevokeKey(ctx, "key_nope"); !errors.Is(err, client.ErrNotFound) || f.attempts() != 2 {
+		if k, err := si.RevokeKey(ctx, "key_nope"); !errors.Is(err, client.ErrNotFound) || f.attempts() != 2 {
 			t.Errorf("RevokeKey(key_nope): %+v, %v after %d attempts", k, err, f.attempts())
 		}
 	})
