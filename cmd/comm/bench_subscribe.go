@@ -53,7 +53,11 @@ func (b subscribeBench) run(ctx context.Context) ([]bench.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	// Every socket comes from this process: lift the per-IP and per-key
+	// caps of websockets.
+	caps := strconv.Itoa(b.subs + 100)
+	cmd := exec.Command(self, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir,
+		"--ws-max-per-ip", caps, "--ws-max-per-key", caps)
 	cmd.Env = append(os.Environ(), "GOGC="+b.serverGOGC)
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
