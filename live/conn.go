@@ -37,8 +37,6 @@ const (
 	closeNotReading = websocket.ClosePolicyViolation
 )
 
-const writeTimeout = 10 * time.Second
-
 var errInternal = &messaging.Error{Code: "internal_error", Message: "internal error"}
 
 // message is a protocol message of either protocol.
@@ -565,14 +563,14 @@ func (c *conn) flush() {
 		c.queue = nil
 		c.mu.Unlock()
 		for i, f := range q {
-			c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
+			c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
 			if err := c.ws.WriteMessage(websocket.TextMessage, f.b); err != nil {
 				c.mu.Lock()
 				closed := c.closed
 				c.mu.Unlock()
 				if !closed {
-					// Mostly a peer that stopped reading: the write stalled
-					// for writeTimeout with the queue at its bound.
+					// Mostly a peer that stopped reading: a write stalled
+					// for WriteTimeout with the queue at its bound.
 					c.s.logger.Info("live: closing a socket whose writes fail", "ip", c.ip, "err", err)
 					c.closeWith(closeNotReading, "Write timed out: read what you are sent")
 				}
@@ -634,7 +632,7 @@ func (c *conn) waitRoom(ctx context.Context) int {
 }
 
 func (c *conn) ping() {
-	c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeTimeout))
+	c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.s.opts.WriteTimeout))
 	if c.legacy {
 		c.mu.Lock()
 		acked := c.acked

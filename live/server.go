@@ -45,6 +45,10 @@ type Options struct {
 	// for room, and a replay page holds no more than the room left. A
 	// single frame larger than the bound is written alone (default 4 MiB).
 	MaxQueueBytes int
+	// WriteTimeout bounds one write to a socket; a peer that reads nothing
+	// for that long, while the server has something to send, is closed
+	// (default 10 s).
+	WriteTimeout time.Duration
 	// ControlQueueFrames and ControlQueueBytes bound the control messages
 	// (pong, ka, connection_ack, complete, error) waiting to be written to
 	// one socket; a socket passing either (a client sending pings but not
@@ -111,6 +115,9 @@ func NewServer(svc *messaging.Service, exec *executor.Executor, opts Options) *S
 	}
 	if opts.MaxQueueBytes <= 0 {
 		opts.MaxQueueBytes = 4 << 20
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 10 * time.Second
 	}
 	if opts.ControlQueueFrames <= 0 {
 		opts.ControlQueueFrames = 64
