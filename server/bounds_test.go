@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/comm-gateway/comm/apikey"
 	"github.com/comm-gateway/comm/live"
@@ -275,4 +278,166 @@ func TestRevokedKeyClosesSocketsOnReplicas(t *testing.T) {
 		revokeAllBut(t, g2, sb.ProjectID, key2)
 		c.wantClosed(4403, "revoked")
 	})
+}
+
+// heapWatch samples the heap (after a GC) until stopped, and calls abort
+// once if it grows past bound over base, so that a regression fails the
+// test before it takes the machine's memory.
+type heapWatch struct {
+	base, peak uint64
+	stop, done chan struct{}
+}
+
+func heapNow() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+func watchHeap(bound uint64, abort func()) *heapWatch {
+	h := &heapWatch{base: heapNow(), stop: make(chan struct{}), done: make(chan struct{})}
+	h.peak = h.base
+	go func() {
+		defer close(h.done)
+		aborted := false
+		for {
+			select {
+			case <-h.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			now := heapNow()
+			h.peak = max(h.peak, now)
+			if !aborted && now > h.base+bound {
+				aborted = true
+				abort()
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heapWatch) end() (base, peak uint64) {
+	close(h.stop)
+	<-h.done
+	return h.base, h.peak
+}
+
+// waitNoSockets waits (up to a minute) until the gateway has no socket open
+// and reports whether it got there.
+func waitNoSockets(g *gateway) bool {
+	for range 1200 {
+		if g.Front.Live().Conns() == 0 {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// TestWebsocketFloodsStayBounded reproduces issue 12's attacks on the
+// websocket endpoint, with clients that never read: 5 sockets × 20
+// eventBatches(max: 1000) subscriptions from seq 0 over a ~26 MB backlog of
+// ~120 KB events, then 5 sockets sending 2,500 large pings. The server's
+// heap stays bounded and the sockets are closed; a normal subscriber then
+// still gets every event once, in order.
+func TestWebsocketFloodsStayBounded(t *testing.T) {
+	g := start(t, storetest.SQLite(t), server.Options{Live: live.Options{WriteTimeout: 2 * time.Second}})
+	sb := g.newSandbox(t, "flood")
+	conn := g.connectTest(t, sb.APIKey)
+	body, _ := json.Marshal(map[string]string{"sender": "mallory",
+		"text": strings.Repeat("t", 60<<10), "html": "<p>" + strings.Repeat("h", 60<<10) + "</p>"})
+	for range 220 {
+		g.inject(t, sb.APIKey, conn.ID, string(body))
+	}
+	head := g.project(t, sb.APIKey).LastSeq
+	var backlog int64
+	if err := g.DB.R.QueryRow(g.DB.Rebind("SELECT sum(length(body)) FROM events WHERE project_id = ?"), sb.ProjectID).Scan(&backlog); err != nil {
+		t.Fatal(err)
+	}
+	const mb = 1 << 20
+
+	var clients []*wsClient
+	abort := func() {
+		t.Error("heap past its bound: closing the attack's sockets")
+		for _, c := range clients {
+			c.ws.Close()
+		}
+	}
+
+	// 5 sockets × 20 eventBatches subscriptions, never read.
+	h := watchHeap(200*mb, abort)
+	for range 5 {
+		c, _, err := g.dialWS(t, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.init(sb.APIKey)
+		clients = append(clients, c)
+		for i := range 20 {
+			if err := c.subscribe(fmt.Sprint(i), `subscription { eventBatches(afterSeq: 0, max: 1000) { seq type data } }`, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	closed := waitNoSockets(g)
+	base, peak := h.end()
+	t.Logf("5 sockets × 20 eventBatches over a %d MB backlog (%d events), never read: heap %d MB -> peak %d MB (+%d MB)",
+		backlog/mb, head, base/mb, peak/mb, (peak-base)/mb)
+	if !closed {
+		t.Errorf("%d sockets that never read are still open", g.Front.Live().Conns())
+	}
+	for _, c := range clients {
+		c.ws.Close()
+	}
+
+	// 2,500 pings of ~60 KB over 5 sockets, the pongs never read.
+	clients = nil
+	h = watchHeap(64*mb, abort)
+	ping, _ := json.Marshal(wsMsg{Type: "ping", Payload: json.RawMessage(`{"pad":"` + strings.Repeat("p", 60_000) + `"}`)})
+	var sent, refused int
+	for range 5 {
+		c, _, err := g.dialWS(t, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.init(sb.APIKey)
+		clients = append(clients, c)
+	}
+	for range 500 {
+		for _, c := range clients {
+			c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			if err := c.ws.WriteMessage(websocket.TextMessage, ping); err != nil {
+				refused++
+				continue
+			}
+			sent++
+		}
+	}
+	closed = waitNoSockets(g)
+	base, peak = h.end()
+	t.Logf("2,500 pings of %d KB over 5 sockets, pongs never read: %d written before the server closed the sockets; heap %d MB -> peak %d MB (+%d MB)",
+		len(ping)/1000, sent, base/mb, peak/mb, (peak-base)/mb)
+	if !closed {
+		t.Errorf("%d sockets flooding pings are still open", g.Front.Live().Conns())
+	}
+	for _, c := range clients {
+		c.ws.Close()
+	}
+
+	// A normal subscriber still gets every event once, in order.
+	c, _, err := g.dialWS(t, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(sb.APIKey)
+	if err := c.subscribe("b", `subscription { eventBatches(afterSeq: 0, max: 1000) { seq type data } }`, nil); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := c.events("b", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense(t, "subscriber after the floods", evs, head)
 }

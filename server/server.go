@@ -110,6 +110,9 @@ func New(svc *messaging.Service, opts Options) *Server {
 	if opts.Live.ClientIP == nil {
 		opts.Live.ClientIP = clientIP
 	}
+	if opts.Live.Logger == nil {
+		opts.Live.Logger = opts.Logger
+	}
 	s.live = live.NewServer(svc, graph.NewExecutor(svc, svc.Ent(), opts.GraphQL), opts.Live)
 	s.mux.Handle("POST /graphql", serveGQL)
 	s.mux.Handle("GET /graphql", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
