@@ -87,12 +87,12 @@ type frame struct {
 	ctrl bool
 }
 
-func newConn(s *Server, ws *websocket.Conn, r *http.Request) *conn {
+func newConn(s *Server, ws *websocket.Conn, r *http.Request, ip string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		s: s, ws: ws, legacy: ws.Subprotocol() == ProtocolLegacy,
 		ctx: ctx, cancel: cancel, room: make(chan struct{}), subs: map[string]*sub{},
-		replaying: make(chan struct{}, 1), ip: s.opts.ClientIP(r),
+		replaying: make(chan struct{}, 1), ip: ip,
 	}
 	if scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		c.headerKey = strings.TrimSpace(key)

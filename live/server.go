@@ -178,17 +178,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": messaging.ErrRateLimited.Code, "message": msg}}) //nolint:errcheck // the client is gone
 		return
 	}
-	defer s.releaseIP(ip)
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		s.releaseIP(ip)
 		return // the upgrader answered
 	}
-	c := newConn(s, ws, r)
+	c := newConn(s, ws, r, ip)
 	if !s.track(c) {
+		s.releaseIP(ip)
 		c.closeWith(websocket.CloseGoingAway, "server shutting down")
 		return
 	}
-	defer s.untrack(c)
+	defer s.untrack(c) // releases ip too
 	c.read()
 }
 
@@ -215,6 +216,10 @@ func (s *Server) admitIP(ip string) bool {
 func (s *Server) releaseIP(ip string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.releaseIPLocked(ip)
+}
+
+func (s *Server) releaseIPLocked(ip string) {
 	if s.byIP[ip]--; s.byIP[ip] <= 0 {
 		delete(s.byIP, ip)
 	}
@@ -266,6 +271,7 @@ func (s *Server) track(c *conn) bool {
 func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.releaseIPLocked(c.ip)
 	if set := s.byKey[c.keyID]; set != nil {
 		delete(set, c)
 		if len(set) == 0 {
