@@ -33,13 +33,28 @@ func window(filter string) string {
 
 // pageRows yields the page's events as rows (seq, type, body), and one more
 // row with a NULL body when the budget cut the page short: the first event
-// that did not fit (rows 1 and 2 always come, then any row whose
-// predecessors fit). Parameters: the budget, the filter's, limit, the
-// project, the budget.
+// that did not fit (the marker). The marker's seq is computed once, first:
+// when the page's lengths sum within the budget (most pages) nothing is
+// windowed; then the events are walked by primary key as a plain page is.
+// Parameters: see rowArgs.
 func pageRows(filter string) string {
-	return `SELECT w.seq, w.type, CASE WHEN w.rn = 1 OR w.cum <= ? THEN e.body END
-		FROM (` + window(filter) + `) AS w JOIN events AS e ON e.project_id = ? AND e.seq = w.seq
-		WHERE w.rn <= 2 OR w.cum - w.n <= ? ORDER BY w.seq`
+	return `WITH c AS MATERIALIZED (SELECT CASE WHEN s.total <= ? THEN 9223372036854775807
+			ELSE coalesce((SELECT min(seq) FROM (` + window(filter) + `) AS w WHERE w.rn > 1 AND w.cum > ?), 9223372036854775807) END AS marker
+		FROM (SELECT sum(octet_length(body)) AS total FROM (SELECT body FROM events WHERE ` + filter + ` ORDER BY seq LIMIT ?) AS l) AS s)
+		SELECT seq, type, CASE WHEN seq < (SELECT marker FROM c) THEN body END FROM events
+		WHERE ` + filter + ` AND seq <= (SELECT marker FROM c) ORDER BY seq LIMIT ?`
+}
+
+// rowArgs are the parameters of pageRows.
+func rowArgs(filter []any, limit, budget int) []any {
+	args := make([]any, 0, 3*len(filter)+5)
+	args = append(args, budget)
+	args = append(args, filter...)
+	args = append(args, limit, budget)
+	args = append(args, filter...)
+	args = append(args, limit)
+	args = append(args, filter...)
+	return append(args, limit)
 }
 
 // pageBodies yields the bodies of the page's events, in order: the
@@ -201,9 +216,9 @@ func (l *Log) ReadEnvelopesWithin(ctx context.Context, project string, afterSeq 
 	}
 	var rows *sql.Rows
 	if typ == "" {
-		rows, err = l.read.all.QueryContext(ctx, maxBytes, project, afterSeq, limit, project, maxBytes)
+		rows, err = l.read.all.QueryContext(ctx, rowArgs([]any{project, afterSeq}, limit, maxBytes)...)
 	} else {
-		rows, err = l.read.typed.QueryContext(ctx, maxBytes, project, typ, afterSeq, limit, project, maxBytes)
+		rows, err = l.read.typed.QueryContext(ctx, rowArgs([]any{project, typ, afterSeq}, limit, maxBytes)...)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("stream: read: %w", err)
