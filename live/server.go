@@ -52,8 +52,9 @@ type Options struct {
 	// ControlQueueFrames and ControlQueueBytes bound the control messages
 	// (pong, ka, connection_ack, complete, error) waiting to be written to
 	// one socket; a socket passing either (a client sending pings but not
-	// reading the pongs) is closed with 1008 (defaults 64 and 256 KiB,
-	// raised to fit one message of ReadLimit).
+	// reading the pongs) is closed with 1008 (defaults 256 and 512 KiB,
+	// raised to fit the replies to MaxSubscriptions operations and one
+	// message of ReadLimit).
 	ControlQueueFrames int
 	ControlQueueBytes  int
 	// MaxPerKey and MaxPerIP cap the open sockets of one API key (refused
@@ -120,11 +121,13 @@ func NewServer(svc *messaging.Service, exec *executor.Executor, opts Options) *S
 		opts.WriteTimeout = 10 * time.Second
 	}
 	if opts.ControlQueueFrames <= 0 {
-		opts.ControlQueueFrames = 64
+		opts.ControlQueueFrames = 256
 	}
 	if opts.ControlQueueBytes <= 0 {
-		opts.ControlQueueBytes = 256 << 10
+		opts.ControlQueueBytes = 512 << 10
 	}
+	// Every running operation may owe an error and a complete.
+	opts.ControlQueueFrames = max(opts.ControlQueueFrames, 2*opts.MaxSubscriptions+16)
 	opts.ControlQueueBytes = max(opts.ControlQueueBytes, int(opts.ReadLimit)+1024)
 	if opts.MaxPerKey <= 0 {
 		opts.MaxPerKey = 50
