@@ -115,13 +115,13 @@ func (f *feed) run() {
 		f.mu.Lock()
 		after := f.head
 		f.mu.Unlock()
-		envs, err := f.b.log.ReadEnvelopes(ctx, f.project, after, feedPage, "")
+		envs, cut, err := f.b.log.ReadEnvelopesWithin(ctx, f.project, after, feedPage, 0, "")
 		if err != nil {
 			f.b.logger.Warn("live: feed read", "project", f.project, "err", err)
 		}
 		if len(envs) > 0 {
 			f.distribute(envs)
-			if len(envs) == feedPage {
+			if len(envs) == feedPage || cut {
 				continue
 			}
 		}

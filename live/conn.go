@@ -28,9 +28,14 @@ const (
 	closeInitTimeout  = 4408
 	closeDuplicateID  = 4409
 	closeTooManyInits = 4429
+	// closeTooMany refuses a socket over the per-key cap (the protocol's
+	// "too many" code, with a reason saying which).
+	closeTooMany = 4429
+	// closeNotReading closes a socket whose peer does not read what it is
+	// sent (its control queue passed its cap, or a write stalled): policy
+	// violation.
+	closeNotReading = websocket.ClosePolicyViolation
 )
-
-const writeTimeout = 10 * time.Second
 
 var errInternal = &messaging.Error{Code: "internal_error", Message: "internal error"}
 
@@ -49,24 +54,45 @@ type conn struct {
 	headerKey string
 	ctx       context.Context
 	cancel    context.CancelFunc
+	ip        string
+	keyID     string               // set by admitKey, under s.mu
 	principal *messaging.Principal // set by connection_init (reader only)
 	initTimer *time.Timer
+	// replaying is a token a replaying subscriber holds while it reads a
+	// page and queues it: one page in flight per socket.
+	replaying chan struct{}
 
-	mu      sync.Mutex
-	queue   [][]byte
-	queued  int
-	writing bool
-	closed  bool
-	room    chan struct{} // closed whenever the queue is taken for writing
-	subs    map[string]*sub
-	acked   bool
+	mu sync.Mutex
+	// queue holds the frames waiting to be written, data and control in
+	// order. queued counts the bytes of data frames queued or being
+	// written, bounded by MaxQueueBytes (a single larger frame goes alone);
+	// ctrlN and ctrlBytes count control frames (pong, ka, connection_ack,
+	// complete, error), bounded by their own cap: a socket passing it is
+	// closed.
+	queue     []frame
+	queued    int
+	ctrlN     int
+	ctrlBytes int
+	writing   bool
+	closed    bool
+	waiting   int           // producers waiting for room; live deliveries step aside meanwhile
+	room      chan struct{} // closed when data bytes were written and a producer waits
+	subs      map[string]*sub
+	acked     bool
 }
 
-func newConn(s *Server, ws *websocket.Conn, r *http.Request) *conn {
+// frame is one message to write.
+type frame struct {
+	b    []byte
+	ctrl bool
+}
+
+func newConn(s *Server, ws *websocket.Conn, r *http.Request, ip string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		s: s, ws: ws, legacy: ws.Subprotocol() == ProtocolLegacy,
 		ctx: ctx, cancel: cancel, room: make(chan struct{}), subs: map[string]*sub{},
+		replaying: make(chan struct{}, 1), ip: ip,
 	}
 	if scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		c.headerKey = strings.TrimSpace(key)
@@ -122,6 +148,10 @@ func (c *conn) handle(m message) bool {
 			c.closeWith(closeForbidden, "Forbidden: "+err.Error())
 			return false
 		}
+		if !c.s.admitKey(c, p.KeyID) {
+			c.closeWith(closeTooMany, fmt.Sprintf("Too many websockets for this API key (at most %d)", c.s.opts.MaxPerKey))
+			return false
+		}
 		c.principal = p
 		c.mu.Lock()
 		c.acked = true
@@ -160,7 +190,9 @@ func (c *conn) handle(m message) bool {
 				Message: fmt.Sprintf("at most %d operations per connection", c.s.opts.MaxSubscriptions)})
 			return true
 		}
-		c.start(m.ID, m.Payload)
+		if !c.start(m.ID, m.Payload) {
+			return false
+		}
 	case "complete", "stop":
 		c.stopSub(m.ID)
 		if c.legacy {
@@ -211,8 +243,27 @@ func (c *conn) authenticate(payload json.RawMessage) (*messaging.Principal, erro
 }
 
 // start runs an operation: a subscription natively, anything else through
-// the GraphQL executor.
-func (c *conn) start(id string, payload json.RawMessage) {
+// the GraphQL executor. false ends the connection: its key was revoked.
+func (c *conn) start(id string, payload json.RawMessage) bool {
+	// The key is checked again for every operation: a revoked key stops
+	// working at once, even before its sockets are closed.
+	live, err := c.s.svc.LiveKeys(c.ctx, []string{c.principal.KeyID})
+	if err != nil {
+		if c.ctx.Err() == nil {
+			c.s.logger.Warn("live: check key", "key", c.principal.KeyID, "err", err)
+			c.operationError(id, errInternal)
+		}
+		return true
+	}
+	if !live[c.principal.KeyID] {
+		c.closeWith(closeForbidden, "Forbidden: API key revoked")
+		return false
+	}
+	c.startOp(id, payload)
+	return true
+}
+
+func (c *conn) startOp(id string, payload json.RawMessage) {
 	var params graphql.RawParams
 	if err := json.Unmarshal(payload, &params); err != nil || params.Query == "" {
 		c.operationError(id, &messaging.Error{Code: messaging.ErrInvalid.Code, Message: "payload must be {query, variables?, operationName?}"})
@@ -263,8 +314,9 @@ func (c *conn) execute(ctx context.Context, id string, rc *graphql.OperationCont
 	if !live || resp == nil {
 		return
 	}
-	c.sendPayload(id, resp)
-	c.send(message{ID: id, Type: "complete"})
+	if c.sendPayload(ctx, id, resp) {
+		c.send(message{ID: id, Type: "complete"})
+	}
 }
 
 // subscribe checks a subscription's root field and arguments and builds
@@ -375,49 +427,130 @@ func (c *conn) sendErrors(id string, errs gqlerror.List) {
 	c.send(message{ID: id, Type: "error", Payload: payload})
 }
 
-func (c *conn) sendPayload(id string, resp *graphql.Response) {
+// sendPayload queues an operation's result, a data frame: it waits for
+// room in the queue. false: the socket closed meanwhile.
+func (c *conn) sendPayload(ctx context.Context, id string, resp *graphql.Response) bool {
 	payload, err := json.Marshal(resp)
 	if err != nil {
 		c.operationError(id, errInternal)
-		return
+		return true
 	}
 	kind := "next"
 	if c.legacy {
 		kind = "data"
 	}
-	c.send(message{ID: id, Type: kind, Payload: payload})
+	b, _ := json.Marshal(message{ID: id, Type: kind, Payload: payload})
+	return c.sendData(ctx, [][]byte{b}, nil)
 }
 
+// send queues a control message (connection_ack, pong, ka, complete,
+// error). A socket whose control frames pass their cap, because its peer
+// does not read them, is closed.
 func (c *conn) send(m message) {
 	b, _ := json.Marshal(m)
-	c.enqueue([][]byte{b}, true)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if c.ctrlN > 0 && (c.ctrlN+1 > c.s.opts.ControlQueueFrames || c.ctrlBytes+len(b) > c.s.opts.ControlQueueBytes) {
+		n, size := c.ctrlN, c.ctrlBytes
+		c.mu.Unlock()
+		c.s.logger.Info("live: closing a socket that does not read", "ip", c.ip, "control_frames", n, "control_bytes", size)
+		c.kill(closeNotReading, fmt.Sprintf("Too many unread messages (%d control messages, %d bytes queued): read what you are sent", n, size))
+		return
+	}
+	c.ctrlN++
+	c.ctrlBytes += len(b)
+	c.push(frame{b: b, ctrl: true})
+	c.mu.Unlock()
 }
 
-// enqueue queues frames for the writer. Unless forced, it refuses frames
-// that would pass the queue's bound.
-func (c *conn) enqueue(frames [][]byte, force bool) bool {
-	size := 0
-	for _, f := range frames {
-		size += len(f)
-	}
+// fits reports whether data frames of size bytes may join the queue: they
+// keep it within its bound, or the queue is empty (a frame larger than
+// the bound goes alone). Called with c.mu held.
+func (c *conn) fits(size int) bool {
+	return c.queued == 0 || c.queued+size <= c.s.opts.MaxQueueBytes
+}
+
+// tryData queues data frames if they fit at once; a live delivery that
+// does not fit reports false and its subscriber pages from the database.
+// It also steps aside while a producer waits for room.
+func (c *conn) tryData(frames [][]byte) bool {
+	size := sizeOf(frames)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return true // nobody is listening; the subscriber is being stopped
 	}
-	if !force && c.queued+size > c.s.opts.MaxQueueBytes {
+	if c.waiting > 0 || !c.fits(size) {
 		return false
 	}
-	c.queue = append(c.queue, frames...)
+	c.pushData(frames, size)
+	return true
+}
+
+// sendData queues data frames once they fit, waiting for the writer to make
+// room. unless, if not nil, is checked when they fit: true drops them (the
+// subscription ended meanwhile). false: the socket closed or ctx ended.
+func (c *conn) sendData(ctx context.Context, frames [][]byte, unless func() bool) bool {
+	size := sizeOf(frames)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if c.closed {
+			return false
+		}
+		if c.fits(size) {
+			break
+		}
+		ch := c.room
+		c.waiting++
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+		c.waiting--
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	if unless != nil && unless() {
+		return true
+	}
+	c.pushData(frames, size)
+	return true
+}
+
+func sizeOf(frames [][]byte) int {
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	return n
+}
+
+// pushData queues data frames; called with c.mu held.
+func (c *conn) pushData(frames [][]byte, size int) {
 	c.queued += size
+	for _, f := range frames {
+		c.push(frame{b: f})
+	}
+}
+
+// push queues a frame and starts the writer; called with c.mu held.
+func (c *conn) push(f frame) {
+	c.queue = append(c.queue, f)
 	if !c.writing {
 		c.writing = true
 		go c.flush()
 	}
-	return true
 }
 
 // flush writes the queue; it runs only while there is something to write.
+// A frame counts against the bounds until it is written.
 func (c *conn) flush() {
 	for {
 		c.mu.Lock()
@@ -427,44 +560,79 @@ func (c *conn) flush() {
 			return
 		}
 		q := c.queue
-		c.queue, c.queued = nil, 0
-		close(c.room)
-		c.room = make(chan struct{})
+		c.queue = nil
 		c.mu.Unlock()
-		for _, f := range q {
-			c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
-				c.shutdown()
+		for i, f := range q {
+			c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+			if err := c.ws.WriteMessage(websocket.TextMessage, f.b); err != nil {
+				c.mu.Lock()
+				closed := c.closed
+				c.mu.Unlock()
+				if !closed {
+					// Mostly a peer that stopped reading: a write stalled
+					// for WriteTimeout with the queue at its bound.
+					c.s.logger.Info("live: closing a socket whose writes fail", "ip", c.ip, "err", err)
+					c.closeWith(closeNotReading, "Write timed out: read what you are sent")
+				}
+				c.mu.Lock()
+				c.writing = false
+				c.mu.Unlock()
 				return
 			}
+			q[i] = frame{}
+			c.mu.Lock()
+			if c.closed {
+				c.writing = false
+				c.mu.Unlock()
+				return
+			}
+			if f.ctrl {
+				c.ctrlN--
+				c.ctrlBytes -= len(f.b)
+			} else {
+				c.queued -= len(f.b)
+				if c.waiting > 0 {
+					close(c.room)
+					c.room = make(chan struct{})
+				}
+			}
+			c.mu.Unlock()
 		}
 	}
 }
 
-// waitRoom waits until the queue is at most half full.
-func (c *conn) waitRoom(ctx context.Context) bool {
+// waitRoom waits until the queue is at most half full and returns the
+// room left in it; -1 once the socket closed or ctx ended.
+func (c *conn) waitRoom(ctx context.Context) int {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return false
+			return -1
 		}
 		if c.queued <= c.s.opts.MaxQueueBytes/2 {
+			room := c.s.opts.MaxQueueBytes - c.queued
 			c.mu.Unlock()
-			return true
+			return room
 		}
 		ch := c.room
+		c.waiting++
 		c.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return false
+		}
+		c.mu.Lock()
+		c.waiting--
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			return -1
 		}
 	}
 }
 
 func (c *conn) ping() {
-	c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeTimeout))
+	c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.s.opts.WriteTimeout))
 	if c.legacy {
 		c.mu.Lock()
 		acked := c.acked
@@ -481,16 +649,36 @@ func (c *conn) closeWith(code int, text string) {
 	c.shutdown()
 }
 
+// kill is closeWith without blocking the caller: nothing more is queued or
+// delivered from now on; the close frame is written and the socket closed
+// on a goroutine of its own.
+func (c *conn) kill(code int, text string) {
+	if c.stopAll() {
+		go func() {
+			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+			c.ws.Close()
+		}()
+	}
+}
+
 // shutdown stops every subscription and closes the socket; idempotent.
 func (c *conn) shutdown() {
+	c.stopAll()
+	c.ws.Close()
+}
+
+// stopAll marks the socket closed and stops its subscriptions; false if it
+// was closed already.
+func (c *conn) stopAll() bool {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	c.closed = true
 	subs := c.subs
 	c.subs = nil
+	c.queue = nil
 	close(c.room)
 	c.mu.Unlock()
 	c.cancel()
@@ -499,5 +687,5 @@ func (c *conn) shutdown() {
 			s.stop()
 		}
 	}
-	c.ws.Close()
+	return true
 }

@@ -465,3 +465,60 @@ func TestSlowSubscriberPagesFromDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketCaps: sockets are capped per API key (4429 at connection_init,
+// with a reason naming the cap) and per client IP (429 at the upgrade);
+// closing one makes room again.
+func TestSocketCaps(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{MaxPerKey: 2, MaxPerIP: 3})
+	a, b := g.sandbox(t), g.sandbox(t)
+	var open []*client
+	for range 2 {
+		c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.init(map[string]string{"apiKey": a.APIKey})
+		open = append(open, c)
+	}
+	c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.write(msg{Type: "connection_init", Payload: json.RawMessage(`{"apiKey":"` + a.APIKey + `"}`)})
+	_, err = c.next(5 * time.Second)
+	var ce *websocket.CloseError
+	if !errorsAs(err, &ce) || ce.Code != 4429 || !strings.Contains(ce.Text, "API key (at most 2)") {
+		t.Fatalf("third socket of a key: %v, want close 4429", err)
+	}
+	// Another key from the same address: the third socket of the IP.
+	waitConns(t, g, 2)
+	c, _, err = dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(map[string]string{"apiKey": b.APIKey})
+	_, resp, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("fourth socket of an IP: %v %v", err, resp)
+	}
+	open[0].ws.Close()
+	waitConns(t, g, 2)
+	c, _, err = dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatalf("after closing one: %v", err)
+	}
+	c.init(map[string]string{"apiKey": a.APIKey})
+}
+
+func waitConns(t *testing.T, g *gateway, n int) {
+	t.Helper()
+	for range 200 {
+		if g.Srv.Live().Conns() == n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d sockets open, want %d", g.Srv.Live().Conns(), n)
+}

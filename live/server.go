@@ -1,7 +1,11 @@
 package live
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -35,10 +39,37 @@ type Options struct {
 	MaxSubscriptions int
 	// ReadLimit bounds one client message (default 64 KiB).
 	ReadLimit int64
-	// MaxQueueBytes bounds what waits to be written to one socket; a
-	// subscriber that would pass it pages from the database instead
-	// (default 4 MiB).
+	// MaxQueueBytes bounds the data frames (subscription events, query and
+	// mutation results) waiting to be written to one socket: a subscriber
+	// that would pass it pages from the database instead, a result waits
+	// for room, and a replay page holds no more than the room left. A
+	// single frame larger than the bound is written alone (default 4 MiB).
 	MaxQueueBytes int
+	// WriteTimeout bounds one write to a socket; a peer that reads nothing
+	// for that long, while the server has something to send, is closed
+	// (default 10 s).
+	WriteTimeout time.Duration
+	// ControlQueueFrames and ControlQueueBytes bound the control messages
+	// (pong, ka, connection_ack, complete, error) waiting to be written to
+	// one socket; a socket passing either (a client sending pings but not
+	// reading the pongs) is closed with 1008 (defaults 256 and 512 KiB,
+	// raised to fit the replies to MaxSubscriptions operations and one
+	// message of ReadLimit).
+	ControlQueueFrames int
+	ControlQueueBytes  int
+	// MaxPerKey and MaxPerIP cap the open sockets of one API key (refused
+	// at connection_init with 4429) and of one client IP (refused at the
+	// upgrade with 429), on this replica (defaults 50 and 200).
+	MaxPerKey, MaxPerIP int
+	// KeyCheckInterval is how often the keys of open sockets are checked
+	// against the database, in one query, so that a revoked key's sockets
+	// close on every replica (default 5 s). A revocation on this replica,
+	// or announced by another one over PostgreSQL NOTIFY, closes them at
+	// once.
+	KeyCheckInterval time.Duration
+	// ClientIP returns a request's client address, for MaxPerIP (default:
+	// the peer's address).
+	ClientIP func(*http.Request) string
 	// AllowedOrigins lists browser origins (scheme://host[:port]) allowed
 	// besides the gateway's own host. Requests without Origin (non-browser
 	// clients) are always allowed.
@@ -59,9 +90,13 @@ type Server struct {
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
+	byIP   map[string]int
+	byKey  map[string]map[*conn]struct{} // authenticated sockets by key id
 	closed bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
+
+	stopSignals func()
 }
 
 // NewServer returns the endpoint. exec runs queries and mutations sent
@@ -82,13 +117,38 @@ func NewServer(svc *messaging.Service, exec *executor.Executor, opts Options) *S
 	if opts.MaxQueueBytes <= 0 {
 		opts.MaxQueueBytes = 4 << 20
 	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 10 * time.Second
+	}
+	if opts.ControlQueueFrames <= 0 {
+		opts.ControlQueueFrames = 256
+	}
+	if opts.ControlQueueBytes <= 0 {
+		opts.ControlQueueBytes = 512 << 10
+	}
+	// Every running operation may owe an error and a complete.
+	opts.ControlQueueFrames = max(opts.ControlQueueFrames, 2*opts.MaxSubscriptions+16)
+	opts.ControlQueueBytes = max(opts.ControlQueueBytes, int(opts.ReadLimit)+1024)
+	if opts.MaxPerKey <= 0 {
+		opts.MaxPerKey = 50
+	}
+	if opts.MaxPerIP <= 0 {
+		opts.MaxPerIP = 200
+	}
+	if opts.KeyCheckInterval <= 0 {
+		opts.KeyCheckInterval = 5 * time.Second
+	}
+	if opts.ClientIP == nil {
+		opts.ClientIP = peerIP
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{
 		log: svc.Log(), svc: svc, exec: exec, logger: opts.Logger, opts: opts,
 		broker: NewBroker(svc.Log(), opts.Logger),
-		conns:  map[*conn]struct{}{}, stop: make(chan struct{}),
+		conns:  map[*conn]struct{}{}, byIP: map[string]int{}, byKey: map[string]map[*conn]struct{}{},
+		stop: make(chan struct{}),
 	}
 	s.upgrader = websocket.Upgrader{
 		Subprotocols:     []string{ProtocolTransportWS, ProtocolLegacy},
@@ -98,8 +158,10 @@ func NewServer(svc *messaging.Service, exec *executor.Executor, opts Options) *S
 		HandshakeTimeout: 10 * time.Second,
 		CheckOrigin:      s.checkOrigin,
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.keepAlive()
+	go s.keyChecker()
+	s.stopSignals = svc.Log().Hub().OnSignal(messaging.KeyRevokedSignal, s.keyRevoked)
 	return s
 }
 
@@ -110,17 +172,78 @@ func IsUpgrade(r *http.Request) bool { return websocket.IsWebSocketUpgrade(r) }
 // The request's goroutine becomes the socket's reader: an idle connection
 // holds one goroutine.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ip := s.opts.ClientIP(r)
+	if !s.admitIP(ip) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "10")
+		w.WriteHeader(http.StatusTooManyRequests)
+		msg := fmt.Sprintf("too many websockets from this address (at most %d open); close one first", s.opts.MaxPerIP)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": messaging.ErrRateLimited.Code, "message": msg}}) //nolint:errcheck // the client is gone
+		return
+	}
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		s.releaseIP(ip)
 		return // the upgrader answered
 	}
-	c := newConn(s, ws, r)
+	c := newConn(s, ws, r, ip)
 	if !s.track(c) {
+		s.releaseIP(ip)
 		c.closeWith(websocket.CloseGoingAway, "server shutting down")
 		return
 	}
-	defer s.untrack(c)
+	defer s.untrack(c) // releases ip too
 	c.read()
+}
+
+// peerIP is the address of the request's peer.
+func peerIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// admitIP counts a socket of ip, unless ip is at its cap.
+func (s *Server) admitIP(ip string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byIP[ip] >= s.opts.MaxPerIP {
+		return false
+	}
+	s.byIP[ip]++
+	return true
+}
+
+func (s *Server) releaseIP(ip string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseIPLocked(ip)
+}
+
+func (s *Server) releaseIPLocked(ip string) {
+	if s.byIP[ip]--; s.byIP[ip] <= 0 {
+		delete(s.byIP, ip)
+	}
+}
+
+// admitKey records c as authenticated with key, unless the key is at its
+// cap.
+func (s *Server) admitKey(c *conn, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := s.byKey[key]
+	if len(set) >= s.opts.MaxPerKey {
+		return false
+	}
+	if set == nil {
+		set = map[*conn]struct{}{}
+		s.byKey[key] = set
+	}
+	set[c] = struct{}{}
+	c.keyID = key
+	return true
 }
 
 func (s *Server) checkOrigin(r *http.Request) bool {
@@ -151,7 +274,82 @@ func (s *Server) track(c *conn) bool {
 func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.releaseIPLocked(c.ip)
+	if set := s.byKey[c.keyID]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(s.byKey, c.keyID)
+		}
+	}
 	s.mu.Unlock()
+}
+
+// keyRevoked closes the sockets of a key announced revoked (a hint sent
+// after the revocation committed, by this replica or another one).
+func (s *Server) keyRevoked(key string) {
+	s.closeKeys(map[string]bool{key: true})
+}
+
+// closeKeys closes the sockets authenticated with the keys: nothing more is
+// delivered on them.
+func (s *Server) closeKeys(keys map[string]bool) {
+	var victims []*conn
+	s.mu.Lock()
+	for key := range keys {
+		for c := range s.byKey[key] {
+			victims = append(victims, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range victims {
+		s.logger.Info("live: closing a socket of a revoked key", "key", c.keyID, "ip", c.ip)
+		c.kill(closeForbidden, "Forbidden: API key revoked")
+	}
+}
+
+// keyChecker checks the keys of the open sockets against the database
+// every KeyCheckInterval and closes the sockets of keys
+// that no longer work: the database decides, whatever hints were missed.
+func (s *Server) keyChecker() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.KeyCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.checkOpenKeys()
+	}
+}
+
+func (s *Server) checkOpenKeys() {
+	s.mu.Lock()
+	keys := make([]string, 0, len(s.byKey))
+	for k := range s.byKey {
+		keys = append(keys, k)
+	}
+	s.mu.Unlock()
+	if len(keys) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	live, err := s.svc.LiveKeys(ctx, keys)
+	if err != nil {
+		s.logger.Warn("live: check keys", "err", err)
+		return
+	}
+	dead := map[string]bool{}
+	for _, k := range keys {
+		if !live[k] {
+			dead[k] = true
+		}
+	}
+	if len(dead) > 0 {
+		s.closeKeys(dead)
+	}
 }
 
 // snapshot returns the open sockets.
@@ -202,6 +400,7 @@ func (s *Server) Close() {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopSignals()
 	close(s.stop)
 	for _, c := range s.snapshot() {
 		c.closeWith(websocket.CloseGoingAway, "server shutting down")

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/comm-gateway/comm/stream"
 )
 
-// replayPage is how many events a replaying subscriber reads at a time.
+// replayPage is how many events a replaying subscriber reads at a time, at
+// most; a page also stops at the room left in the socket's queue (and the
+// log's page budget).
 const replayPage = 500
 
 // sub is one subscription to a project's events.
@@ -24,7 +27,7 @@ type sub struct {
 
 	mu     sync.Mutex
 	cursor int64 // last seq given to the socket, or scanned past
-	done   bool
+	done   atomic.Bool
 }
 
 // deliver frames the events after the cursor that match the filter and
@@ -34,11 +37,11 @@ type sub struct {
 func (s *sub) deliver(envs []stream.Envelope) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
+	if s.done.Load() {
 		return true
 	}
 	frames := s.frames(envs)
-	if len(frames) > 0 && !s.c.enqueue(frames, false) {
+	if len(frames) > 0 && !s.c.tryData(frames) {
 		return false
 	}
 	s.cursor = max(s.cursor, envs[len(envs)-1].Seq)
@@ -85,64 +88,83 @@ func (s *sub) frames(envs []stream.Envelope) [][]byte {
 
 // replay pages the backlog from the database until the subscriber has seen
 // everything the feed handed out, then joins the feed. It runs on its own
-// goroutine and only while catching up.
+// goroutine and only while catching up. The socket's replaying subscribers
+// take turns: one page at a time per socket is read and queued, and a page
+// holds no more bytes than the room left in the socket's queue, so memory
+// per socket stays within about twice its queue bound whatever the backlog
+// and the number of subscriptions.
 func (s *sub) replay() {
-	ctx := s.c.ctx
+	c := s.c
+	ctx := c.ctx
 	select {
 	case <-s.f.ready:
 	case <-ctx.Done():
 		return
 	}
 	for {
-		if !s.c.waitRoom(ctx) {
+		select {
+		case c.replaying <- struct{}{}:
+		case <-ctx.Done():
 			return
 		}
-		head := s.f.headNow() // before the read: every event up to it is committed
-		s.mu.Lock()
-		after, done := s.cursor, s.done
-		s.mu.Unlock()
-		if done {
+		more, scanned, ok := s.replayPage()
+		<-c.replaying
+		if !ok {
 			return
 		}
-		envs, err := s.c.s.log.ReadEnvelopes(ctx, s.f.project, after, replayPage, s.typ)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.c.s.logger.Warn("live: replay", "project", s.f.project, "err", err)
-				s.c.operationError(s.id, errInternal)
-				s.c.stopSub(s.id)
-			}
-			return
-		}
-		if len(envs) > 0 {
-			s.mu.Lock()
-			if s.done {
-				s.mu.Unlock()
-				return
-			}
-			if frames := s.frames(envs); len(frames) > 0 {
-				s.c.enqueue(frames, true)
-			}
-			s.cursor = envs[len(envs)-1].Seq
-			s.mu.Unlock()
-		}
-		if len(envs) == replayPage {
-			continue
-		}
-		if s.f.tryJoin(s, max(after, head)) {
+		if !more && s.f.tryJoin(s, scanned) {
 			return
 		}
 	}
 }
 
+// replayPage reads and queues one page; more reports that the page was
+// full (by count or bytes), so more events may follow; otherwise scanned is
+// the seq up to which the read saw every committed event. !ok ends the
+// replay.
+func (s *sub) replayPage() (more bool, scanned int64, ok bool) {
+	c := s.c
+	ctx := c.ctx
+	room := c.waitRoom(ctx)
+	if room < 0 || s.done.Load() {
+		return false, 0, false
+	}
+	head := s.f.headNow() // before the read: every event up to it is committed
+	s.mu.Lock()
+	after := s.cursor
+	s.mu.Unlock()
+	envs, cut, err := c.s.log.ReadEnvelopesWithin(ctx, s.f.project, after, replayPage, min(room, c.s.log.PageBytes()), s.typ)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.s.logger.Warn("live: replay", "project", s.f.project, "err", err)
+			c.operationError(s.id, errInternal)
+			c.stopSub(s.id)
+		}
+		return false, 0, false
+	}
+	if len(envs) > 0 {
+		s.mu.Lock()
+		frames := s.frames(envs)
+		s.mu.Unlock()
+		if len(frames) > 0 && !c.sendData(ctx, frames, s.done.Load) {
+			return false, 0, false
+		}
+		s.mu.Lock()
+		s.cursor = envs[len(envs)-1].Seq
+		s.mu.Unlock()
+	}
+	if s.done.Load() {
+		return false, 0, false
+	}
+	// A page short of both bounds saw everything committed up to head.
+	return len(envs) == replayPage || cut, max(after, head), true
+}
+
 // stop ends the subscription; safe to call more than once.
 func (s *sub) stop() {
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
+	if s.done.Swap(true) {
 		return
 	}
-	s.done = true
-	s.mu.Unlock()
 	s.f.remove(s)
 	s.c.s.broker.leave(s.f)
 }

@@ -401,5 +401,8 @@ func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) (*Key,
 	if err != nil {
 		return nil, err
 	}
+	// Its websockets close, on every replica (the hint; they also
+	// re-check the database).
+	s.log.Signal(KeyRevokedSignal, id)
 	return keyOf(out, p), nil
 }

@@ -45,7 +45,9 @@ func (q *EventQuery) Validate() error {
 }
 
 // Events returns a page of the caller's stream: events with seq after
-// q.AfterSeq, in order. Only the principal's project is ever read.
+// q.AfterSeq, in order, at most q.Limit of them and within the log's byte
+// budget of a page (fewer events when their bytes would pass it; an event
+// larger than the budget comes alone). Only the principal's project is ever read.
 func (s *Service) Events(ctx context.Context, p *Principal, q EventQuery) ([]stream.Event, error) {
 	return page(ctx, s, p, q, func() ([]stream.Event, bool, error) {
 		evs, err := s.log.Read(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
@@ -59,15 +61,16 @@ func (s *Service) EventsPage(ctx context.Context, p *Principal, q EventQuery) ([
 	if err := q.Validate(); err != nil {
 		return nil, false, err
 	}
-	// One more than asked tells whether there is a next page.
-	evs, err := s.log.Read(ctx, p.ProjectID, q.AfterSeq, q.Limit+1, q.Type)
+	// One more than asked tells whether there is a next page; so does a
+	// page cut short by the byte budget.
+	evs, cut, err := s.log.ReadPage(ctx, p.ProjectID, q.AfterSeq, q.Limit+1, q.Type)
 	if err != nil {
 		return nil, false, err
 	}
 	if len(evs) > q.Limit {
 		return evs[:q.Limit], true, nil
 	}
-	return evs, false, nil
+	return evs, cut, nil
 }
 
 // EventsJSON is Events with the page encoded as the REST API's JSON array.

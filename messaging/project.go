@@ -180,3 +180,41 @@ func PrincipalFrom(ctx context.Context) (*Principal, error) {
 	}
 	return p, nil
 }
+
+// KeyRevokedSignal is the stream signal (stream.Log.Signal) announcing that
+// the key whose id is its value was revoked.
+const KeyRevokedSignal = "key.revoked"
+
+// LiveKeys returns which of the key ids name keys that still work (exist
+// and are not revoked), in one query per 500 ids. Websockets re-check
+// their keys with it.
+func (s *Service) LiveKeys(ctx context.Context, ids []string) (map[string]bool, error) {
+	live := make(map[string]bool, len(ids))
+	for len(ids) > 0 {
+		n := min(len(ids), 500)
+		args := make([]any, n)
+		for i, id := range ids[:n] {
+			args[i] = id
+		}
+		q := "SELECT id FROM api_keys WHERE revoked_at IS NULL AND id IN (?" + strings.Repeat(",?", n-1) + ")"
+		rows, err := s.db.R.QueryContext(ctx, s.db.Rebind(q), args...)
+		if err != nil {
+			return nil, fmt.Errorf("live keys: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("live keys: %w", err)
+			}
+			live[id] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("live keys: %w", err)
+		}
+		ids = ids[n:]
+	}
+	return live, nil
+}

@@ -36,6 +36,8 @@ type gateway struct {
 	DB  *store.DB
 
 	Svc *messaging.Service
+	// Front is the gateway's HTTP handler (its websockets: Front.Live()).
+	Front *server.Server
 
 	srv        *httptest.Server
 	stopOutbox context.CancelFunc
@@ -120,11 +122,12 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 	if mail != nil {
 		mail.Bind(svc)
 	}
-	srv := httptest.NewUnstartedServer(server.New(svc, opts))
+	front := server.New(svc, opts)
+	srv := httptest.NewUnstartedServer(front)
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
-	g := &gateway{Log: log, DB: db, Svc: svc, srv: srv, outboxDone: make(chan struct{})}
+	g := &gateway{Log: log, DB: db, Svc: svc, Front: front, srv: srv, outboxDone: make(chan struct{})}
 	var octx context.Context
 	octx, g.stopOutbox = context.WithCancel(context.Background())
 	if su.outbox {

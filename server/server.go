@@ -153,6 +153,12 @@ func New(svc *messaging.Service, opts Options) *Server {
 		return nil
 	})
 	// Websockets authenticate in connection_init, inside the protocol.
+	if opts.Live.ClientIP == nil {
+		opts.Live.ClientIP = s.clientIP
+	}
+	if opts.Live.Logger == nil {
+		opts.Live.Logger = opts.Logger
+	}
 	s.live = live.NewServer(svc, graph.NewExecutor(svc, svc.Ent(), opts.GraphQL), opts.Live)
 	s.mux.Handle("POST /graphql", serveGQL)
 	s.mux.Handle("GET /graphql", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

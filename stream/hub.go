@@ -8,6 +8,9 @@ import "sync"
 type Hub struct {
 	mu     sync.Mutex
 	topics map[string]*topic
+
+	sigMu   sync.Mutex
+	signals map[string]map[*func(string)]struct{}
 }
 
 type topic struct {
@@ -72,5 +75,42 @@ func (w *Watcher) Close() {
 	w.t.watchers--
 	if w.t.watchers == 0 {
 		delete(w.hub.topics, w.project)
+	}
+}
+
+// Signals are hints other than commits ("key K was revoked"), announced
+// with Log.Signal to this process and, on PostgreSQL, to the other
+// replicas. Like wake-ups they are hints: a listener re-reads the database.
+
+// OnSignal calls fn with the value of every signal of kind until the
+// returned function is called. fn runs on the announcer's goroutine and
+// must not block.
+func (h *Hub) OnSignal(kind string, fn func(value string)) (cancel func()) {
+	h.sigMu.Lock()
+	defer h.sigMu.Unlock()
+	if h.signals == nil {
+		h.signals = map[string]map[*func(string)]struct{}{}
+	}
+	if h.signals[kind] == nil {
+		h.signals[kind] = map[*func(string)]struct{}{}
+	}
+	h.signals[kind][&fn] = struct{}{}
+	return func() {
+		h.sigMu.Lock()
+		defer h.sigMu.Unlock()
+		delete(h.signals[kind], &fn)
+	}
+}
+
+// signal calls the listeners of kind.
+func (h *Hub) signal(kind, value string) {
+	h.sigMu.Lock()
+	fns := make([]func(string), 0, len(h.signals[kind]))
+	for fn := range h.signals[kind] {
+		fns = append(fns, *fn)
+	}
+	h.sigMu.Unlock()
+	for _, fn := range fns {
+		fn(value)
 	}
 }

@@ -33,18 +33,26 @@ type Options struct {
 	Writers int
 	// MaxBatch bounds the pieces of work committed together (default 512).
 	MaxBatch int
+	// PageBytes is the byte budget of a read page: the most bytes of event
+	// envelopes one read returns (an event larger than it still comes,
+	// alone). Default DefaultPageBytes.
+	PageBytes int
 	// Hub receives a wake-up after every commit; a new one is made if nil.
 	Hub *Hub
 	// Logger receives warnings; slog.Default() if nil.
 	Logger *slog.Logger
 }
 
+// DefaultPageBytes is the default byte budget of a read page.
+const DefaultPageBytes = 4 << 20
+
 // Log reads and appends the event streams of all projects.
 type Log struct {
-	db      *store.DB
-	hub     *Hub
-	writers []*writer
-	read    readStmts
+	db        *store.DB
+	hub       *Hub
+	writers   []*writer
+	read      readStmts
+	pageBytes int
 
 	mu     sync.RWMutex
 	closed bool
@@ -71,10 +79,13 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	if opts.Hub == nil {
 		opts.Hub = NewHub()
 	}
+	if opts.PageBytes <= 0 {
+		opts.PageBytes = DefaultPageBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	l := &Log{db: db, hub: opts.Hub}
+	l := &Log{db: db, hub: opts.Hub, pageBytes: opts.PageBytes}
 	if err := l.read.prepare(db); err != nil {
 		return nil, err
 	}

@@ -22,12 +22,19 @@ const (
 	maxPayload     = 7000 // PostgreSQL refuses payloads of 8000 bytes or more
 )
 
-// notifier batches the heads this replica committed and announces them.
+// A signal (Log.Signal) travels on the same channel as a line
+// "!<kind> <value>"; replicas that do not know signals skip the line (its
+// second field is not a seq).
+const signalMark = "!"
+
+// notifier batches the heads this replica committed, and its signals, and
+// announces them.
 type notifier struct {
 	log     *Log
 	logger  *slog.Logger
 	mu      sync.Mutex
 	pending map[string]int64
+	signals []string // lines
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -38,6 +45,16 @@ func (n *notifier) note(project string, head int64) {
 	if head > n.pending[project] {
 		n.pending[project] = head
 	}
+	n.mu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (n *notifier) signal(kind, value string) {
+	n.mu.Lock()
+	n.signals = append(n.signals, signalMark+kind+" "+value+"\n")
 	n.mu.Unlock()
 	select {
 	case n.kick <- struct{}{}:
@@ -67,8 +84,8 @@ func (n *notifier) run() {
 
 func (n *notifier) flush() {
 	n.mu.Lock()
-	pending := n.pending
-	n.pending = map[string]int64{}
+	pending, signals := n.pending, n.signals
+	n.pending, n.signals = map[string]int64{}, nil
 	n.mu.Unlock()
 	var b strings.Builder
 	send := func() {
@@ -80,12 +97,17 @@ func (n *notifier) flush() {
 		}
 		b.Reset()
 	}
-	for p, head := range pending {
-		line := p + " " + strconv.FormatInt(head, 10) + "\n"
+	add := func(line string) {
 		if b.Len()+len(line) > maxPayload {
 			send()
 		}
 		b.WriteString(line)
+	}
+	for _, line := range signals {
+		add(line)
+	}
+	for p, head := range pending {
+		add(p + " " + strconv.FormatInt(head, 10) + "\n")
 	}
 	send()
 }
@@ -115,6 +137,10 @@ func (l *Log) listen(logger *slog.Logger, stop <-chan struct{}, done chan<- stru
 				if !ok {
 					continue
 				}
+				if kind, isSignal := strings.CutPrefix(p, signalMark); isSignal {
+					l.hub.signal(kind, h)
+					continue
+				}
 				if head, err := strconv.ParseInt(h, 10, 64); err == nil {
 					l.hub.Publish(p, head)
 				}
@@ -122,5 +148,16 @@ func (l *Log) listen(logger *slog.Logger, stop <-chan struct{}, done chan<- stru
 		case <-time.After(time.Minute):
 			go ln.Ping() //nolint:errcheck // keeps the connection checked
 		}
+	}
+}
+
+// Signal announces a hint of kind with value (no spaces or newlines) to
+// the OnSignal listeners of this process at once and, on PostgreSQL, of the
+// other replicas through NOTIFY, coalesced with the commits'
+// notifications. Call it after the change it announces has committed.
+func (l *Log) Signal(kind, value string) {
+	l.hub.signal(kind, value)
+	if l.notify != nil {
+		l.notify.signal(kind, value)
 	}
 }

@@ -14,6 +14,73 @@ type readStmts struct {
 	allJSON, typedJSON *sql.Stmt
 }
 
+// Pages have a byte budget as well as a count: a page holds the events
+// after the cursor, in order, up to its limit, and stops before the event
+// that would take its envelopes' bytes past the budget (never a partial
+// event; an event larger than the budget comes alone, as the first of its
+// page). The budget is reckoned in the database: a window function sums
+// the envelopes' byte lengths (octet_length reads a value's length without
+// loading it, on SQLite from the record header, on PostgreSQL from the
+// TOAST header), and only the events within the budget are fetched whole.
+
+// window numbers the (at most limit) events of the page and sums their
+// bytes; filter selects them (project, optionally type, after seq).
+func window(filter string) string {
+	return `SELECT seq, type, n, row_number() OVER (ORDER BY seq) AS rn,
+		sum(n) OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum
+		FROM (SELECT seq, type, octet_length(body) AS n FROM events WHERE ` + filter + ` ORDER BY seq LIMIT ?) AS i`
+}
+
+// pageRows yields the page's events as rows (seq, type, body), and one more
+// row with a NULL body when the budget cut the page short: the first event
+// that did not fit (the marker). The marker's seq is computed once, first:
+// when the page's lengths sum within the budget (most pages) nothing is
+// windowed; then the events are walked by primary key as a plain page is.
+// Parameters: see rowArgs.
+func pageRows(filter string) string {
+	return `WITH c AS MATERIALIZED (SELECT CASE WHEN s.total <= ? THEN 9223372036854775807
+			ELSE coalesce((SELECT min(seq) FROM (` + window(filter) + `) AS w WHERE w.rn > 1 AND w.cum > ?), 9223372036854775807) END AS marker
+		FROM (SELECT sum(octet_length(body)) AS total FROM (SELECT body FROM events WHERE ` + filter + ` ORDER BY seq LIMIT ?) AS l) AS s)
+		SELECT seq, type, CASE WHEN seq < (SELECT marker FROM c) THEN body END FROM events
+		WHERE ` + filter + ` AND seq <= (SELECT marker FROM c) ORDER BY seq LIMIT ?`
+}
+
+// rowArgs are the parameters of pageRows.
+func rowArgs(filter []any, limit, budget int) []any {
+	args := make([]any, 0, 3*len(filter)+5)
+	args = append(args, budget)
+	args = append(args, filter...)
+	args = append(args, limit, budget)
+	args = append(args, filter...)
+	args = append(args, limit)
+	args = append(args, filter...)
+	return append(args, limit)
+}
+
+// pageBodies yields the bodies of the page's events, in order: the
+// events up to a cutoff seq, walked by primary key as a plain page is. The
+// cutoff costs one sum over the page's lengths when the page fits (most
+// pages); only a page past the budget is windowed. Parameters: the
+// filter's, the filter's, limit, the budget, the filter's, limit, the
+// budget, limit (pageArgs).
+func pageBodies(filter string) string {
+	return `SELECT seq, body FROM events WHERE ` + filter + ` AND seq <= (CASE
+		WHEN (SELECT sum(octet_length(body)) FROM (SELECT body FROM events WHERE ` + filter + ` ORDER BY seq LIMIT ?) AS l) <= ?
+		THEN 9223372036854775807
+		ELSE (SELECT max(seq) FROM (` + window(filter) + `) AS w WHERE w.rn = 1 OR w.cum <= ?) END)
+		ORDER BY seq LIMIT ?`
+}
+
+// pageArgs are the parameters of pageBodies.
+func pageArgs(filter []any, limit, budget int) []any {
+	args := make([]any, 0, 3*len(filter)+5)
+	args = append(args, filter...)
+	args = append(args, filter...)
+	args = append(args, limit, budget)
+	args = append(args, filter...)
+	return append(args, limit, budget, limit)
+}
+
 // pageJSON wraps a page query so the database encodes the page as a JSON
 // array in one value: one row crosses the driver instead of a hundred.
 // Types are known plain ASCII (checked on append) and data is stored JSON,
@@ -21,9 +88,9 @@ type readStmts struct {
 //
 // SQLite: group_concat consumes the subquery's rows in the order the
 // subquery yields them (a co-routine walking the primary key); an ORDER BY
-// inside the aggregate would sort them again and cost 40% of the read. The
-// order is checked by the stream and server tests on every engine, and the
-// SQLite version is pinned by go.mod. PostgreSQL sorts explicitly.
+// inside the aggregate would sort them again and cost 40% of the read. The order is checked by the stream and server tests on every
+// engine, and the SQLite version is pinned by go.mod. PostgreSQL sorts
+// explicitly.
 func pageJSON(db *store.DB, page string) string {
 	agg := "group_concat(body, ',')"
 	if db.IsPostgres() {
@@ -43,13 +110,13 @@ func (s *readStmts) prepare(db *store.DB) error {
 		return st
 	}
 	const (
-		all   = "SELECT seq, type, body FROM events WHERE project_id = ? AND seq > ? ORDER BY seq LIMIT ?"
-		typed = "SELECT seq, type, body FROM events WHERE project_id = ? AND type = ? AND seq > ? ORDER BY seq LIMIT ?"
+		all   = "project_id = ? AND seq > ?"
+		typed = "project_id = ? AND type = ? AND seq > ?"
 	)
-	s.all = prep(all)
-	s.typed = prep(typed)
-	s.allJSON = prep(pageJSON(db, all))
-	s.typedJSON = prep(pageJSON(db, typed))
+	s.all = prep(pageRows(all))
+	s.typed = prep(pageRows(typed))
+	s.allJSON = prep(pageJSON(db, pageBodies(all)))
+	s.typedJSON = prep(pageJSON(db, pageBodies(typed)))
 	s.head = prep("SELECT last_seq FROM projects WHERE id = ?")
 	if err != nil {
 		return fmt.Errorf("stream: prepare: %w", err)
@@ -66,32 +133,44 @@ func (s *readStmts) close() {
 }
 
 // Read returns up to limit of project's events with seq greater than
-// afterSeq, in seq order, of type typ if it is not empty. The caller is
-// responsible for naming only the authenticated project.
+// afterSeq, in seq order, of type typ if it is not empty, within the log's
+// page budget (Options.PageBytes). The caller is responsible for naming
+// only the authenticated project.
 func (l *Log) Read(ctx context.Context, project string, afterSeq int64, limit int, typ string) ([]Event, error) {
-	envs, err := l.ReadEnvelopes(ctx, project, afterSeq, limit, typ)
+	evs, _, err := l.ReadPage(ctx, project, afterSeq, limit, typ)
+	return evs, err
+}
+
+// ReadPage is Read, also telling whether the byte budget cut the page
+// short of limit: then more events follow.
+func (l *Log) ReadPage(ctx context.Context, project string, afterSeq int64, limit int, typ string) ([]Event, bool, error) {
+	envs, cut, err := l.ReadEnvelopesWithin(ctx, project, afterSeq, limit, l.pageBytes, typ)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]Event, len(envs))
 	for i, e := range envs {
 		data, err := e.Data()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out[i] = Event{Seq: e.Seq, Type: e.Type, Data: data}
 	}
-	return out, nil
+	return out, cut, nil
 }
+
+// PageBytes returns the log's page budget: the most bytes of event
+// envelopes a page holds (a larger event still comes, alone).
+func (l *Log) PageBytes() int { return l.pageBytes }
 
 // ReadJSON is Read, returning the page already encoded as a JSON array of
 // {seq, type, data} objects, as the REST API serves it.
 func (l *Log) ReadJSON(ctx context.Context, project string, afterSeq int64, limit int, typ string) ([]byte, error) {
 	var row *sql.Row
 	if typ == "" {
-		row = l.read.allJSON.QueryRowContext(ctx, project, afterSeq, limit)
+		row = l.read.allJSON.QueryRowContext(ctx, pageArgs([]any{project, afterSeq}, limit, l.pageBytes)...)
 	} else {
-		row = l.read.typedJSON.QueryRowContext(ctx, project, typ, afterSeq, limit)
+		row = l.read.typedJSON.QueryRowContext(ctx, pageArgs([]any{project, typ, afterSeq}, limit, l.pageBytes)...)
 	}
 	var page []byte
 	if err := row.Scan(&page); err != nil {
@@ -122,31 +201,45 @@ type Envelope struct {
 
 // ReadEnvelopes is Read without decoding: the events' stored envelopes.
 func (l *Log) ReadEnvelopes(ctx context.Context, project string, afterSeq int64, limit int, typ string) ([]Envelope, error) {
-	var (
-		rows *sql.Rows
-		err  error
-	)
+	envs, _, err := l.ReadEnvelopesWithin(ctx, project, afterSeq, limit, l.pageBytes, typ)
+	return envs, err
+}
+
+// ReadEnvelopesWithin is ReadEnvelopes with a byte budget of its own
+// (maxBytes; the log's if not positive): the page stops before the event
+// that would take it past maxBytes, but its first event always comes. cut
+// reports that the budget stopped the page before limit, so more events
+// follow.
+func (l *Log) ReadEnvelopesWithin(ctx context.Context, project string, afterSeq int64, limit, maxBytes int, typ string) (envs []Envelope, cut bool, err error) {
+	if maxBytes <= 0 {
+		maxBytes = l.pageBytes
+	}
+	var rows *sql.Rows
 	if typ == "" {
-		rows, err = l.read.all.QueryContext(ctx, project, afterSeq, limit)
+		rows, err = l.read.all.QueryContext(ctx, rowArgs([]any{project, afterSeq}, limit, maxBytes)...)
 	} else {
-		rows, err = l.read.typed.QueryContext(ctx, project, typ, afterSeq, limit)
+		rows, err = l.read.typed.QueryContext(ctx, rowArgs([]any{project, typ, afterSeq}, limit, maxBytes)...)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("stream: read: %w", err)
+		return nil, false, fmt.Errorf("stream: read: %w", err)
 	}
 	defer rows.Close()
 	out := make([]Envelope, 0, min(limit, 128))
 	for rows.Next() {
 		var e Envelope
 		if err := rows.Scan(&e.Seq, &e.Type, &e.Body); err != nil {
-			return nil, fmt.Errorf("stream: read: %w", err)
+			return nil, false, fmt.Errorf("stream: read: %w", err)
+		}
+		if e.Body == nil { // the first event past the budget
+			cut = true
+			break
 		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("stream: read: %w", err)
+		return nil, false, fmt.Errorf("stream: read: %w", err)
 	}
-	return out, nil
+	return out, cut, nil
 }
 
 // Data returns the event's data, the "data" member of the envelope.

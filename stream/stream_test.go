@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -379,4 +380,112 @@ func TestNotifyAcrossReplicas(t *testing.T) {
 			t.Errorf("event %d: woken after %s", seq, d)
 		}
 	}
+}
+
+// TestPageByteBudget: pages stop before the event that would pass the byte
+// budget, never split an event, give an event larger than the budget alone,
+// and say when the budget cut them short; every read path agrees and
+// paging on gets every event once, in order.
+func TestPageByteBudget(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		const budget = 10_000
+		l := openLog(t, cfg, stream.Options{PageBytes: budget})
+		p := newProject(t, l)
+		ctx := context.Background()
+		sizes := []int{3000, 3000, 3000, 3000, 25_000, 100, 100, 9_000, 2_000, 12_000, 50}
+		for i, n := range sizes {
+			typ := stream.MessageReceived
+			if i%2 == 1 {
+				typ = stream.MessageSent
+			}
+			if _, err := l.Append(ctx, p, typ, map[string]any{"i": i, "pad": strings.Repeat("é", n/2)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, typ := range []string{"", stream.MessageReceived} {
+			var after int64
+			var seen []int64
+			for pages := 0; ; pages++ {
+				if pages > 20 {
+					t.Fatal("paging does not end")
+				}
+				envs, cut, err := l.ReadEnvelopesWithin(ctx, p, after, 100, 0, typ)
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs, cut2, err := l.ReadPage(ctx, p, after, 100, typ)
+				if err != nil {
+					t.Fatal(err)
+				}
+				page, err := l.ReadJSON(ctx, p, after, 100, typ)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var fromJSON []stream.Event
+				if err := json.Unmarshal(page, &fromJSON); err != nil {
+					t.Fatal(err)
+				}
+				if len(envs) == 0 {
+					if cut || len(evs) != 0 || len(fromJSON) != 0 {
+						t.Fatalf("empty page: cut %v, %d events, %d from JSON", cut, len(evs), len(fromJSON))
+					}
+					break
+				}
+				if cut != cut2 || len(evs) != len(envs) || len(fromJSON) != len(envs) {
+					t.Fatalf("after %d: %d envelopes (cut %v), %d events (cut %v), %d from JSON", after, len(envs), cut, len(evs), cut2, len(fromJSON))
+				}
+				total := 0
+				for i, e := range envs {
+					total += len(e.Body)
+					if evs[i].Seq != e.Seq || fromJSON[i].Seq != e.Seq || (typ != "" && e.Type != typ) {
+						t.Fatalf("position %d: seqs %d %d %d", i, e.Seq, evs[i].Seq, fromJSON[i].Seq)
+					}
+					seen = append(seen, e.Seq)
+				}
+				if len(envs) > 1 && total > budget {
+					t.Fatalf("page of %d events holds %d bytes, budget %d", len(envs), total, budget)
+				}
+				if len(page) != total+len(envs)+1 {
+					t.Fatalf("JSON page %d bytes, envelopes %d", len(page), total)
+				}
+				// The page is as full as the budget allows.
+				next, _, err := l.ReadEnvelopesWithin(ctx, p, envs[len(envs)-1].Seq, 1, 0, typ)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(next) > 0 != cut {
+					t.Fatalf("after %d: cut %v, but next page has %d", after, cut, len(next))
+				}
+				if cut && total+len(next[0].Body) <= budget {
+					t.Fatalf("page stopped at %d bytes before an event of %d", total, len(next[0].Body))
+				}
+				after = envs[len(envs)-1].Seq
+			}
+			want := 0
+			for i := range sizes {
+				if typ == "" || i%2 == 0 {
+					want++
+				}
+			}
+			if len(seen) != want {
+				t.Fatalf("type %q: %d events seen, want %d", typ, len(seen), want)
+			}
+			for i := 1; i < len(seen); i++ {
+				if seen[i] <= seen[i-1] {
+					t.Fatalf("type %q: out of order %v", typ, seen)
+				}
+			}
+		}
+		// A budget of its own: never more than it, except one event alone.
+		envs, cut, err := l.ReadEnvelopesWithin(ctx, p, 0, 100, 1, "")
+		if err != nil || len(envs) != 1 || !cut {
+			t.Fatalf("budget 1: %d events, cut %v, %v", len(envs), cut, err)
+		}
+		// The limit still counts: no cut when the limit ends the page.
+		envs, cut, err = l.ReadEnvelopesWithin(ctx, p, 5, 2, 1<<20, "")
+		if err != nil || len(envs) != 2 || cut {
+			t.Fatalf("limit 2: %d events, cut %v, %v", len(envs), cut, err)
+		}
+	})
 }

@@ -54,9 +54,11 @@ func (b subscribeBench) run(ctx context.Context) ([]bench.Result, error) {
 		return nil, err
 	}
 	// The load comes from one address and few keys: the abuse limits
-	// are off.
+	// are off, and the websocket caps per IP and per key lifted.
+	caps := strconv.Itoa(b.subs + 100)
 	cmd := exec.Command(self, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir,
-		"--sandboxes-per-hour", "0", "--key-writes-per-second", "0", "--sandbox-max-connections", "0")
+		"--sandboxes-per-hour", "0", "--key-writes-per-second", "0", "--sandbox-max-connections", "0",
+		"--ws-max-per-ip", caps, "--ws-max-per-key", caps)
 	cmd.Env = append(os.Environ(), "GOGC="+b.serverGOGC)
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr

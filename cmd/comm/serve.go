@@ -23,6 +23,7 @@ import (
 	"github.com/comm-gateway/comm/channels/email/outbound"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/graph"
+	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/netguard"
 	"github.com/comm-gateway/comm/sealed"
@@ -74,6 +75,13 @@ func serve(args []string) error {
 	writeBurst := s.add("key-write-burst", "COMM_KEY_WRITE_BURST", fmt.Sprint(server.DefaultWriteBurst), "writes one API key may make in a burst after a pause (the bucket of --key-writes-per-second); 0: the default")
 	sandboxConns := s.add("sandbox-max-connections", "COMM_SANDBOX_MAX_CONNECTIONS", fmt.Sprint(messaging.DefaultSandboxConnections), "live connections a project without an account may hold; 0: no limit")
 	trustedProxies := s.add("trusted-proxies", "COMM_TRUSTED_PROXIES", "", "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For gives the client IP (rate limits, logs); empty: none, the peer address counts")
+	pageBytes := s.add("event-page-bytes", "COMM_EVENT_PAGE_BYTES", "4194304", "byte budget of a page of events (GET /v1/events, GraphQL events, websocket replay): a page stops before the event that would pass it; a larger event comes alone")
+	wsQueue := s.add("ws-queue-bytes", "COMM_WS_QUEUE_BYTES", "4194304", "most bytes of data messages waiting to be written to one websocket; subscribers past it page from the database")
+	wsControl := s.add("ws-control-queue", "COMM_WS_CONTROL_QUEUE", "256", "most control messages (pong, ka, complete, error) waiting to be written to one websocket; a socket past it (or past --ws-control-queue-bytes) is closed with 1008")
+	wsControlBytes := s.add("ws-control-queue-bytes", "COMM_WS_CONTROL_QUEUE_BYTES", "524288", "most bytes of control messages waiting to be written to one websocket")
+	wsPerKey := s.add("ws-max-per-key", "COMM_WS_MAX_PER_KEY", "50", "most open websockets of one API key (per replica); more are closed at connection_init with 4429")
+	wsPerIP := s.add("ws-max-per-ip", "COMM_WS_MAX_PER_IP", "200", "most open websockets from one client IP (per replica); more are refused at the upgrade with 429")
+	wsKeyCheck := s.add("ws-key-check-interval", "COMM_WS_KEY_CHECK_INTERVAL", "5s", "how often the keys of open websockets are checked against the database (a revoked key's sockets close; a revocation's NOTIFY closes them at once)")
 	if err := s.parse(args); err != nil {
 		return err
 	}
@@ -84,6 +92,14 @@ func serve(args []string) error {
 	proxies, err := server.ParseTrustedProxies(*trustedProxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	nPageBytes, err := parseInt("--event-page-bytes", *pageBytes)
+	if err != nil {
+		return err
+	}
+	liveOpts, err := liveOptions(*wsQueue, *wsControl, *wsControlBytes, *wsPerKey, *wsPerIP, *wsKeyCheck)
+	if err != nil {
+		return err
 	}
 	nWriters, err := parseInt("--writers", *writers)
 	if err != nil {
@@ -107,7 +123,7 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close()
-	log, err := stream.Open(db, stream.Options{Writers: nWriters})
+	log, err := stream.Open(db, stream.Options{Writers: nWriters, PageBytes: nPageBytes})
 	if err != nil {
 		return err
 	}
@@ -270,6 +286,7 @@ func serve(args []string) error {
 		SignIn:           signIn,
 		SandboxesPerHour: limits.sandboxes, WritesPerSecond: limits.writes, WriteBurst: limits.burst,
 		TrustedProxies: proxies,
+		Live:           liveOpts,
 	})
 	defer front.Close()
 	srv := &http.Server{
@@ -323,6 +340,29 @@ func parseLimits(sandboxes, writes, burst, conns string) (abuseLimits, error) {
 		*f.to = n
 	}
 	return l, nil
+}
+
+// liveOptions parses the websocket settings.
+func liveOptions(queue, control, controlBytes, perKey, perIP, keyCheck string) (live.Options, error) {
+	var o live.Options
+	var err error
+	for _, f := range []struct {
+		name string
+		val  string
+		to   *int
+	}{
+		{"--ws-queue-bytes", queue, &o.MaxQueueBytes},
+		{"--ws-control-queue", control, &o.ControlQueueFrames},
+		{"--ws-control-queue-bytes", controlBytes, &o.ControlQueueBytes},
+		{"--ws-max-per-key", perKey, &o.MaxPerKey},
+		{"--ws-max-per-ip", perIP, &o.MaxPerIP},
+	} {
+		if *f.to, err = parseInt(f.name, f.val); err != nil {
+			return o, err
+		}
+	}
+	o.KeyCheckInterval, err = parseDuration("--ws-key-check-interval", keyCheck)
+	return o, err
 }
 
 // signInOptions configures sign-in on /device and returns the line to
