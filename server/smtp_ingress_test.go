@@ -266,5 +266,3 @@ func TestSMTPMalformedContent(t *testing.T) {
 		})
 	})
 }
-
-
