@@ -53,6 +53,7 @@ func serve(args []string) error {
 	smtpMax := s.add("smtp-max-bytes", "COMM_SMTP_MAX_BYTES", "26214400", "largest inbound email accepted, in bytes")
 	smtpMaxParts := s.add("smtp-max-parts", "COMM_SMTP_MAX_PARTS", "500", "most MIME parts an inbound email may have (552 5.3.4 beyond), checked before it is parsed")
 	smtpMaxDepth := s.add("smtp-max-depth", "COMM_SMTP_MAX_DEPTH", "20", "deepest nesting of multipart MIME parts in an inbound email (554 5.6.0 beyond)")
+	smtpMaxB64 := s.add("smtp-max-base64-errors", "COMM_SMTP_MAX_BASE64_ERRORS", "10000", "most bytes outside the base64 alphabet an inbound email's base64 parts may carry (dropped with a warning; 554 5.6.0 beyond)")
 	smtpParseTimeout := s.add("smtp-parse-timeout", "COMM_SMTP_PARSE_TIMEOUT", "20s", "longest time parsing one inbound email may take (451 4.3.0 beyond, logged)")
 	smtpMaxSessions := s.add("smtp-max-sessions", "COMM_SMTP_MAX_SESSIONS", "100", "most SMTP connections open at once (421 4.7.0 at connect beyond); 0: no limit")
 	smtpMaxPerIP := s.add("smtp-max-sessions-per-ip", "COMM_SMTP_MAX_SESSIONS_PER_IP", "10", "most SMTP connections open at once from one client IP address (421 4.7.0 at connect beyond); 0: no limit")
@@ -119,7 +120,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	limits, err := parseSMTPLimits(*smtpMaxParts, *smtpMaxDepth, *smtpParseTimeout, *smtpMaxSessions, *smtpMaxPerIP)
+	limits, err := parseSMTPLimits(*smtpMaxParts, *smtpMaxDepth, *smtpMaxB64, *smtpParseTimeout, *smtpMaxSessions, *smtpMaxPerIP)
 	if err != nil {
 		return err
 	}
@@ -177,7 +178,7 @@ func serve(args []string) error {
 			return fmt.Errorf("smtp listen: %w", err)
 		}
 		mx := &inbound.Server{Domain: *mailDomain, Backend: svc.MailBackend(), MaxMessageBytes: int64(maxMail), Resolver: resolver,
-			MaxParts: limits.MaxParts, MaxDepth: limits.MaxDepth, ParseTimeout: limits.ParseTimeout,
+			MaxParts: limits.MaxParts, MaxDepth: limits.MaxDepth, MaxBase64Errors: limits.MaxBase64Errors, ParseTimeout: limits.ParseTimeout,
 			MaxSessions: limits.MaxSessions, MaxSessionsPerIP: limits.MaxSessionsPerIP, Logger: logger}
 		switch {
 		case *smtpCert != "" && *smtpKey != "":
@@ -249,14 +250,14 @@ func serve(args []string) error {
 // smtpLimits are the settings of the SMTP listener's inbound.Server
 // fields of the same names.
 type smtpLimits struct {
-	MaxParts, MaxDepth            int
-	ParseTimeout                  time.Duration
-	MaxSessions, MaxSessionsPerIP int
+	MaxParts, MaxDepth, MaxBase64Errors int
+	ParseTimeout                        time.Duration
+	MaxSessions, MaxSessionsPerIP       int
 }
 
 // parseSMTPLimits reads the limits of the SMTP listener; a session limit
 // of 0 means none (a negative value to inbound.Server).
-func parseSMTPLimits(parts, depth, timeout, sessions, perIP string) (smtpLimits, error) {
+func parseSMTPLimits(parts, depth, base64Errors, timeout, sessions, perIP string) (smtpLimits, error) {
 	var l smtpLimits
 	var err error
 	if l.MaxParts, err = parseInt("--smtp-max-parts", parts); err != nil {
@@ -267,6 +268,12 @@ func parseSMTPLimits(parts, depth, timeout, sessions, perIP string) (smtpLimits,
 	}
 	if l.MaxParts < 1 || l.MaxDepth < 1 {
 		return l, errors.New("--smtp-max-parts and --smtp-max-depth must be at least 1")
+	}
+	if l.MaxBase64Errors, err = parseInt("--smtp-max-base64-errors", base64Errors); err != nil {
+		return l, err
+	}
+	if l.MaxBase64Errors == 0 {
+		l.MaxBase64Errors = -1 // none allowed
 	}
 	if l.ParseTimeout, err = parseDuration("--smtp-parse-timeout", timeout); err != nil {
 		return l, err

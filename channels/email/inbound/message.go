@@ -90,6 +90,10 @@ type Parser struct {
 	// DefaultMaxParts and DefaultMaxDepth when 0.
 	MaxParts int
 	MaxDepth int
+	// MaxBase64Errors caps the bytes outside the base64 alphabet in the
+	// base64 parts of a message (ErrMalformed beyond; fewer are dropped
+	// with a warning); DefaultMaxBase64Errors when 0, none when negative.
+	MaxBase64Errors int
 	// Timeout bounds the scan and the parse of one message
 	// (ErrParseTimeout beyond); DefaultParseTimeout when 0.
 	Timeout time.Duration
@@ -131,7 +135,8 @@ func (p Parser) Parse(r io.Reader) (msg *Message, err error) {
 	}
 	dr := &deadlineReader{r: rs, deadline: time.Now().Add(orDur(p.Timeout, DefaultParseTimeout))}
 	lr := &io.LimitedReader{R: dr, N: maxBytes + 1}
-	serr := prescan(lr, orInt(p.MaxParts, DefaultMaxParts), orInt(p.MaxDepth, DefaultMaxDepth))
+	serr := prescan(lr, orInt(p.MaxParts, DefaultMaxParts), orInt(p.MaxDepth, DefaultMaxDepth),
+		max(limit(p.MaxBase64Errors, DefaultMaxBase64Errors), 0))
 	switch {
 	case dr.expired:
 		return nil, fmt.Errorf("%w: more than %s", ErrParseTimeout, orDur(p.Timeout, DefaultParseTimeout))

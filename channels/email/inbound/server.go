@@ -71,6 +71,10 @@ type Server struct {
 	// DefaultMaxDepth when 0.
 	MaxParts int
 	MaxDepth int
+	// MaxBase64Errors caps the bytes outside the base64 alphabet in the
+	// base64 parts of a message (554 5.6.0 beyond; fewer are dropped with
+	// a warning); DefaultMaxBase64Errors when 0, none when negative.
+	MaxBase64Errors int
 	// ParseTimeout bounds the parsing of one message (451 4.3.0 beyond,
 	// logged); DefaultParseTimeout when 0.
 	ParseTimeout time.Duration

@@ -79,7 +79,7 @@ func (s *session) Data(r io.Reader) error {
 	}
 
 	p := Parser{MaxBytes: limit, MaxAttachmentBytes: s.srv.MaxAttachmentBytes,
-		MaxParts: s.srv.MaxParts, MaxDepth: s.srv.MaxDepth, Timeout: s.srv.ParseTimeout}
+		MaxParts: s.srv.MaxParts, MaxDepth: s.srv.MaxDepth, MaxBase64Errors: s.srv.MaxBase64Errors, Timeout: s.srv.ParseTimeout}
 	msg, err := p.Parse(sp.reader())
 	if err != nil {
 		reply := parseReply(err)
