@@ -284,6 +284,21 @@ func TestSMTPMalformedContent(t *testing.T) {
 			}
 		})
 
+		t.Run("encoded CR LF in the subject", func(t *testing.T) {
+			raw := crlf(`From: "=?utf-8?q?Eve=0D=0AX-Evil:_1?=" <eve@example.org>`, "To: "+addr,
+				"Subject: =?utf-8?q?Hello=0D=0ABcc:_victim@example.net?=", "Message-ID: <crlf-1@example.org>", "", "hi")
+			if err := smtpSend(g.smtp, addr, raw); err != nil {
+				t.Fatalf("SMTP: %v", err)
+			}
+			m := receivedMessage(t, g, sb.APIKey, &seq)
+			if m["subject"] != "Hello  Bcc: victim@example.net" {
+				t.Errorf("subject %q", m["subject"])
+			}
+			if d, _ := m["details"].(map[string]any); d["from_name"] != "Eve  X-Evil: 1" {
+				t.Errorf("from_name %q", d["from_name"])
+			}
+		})
+
 		t.Run("NUL base64 text body", func(t *testing.T) {
 			raw := crlf("From: alice@example.org", "To: "+addr, "Subject: encoded nul",
 				"Message-ID: <nul-2@example.org>", "MIME-Version: 1.0",

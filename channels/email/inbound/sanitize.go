@@ -42,6 +42,9 @@ func (msg *Message) sanitize() {
 		fix(&a.ContentID)
 	}
 	fix(&msg.MailFrom)
+	// An encoded CR or LF in a one-line header would break the headers of
+	// a reply that quotes it.
+	msg.Subject, msg.FromName = oneLineHeader(msg.Subject), oneLineHeader(msg.FromName)
 	if changed {
 		msg.Warnings = append(msg.Warnings, "NUL bytes or invalid UTF-8 in the headers or text were replaced with U+FFFD")
 	}
@@ -55,3 +58,19 @@ func cleanText(s string) (string, bool) {
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD"), false
 }
+
+// oneLineHeader turns the control characters of a decoded header value
+// (CR and LF from RFC 2047 encoded words, say) into spaces.
+func oneLineHeader(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
