@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jhillyerd/enmime/v2"
 )
@@ -88,6 +89,7 @@ type scanner struct {
 
 	stack    []string // boundaries of the multiparts we are in, outermost first
 	inHeader bool     // reading the header block of a part (or of the message)
+	preamble bool     // before the first delimiter of the multipart opened last
 	topLevel bool     // that header block is the message's own
 	declared string   // the boundary declared in the current header block
 	hasDecl  bool
@@ -104,7 +106,7 @@ type scanner struct {
 func (s *scanner) segment(seg []byte, atStart bool) error {
 	line := bytes.TrimRight(seg, "\r\n")
 	if atStart {
-		if !s.topLevel && s.delimiter(line) {
+		if !s.topLevel && (s.delimiter(line) || s.preambleDelimiter(line)) {
 			return s.checkParts()
 		}
 		if s.inHeader && len(line) == 0 {
@@ -167,6 +169,7 @@ func (s *scanner) delimiter(line []byte) bool {
 			continue
 		}
 		counted = true
+		s.preamble = false
 		for i := len(s.stack) - 1; i >= 0; i-- {
 			if !bytes.HasPrefix(rest, []byte(s.stack[i])) {
 				continue
@@ -190,6 +193,29 @@ func (s *scanner) delimiter(line []byte) bool {
 	return counted
 }
 
+// preambleDelimiter reports whether line, in the preamble of the multipart
+// opened last, holds its first delimiter anywhere (enmime looks for it
+// anywhere in a preamble line, not only at the start).
+func (s *scanner) preambleDelimiter(line []byte) bool {
+	if !s.preamble || len(s.stack) == 0 || s.inHeader {
+		return false
+	}
+	top := s.stack[len(s.stack)-1]
+	i := bytes.Index(line, []byte("--"+top))
+	if i < 0 {
+		return false
+	}
+	s.parts++
+	s.preamble, s.pending = false, paramNone
+	if bytes.HasPrefix(line[i+2+len(top):], []byte("--")) {
+		s.stack = s.stack[:len(s.stack)-1]
+		return true
+	}
+	s.inHeader, s.declared, s.hasDecl = true, "", false
+	s.base64, s.hdrBase64, s.inCTE = false, false, false
+	return true
+}
+
 func (s *scanner) checkParts() error {
 	if s.parts > s.maxParts {
 		return fmt.Errorf("%w: more than %d MIME parts", ErrTooManyParts, s.maxParts)
@@ -209,7 +235,7 @@ func (s *scanner) endHeader() error {
 		return nil
 	}
 	s.stack = append(s.stack, s.declared)
-	s.declared, s.hasDecl = "", false
+	s.declared, s.hasDecl, s.preamble = "", false, true
 	if len(s.stack) > s.maxDepth {
 		return fmt.Errorf("%w: multiparts nested more than %d deep", ErrTooDeep, s.maxDepth)
 	}
@@ -293,10 +319,17 @@ func (s *scanner) params(line []byte, st paramState) error {
 }
 
 // declare adds a candidate boundary; in a header block it is the one the
-// part declares.
+// part declares. Its trimmed form is a candidate too (a fixed-up value may
+// lose its spaces).
 func (s *scanner) declare(v string) error {
 	if len(v) > maxBoundaryLen {
 		v = v[:maxBoundaryLen]
+	}
+	if t := strings.TrimSpace(v); t != v {
+		if err := s.declare(t); err != nil {
+			return err
+		}
+		v = strings.TrimRight(v, " \t") // a prefix of what it may become
 	}
 	if s.candidates.add(v) {
 		s.nCandidate++
