@@ -61,8 +61,19 @@ func TestServeSMTPLimits(t *testing.T) {
 		}
 		return line
 	}
-	for range 2 {
-		if l := greet(); !strings.HasPrefix(l, "220 ") {
+	// The sessions above end on the server a moment after QUIT: until they
+	// have, their places are taken.
+	deadline := time.Now().Add(10 * time.Second)
+	for ok := 0; ok < 2; {
+		l := greet()
+		switch {
+		case strings.HasPrefix(l, "220 "):
+			ok++
+		case strings.HasPrefix(l, "421 ") && time.Now().Before(deadline):
+			held[len(held)-1].Close()
+			held = held[:len(held)-1]
+			time.Sleep(50 * time.Millisecond)
+		default:
 			t.Fatalf("greeting %q", l)
 		}
 	}
