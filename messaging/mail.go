@@ -20,6 +20,7 @@ import (
 	entdomain "github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/tenant"
+	"github.com/lib/pq"
 )
 
 // inboxKey is the gateway-wide key of a hosted inbox address.
@@ -82,13 +83,22 @@ func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.M
 		in.ConversationID = conv
 		if _, _, err := b.s.Receive(ctx, c, in); err != nil {
 			var e *Error
-			if errors.As(err, &e) && e.Code == ErrInvalid.Code {
+			if errors.As(err, &e) && e.Code == ErrInvalid.Code || isDataException(err) {
+				// A retry would fail the same way: bounce, never 451 forever.
 				return fmt.Errorf("%w: %v", inbound.ErrPermanent, err)
 			}
 			return fmt.Errorf("%w: store message for %s: %v", inbound.ErrTransient, c.ID, err)
 		}
 	}
 	return nil
+}
+
+// isDataException reports whether err is the database refusing the values
+// themselves (PostgreSQL SQLSTATE class 22: a byte sequence that is not
+// UTF-8, a value out of range ...), which no retry fixes.
+func isDataException(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code.Class() == "22"
 }
 
 // mailDetails is the details object of an email message.

@@ -55,6 +55,12 @@ func serve(args []string) error {
 	smtpCert := s.add("smtp-tls-cert", "COMM_SMTP_TLS_CERT", "", "PEM certificate (chain) offered with STARTTLS on the SMTP listener; with --smtp-tls-key")
 	smtpKey := s.add("smtp-tls-key", "COMM_SMTP_TLS_KEY", "", "PEM private key of --smtp-tls-cert")
 	smtpMax := s.add("smtp-max-bytes", "COMM_SMTP_MAX_BYTES", "26214400", "largest inbound email accepted, in bytes")
+	smtpMaxParts := s.add("smtp-max-parts", "COMM_SMTP_MAX_PARTS", "500", "most MIME parts an inbound email may have (552 5.3.4 beyond), checked before it is parsed")
+	smtpMaxDepth := s.add("smtp-max-depth", "COMM_SMTP_MAX_DEPTH", "20", "deepest nesting of multipart MIME parts in an inbound email (554 5.6.0 beyond)")
+	smtpMaxB64 := s.add("smtp-max-base64-errors", "COMM_SMTP_MAX_BASE64_ERRORS", "10000", "most bytes outside the base64 alphabet an inbound email's base64 parts may carry (dropped with a warning; 554 5.6.0 beyond)")
+	smtpParseTimeout := s.add("smtp-parse-timeout", "COMM_SMTP_PARSE_TIMEOUT", "20s", "longest time parsing one inbound email may take (451 4.3.0 beyond, logged)")
+	smtpMaxSessions := s.add("smtp-max-sessions", "COMM_SMTP_MAX_SESSIONS", "100", "most SMTP connections open at once (421 4.7.0 at connect beyond); 0: no limit")
+	smtpMaxPerIP := s.add("smtp-max-sessions-per-ip", "COMM_SMTP_MAX_SESSIONS_PER_IP", "10", "most SMTP connections open at once from one client IP address (421 4.7.0 at connect beyond); 0: no limit")
 	dnsResolver := s.add("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.add("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.add("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
@@ -160,6 +166,10 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	smtpLim, err := parseSMTPLimits(*smtpMaxParts, *smtpMaxDepth, *smtpMaxB64, *smtpParseTimeout, *smtpMaxSessions, *smtpMaxPerIP)
+	if err != nil {
+		return err
+	}
 	verifyD, err := parseDuration("--domain-verify-interval", *verifyEvery)
 	if err != nil {
 		return err
@@ -247,7 +257,9 @@ func serve(args []string) error {
 		if err != nil {
 			return fmt.Errorf("smtp listen: %w", err)
 		}
-		mx := &inbound.Server{Domain: *mailDomain, Backend: svc.MailBackend(), MaxMessageBytes: int64(maxMail), Resolver: resolver}
+		mx := &inbound.Server{Domain: *mailDomain, Backend: svc.MailBackend(), MaxMessageBytes: int64(maxMail), Resolver: resolver,
+			MaxParts: smtpLim.MaxParts, MaxDepth: smtpLim.MaxDepth, MaxBase64Errors: smtpLim.MaxBase64Errors, ParseTimeout: smtpLim.ParseTimeout,
+			MaxSessions: smtpLim.MaxSessions, MaxSessionsPerIP: smtpLim.MaxSessionsPerIP, Logger: logger}
 		switch {
 		case *smtpCert != "" && *smtpKey != "":
 			cert, err := tls.LoadX509KeyPair(*smtpCert, *smtpKey)
@@ -338,6 +350,55 @@ func parseLimits(sandboxes, writes, burst, conns string) (abuseLimits, error) {
 			n = -1
 		}
 		*f.to = n
+	}
+	return l, nil
+}
+
+// smtpLimits are the settings of the SMTP listener's inbound.Server
+// fields of the same names.
+type smtpLimits struct {
+	MaxParts, MaxDepth, MaxBase64Errors int
+	ParseTimeout                        time.Duration
+	MaxSessions, MaxSessionsPerIP       int
+}
+
+// parseSMTPLimits reads the limits of the SMTP listener; a session limit
+// of 0 means none (a negative value to inbound.Server).
+func parseSMTPLimits(parts, depth, base64Errors, timeout, sessions, perIP string) (smtpLimits, error) {
+	var l smtpLimits
+	var err error
+	if l.MaxParts, err = parseInt("--smtp-max-parts", parts); err != nil {
+		return l, err
+	}
+	if l.MaxDepth, err = parseInt("--smtp-max-depth", depth); err != nil {
+		return l, err
+	}
+	if l.MaxParts < 1 || l.MaxDepth < 1 {
+		return l, errors.New("--smtp-max-parts and --smtp-max-depth must be at least 1")
+	}
+	if l.MaxBase64Errors, err = parseInt("--smtp-max-base64-errors", base64Errors); err != nil {
+		return l, err
+	}
+	if l.MaxBase64Errors == 0 {
+		l.MaxBase64Errors = -1 // none allowed
+	}
+	if l.ParseTimeout, err = parseDuration("--smtp-parse-timeout", timeout); err != nil {
+		return l, err
+	}
+	if l.ParseTimeout == 0 {
+		return l, errors.New("--smtp-parse-timeout must be above 0")
+	}
+	if l.MaxSessions, err = parseInt("--smtp-max-sessions", sessions); err != nil {
+		return l, err
+	}
+	if l.MaxSessionsPerIP, err = parseInt("--smtp-max-sessions-per-ip", perIP); err != nil {
+		return l, err
+	}
+	if l.MaxSessions == 0 {
+		l.MaxSessions = -1
+	}
+	if l.MaxSessionsPerIP == 0 {
+		l.MaxSessionsPerIP = -1
 	}
 	return l, nil
 }

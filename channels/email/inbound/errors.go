@@ -32,3 +32,17 @@ var (
 	// channels.ErrPermanent too.
 	ErrPermanent = fmt.Errorf("email: %w", channels.ErrPermanent)
 )
+
+// Limits on the MIME structure and parse time, checked before and while a
+// message is parsed.
+var (
+	// ErrTooManyParts marks a message with more MIME parts (or declared
+	// boundaries) than the limit; the server answers 552 5.3.4.
+	ErrTooManyParts = errors.New("email: too many MIME parts")
+	// ErrTooDeep marks a message whose multiparts nest deeper than the
+	// limit; the server answers 554 5.6.0.
+	ErrTooDeep = errors.New("email: MIME parts nested too deep")
+	// ErrParseTimeout marks a message whose parsing took longer than the
+	// limit; the server answers 451 4.3.0 and logs it.
+	ErrParseTimeout = errors.New("email: parsing took too long")
+)

@@ -1,6 +1,7 @@
 package inbound
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -83,7 +84,23 @@ type Parser struct {
 	// MaxTotalAttachmentBytes caps all decoded attachments together; 0
 	// means MaxBytes.
 	MaxTotalAttachmentBytes int64
+	// MaxParts caps the MIME parts of a message (ErrTooManyParts beyond);
+	// MaxDepth caps how deep multiparts nest (ErrTooDeep beyond). Both are
+	// checked by a linear scan of the raw message before it is parsed.
+	// DefaultMaxParts and DefaultMaxDepth when 0.
+	MaxParts int
+	MaxDepth int
+	// MaxBase64Errors caps the bytes outside the base64 alphabet in the
+	// base64 parts of a message (ErrMalformed beyond; fewer are dropped
+	// with a warning); DefaultMaxBase64Errors when 0, none when negative.
+	MaxBase64Errors int
+	// Timeout bounds the scan and the parse of one message
+	// (ErrParseTimeout beyond); DefaultParseTimeout when 0.
+	Timeout time.Duration
 }
+
+// DefaultParseTimeout is the parse time limit used when none is given.
+const DefaultParseTimeout = 20 * time.Second
 
 // Parse parses the raw RFC 5322 message read from r, reading at most
 // maxBytes (0 means DefaultMaxBytes). A message above the limit gives an
@@ -95,14 +112,43 @@ func Parse(r io.Reader, maxBytes int64) (*Message, error) {
 }
 
 // Parse parses the raw RFC 5322 message read from r under p's limits. It
-// reads at most MaxBytes+1 bytes of r and holds the message in memory
-// while enmime decodes it.
+// reads the message twice, at most MaxBytes+1 bytes each time: once to
+// check its MIME structure against MaxParts and MaxDepth (linear in its
+// size), then to parse it with enmime, which holds it in memory while it
+// decodes. A reader that cannot seek is read into memory first.
 func (p Parser) Parse(r io.Reader) (msg *Message, err error) {
 	maxBytes := p.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	lr := &io.LimitedReader{R: r, N: maxBytes + 1}
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		raw, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		rs = bytes.NewReader(raw)
+	}
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, err
+	}
+	dr := &deadlineReader{r: rs, deadline: time.Now().Add(orDur(p.Timeout, DefaultParseTimeout))}
+	lr := &io.LimitedReader{R: dr, N: maxBytes + 1}
+	serr := prescan(lr, orInt(p.MaxParts, DefaultMaxParts), orInt(p.MaxDepth, DefaultMaxDepth),
+		max(limit(p.MaxBase64Errors, DefaultMaxBase64Errors), 0))
+	switch {
+	case dr.expired:
+		return nil, fmt.Errorf("%w: more than %s", ErrParseTimeout, orDur(p.Timeout, DefaultParseTimeout))
+	case serr != nil:
+		return nil, serr
+	case lr.N <= 0:
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
+	}
+	if _, err := rs.Seek(start, io.SeekStart); err != nil {
+		return nil, err
+	}
+	lr = &io.LimitedReader{R: dr, N: maxBytes + 1}
 
 	defer func() {
 		// enmime is defensive, but a parser bug must cost one message, not
@@ -116,6 +162,9 @@ func (p Parser) Parse(r io.Reader) (msg *Message, err error) {
 	if _, cerr := io.Copy(io.Discard, lr); cerr != nil && perr == nil {
 		perr = cerr
 	}
+	if dr.expired {
+		return nil, fmt.Errorf("%w: more than %s", ErrParseTimeout, orDur(p.Timeout, DefaultParseTimeout))
+	}
 	if lr.N <= 0 {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
 	}
@@ -127,6 +176,22 @@ func (p Parser) Parse(r io.Reader) (msg *Message, err error) {
 		return nil, err
 	}
 	return msg, nil
+}
+
+// deadlineReader fails every read after its deadline, which stops enmime
+// at its next read: a parse cannot run on past the time limit.
+type deadlineReader struct {
+	r        io.Reader
+	deadline time.Time
+	expired  bool
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	if d.expired || time.Now().After(d.deadline) {
+		d.expired = true
+		return 0, ErrParseTimeout
+	}
+	return d.r.Read(p)
 }
 
 func (p Parser) fromEnvelope(env *enmime.Envelope, maxBytes int64) (*Message, error) {
@@ -158,12 +223,22 @@ func (p Parser) fromEnvelope(env *enmime.Envelope, maxBytes int64) (*Message, er
 		html := env.HTML
 		msg.HTML = &html
 	}
+	seen := map[string]bool{}
 	for _, e := range env.Errors {
-		msg.Warnings = append(msg.Warnings, e.Error())
+		w := e.Error()
+		switch {
+		case seen[w]:
+		case len(msg.Warnings) == maxWarnings:
+			msg.Warnings = append(msg.Warnings, "more warnings left out")
+		case len(msg.Warnings) < maxWarnings:
+			msg.Warnings = append(msg.Warnings, w)
+		}
+		seen[w] = true
 	}
 	if err := p.attachments(msg, env, maxBytes); err != nil {
 		return nil, err
 	}
+	msg.sanitize()
 	return msg, nil
 }
 
@@ -253,4 +328,16 @@ func msgIDList(v string) []string {
 
 // parser trusts a part's declared charset and guesses (an expensive n-gram
 // detection) only for parts that declare none.
-var parser = enmime.NewParser(enmime.DisableCharacterDetection(true))
+// A multipart without a boundary is read as one part (enmime would split it
+// at every line starting with "--"). A part whose base64 breaks off keeps
+// what decoded before the break, with a warning, instead of nothing.
+var parser = enmime.NewParser(enmime.DisableCharacterDetection(true),
+	enmime.MultipartWOBoundaryAsSinglePart(true),
+	enmime.MaxStoredPartErrors(maxPartWarnings),
+	enmime.SetReadPartErrorPolicy(func(_ *enmime.Part, err error) bool { return enmime.IsBase64CorruptInputError(err) }))
+
+// maxWarnings caps the distinct warnings kept per message.
+const maxWarnings = 20
+
+// maxPartWarnings caps the warnings kept per part.
+const maxPartWarnings = 10

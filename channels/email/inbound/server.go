@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -20,6 +21,10 @@ const (
 	DefaultReadTimeout    = 5 * time.Minute
 	DefaultWriteTimeout   = 5 * time.Minute
 	DefaultBackendTimeout = 30 * time.Second
+	// DefaultMaxSessions and DefaultMaxSessionsPerIP bound concurrent
+	// SMTP connections, overall and from one client address.
+	DefaultMaxSessions      = 100
+	DefaultMaxSessionsPerIP = 10
 )
 
 // ErrServerClosed is returned by Serve and ListenAndServe after Close.
@@ -60,6 +65,26 @@ type Server struct {
 	// MaxAttachmentBytes caps one decoded attachment (552 5.3.4 beyond);
 	// MaxMessageBytes when 0.
 	MaxAttachmentBytes int64
+	// MaxParts caps the MIME parts of a message (552 5.3.4 beyond) and
+	// MaxDepth how deep its multiparts nest (554 5.6.0 beyond), both
+	// checked before the message is parsed; DefaultMaxParts and
+	// DefaultMaxDepth when 0.
+	MaxParts int
+	MaxDepth int
+	// MaxBase64Errors caps the bytes outside the base64 alphabet in the
+	// base64 parts of a message (554 5.6.0 beyond; fewer are dropped with
+	// a warning); DefaultMaxBase64Errors when 0, none when negative.
+	MaxBase64Errors int
+	// ParseTimeout bounds the parsing of one message (451 4.3.0 beyond,
+	// logged); DefaultParseTimeout when 0.
+	ParseTimeout time.Duration
+	// MaxSessions caps concurrent SMTP connections and MaxSessionsPerIP
+	// those from one client IP address; a connection over either is
+	// answered 421 4.7.0 and closed before the greeting.
+	// DefaultMaxSessions and DefaultMaxSessionsPerIP when 0; a negative
+	// value sets no limit.
+	MaxSessions      int
+	MaxSessionsPerIP int
 	// MaxRecipients caps RCPT TO per message (452 4.5.3 beyond);
 	// DefaultMaxRecipients when 0.
 	MaxRecipients int
@@ -80,6 +105,9 @@ type Server struct {
 	SpoolDir string
 	// TLSConfig, when set, enables STARTTLS.
 	TLSConfig *tls.Config
+	// Logger receives a line for each message refused or failed after
+	// DATA, with its Message-ID and the reason; slog.Default() when nil.
+	Logger *slog.Logger
 
 	mu     sync.Mutex
 	srv    *smtp.Server
@@ -109,6 +137,8 @@ func (s *Server) Serve(l net.Listener) error {
 		_ = l.Close()
 		return err
 	}
+	l = &limitListener{Listener: l, max: limit(s.MaxSessions, DefaultMaxSessions),
+		perIP: limit(s.MaxSessionsPerIP, DefaultMaxSessionsPerIP), byIP: map[string]int{}, log: s.log()}
 	if err := srv.Serve(l); err != nil {
 		return fmt.Errorf("email: serve: %w", err)
 	}
@@ -217,4 +247,30 @@ func orDur(v, def time.Duration) time.Duration {
 		return def
 	}
 	return v
+}
+
+func orInt(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// limit is v, def when v is 0, or no limit (0) when v is negative.
+func limit(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// log is the server's logger.
+func (s *Server) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
 }

@@ -1,10 +1,13 @@
 package inbound
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"net/textproto"
 	"strings"
 
 	"github.com/emersion/go-smtp"
@@ -32,7 +35,6 @@ var (
 	replyUnknownRcpt = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here"}
 	replyRefusedRcpt = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Recipient refused"}
 	replyTransient   = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Temporary failure, try again later"}
-	replyPermanent   = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 3, 0}, Message: "Message refused"}
 )
 
 func (s *session) Mail(from string, opts *smtp.MailOptions) error {
@@ -76,15 +78,20 @@ func (s *session) Data(r io.Reader) error {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Error reading message"}
 	}
 
-	p := Parser{MaxBytes: limit, MaxAttachmentBytes: s.srv.MaxAttachmentBytes}
+	p := Parser{MaxBytes: limit, MaxAttachmentBytes: s.srv.MaxAttachmentBytes,
+		MaxParts: s.srv.MaxParts, MaxDepth: s.srv.MaxDepth, MaxBase64Errors: s.srv.MaxBase64Errors, Timeout: s.srv.ParseTimeout}
 	msg, err := p.Parse(sp.reader())
-	switch {
-	case errors.Is(err, ErrTooLarge):
-		return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: oneLine(err.Error())}
-	case err != nil:
-		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: oneLine(err.Error())}
+	if err != nil {
+		reply := parseReply(err)
+		level := slog.LevelInfo
+		if reply.Code < 500 {
+			level = slog.LevelWarn
+		}
+		s.log().Log(s.ctx, level, "smtp: message refused", "code", reply.Code, "reason", err.Error(),
+			"message_id", headerMessageID(sp.reader()), "digest", sp.digest(), "remote", s.remote, "mail_from", s.from)
+		return reply
 	}
-	msg.MailFrom = s.from
+	msg.MailFrom, _ = cleanText(s.from)
 	msg.RemoteAddr = s.remote
 	msg.Digest = sp.digest()
 
@@ -94,15 +101,26 @@ func (s *session) Data(r io.Reader) error {
 	msg.Auth = Authenticator{Resolver: s.srv.Resolver}.Check(ctx, sp.reader(), msg.From, env)
 
 	rcpts := append([]string(nil), s.rcpts...)
-	switch err := s.srv.Backend.Deliver(ctx, rcpts, msg); {
-	case err == nil:
+	err = s.srv.Backend.Deliver(ctx, rcpts, msg)
+	if err == nil {
+		if len(msg.Warnings) > 0 {
+			s.log().Info("smtp: stored a message with problems", "message_id", msg.MessageID, "digest", msg.Digest,
+				"remote", s.remote, "warnings", msg.Warnings)
+		}
 		return nil
-	case errors.Is(err, ErrPermanent):
-		return replyPermanent
-	default:
-		return replyTransient
 	}
+	if errors.Is(err, ErrPermanent) {
+		s.log().Warn("smtp: message refused by the gateway (554)", "message_id", msg.MessageID, "digest", msg.Digest,
+			"remote", s.remote, "err", err)
+		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 3, 0}, Message: "Message refused: " + oneLine(err.Error())}
+	}
+	s.log().Error("smtp: storing a message failed (451, the sender retries)", "message_id", msg.MessageID, "digest", msg.Digest,
+		"remote", s.remote, "err", err)
+	return replyTransient
 }
+
+// log is the server's logger.
+func (s *session) log() *slog.Logger { return s.srv.log() }
 
 func (s *session) Reset() {
 	s.from, s.helo, s.size, s.rcpts = "", "", 0, nil
@@ -111,6 +129,32 @@ func (s *session) Reset() {
 func (s *session) Logout() error {
 	s.cancel()
 	return nil
+}
+
+// parseReply is the SMTP reply to a message Parse refused.
+func parseReply(err error) *smtp.SMTPError {
+	switch {
+	case errors.Is(err, ErrTooManyParts), errors.Is(err, ErrTooLarge):
+		return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: oneLine(err.Error())}
+	case errors.Is(err, ErrParseTimeout):
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: oneLine(err.Error()) + "; try again later"}
+	default: // ErrMalformed, ErrTooDeep
+		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: oneLine(err.Error())}
+	}
+}
+
+// headerMessageID is the Message-ID in the header section of a raw
+// message, for the log of a message that could not be parsed; it reads at
+// most 64 KB.
+func headerMessageID(r io.Reader) string {
+	tp := textproto.NewReader(bufio.NewReader(io.LimitReader(r, 64<<10)))
+	h, _ := tp.ReadMIMEHeader()
+	id := strings.Trim(strings.TrimSpace(h.Get("Message-Id")), "<>")
+	id, _ = cleanText(id)
+	if len(id) > 200 {
+		id = id[:200]
+	}
+	return id
 }
 
 // oneLine keeps an error text fit for a single SMTP reply line.
