@@ -14,7 +14,6 @@ import (
 
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/channels/email/inbound"
-	"github.com/comm-gateway/comm/channels/email/outbound"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
@@ -128,7 +127,7 @@ func mailInbound(msg *inbound.Message, conversation string) channels.Inbound {
 		id = "sha256-" + msg.Digest + "@comm.invalid"
 	}
 	d := mailDetails{
-		MessageID: id, FromName: outbound.OneLine(msg.FromName), To: msg.To, Cc: msg.Cc, InReplyTo: msg.InReplyTo,
+		MessageID: id, FromName: msg.FromName, To: msg.To, Cc: msg.Cc, InReplyTo: msg.InReplyTo,
 		References: msg.References, MailFrom: msg.MailFrom, Auth: &msg.Auth, Warnings: msg.Warnings,
 	}
 	if full := strings.TrimRight(lf(msg.FullText), "\n"); full != strings.TrimRight(msg.Text, "\n") {
@@ -155,15 +154,13 @@ func mailInbound(msg *inbound.Message, conversation string) channels.Inbound {
 		html := lf(*in.HTML)
 		in.HTML = &html
 	}
-	// Header text is one line: an encoded word may decode to CR or LF
-	// ("=?UTF-8?B?...?=" for "a\r\nBcc: x"), which would break every
-	// answer that repeats it.
-	if subj := outbound.OneLine(msg.Subject); subj != "" {
+	// The parser made header text one line (inbound.Message.sanitize).
+	if subj := msg.Subject; subj != "" {
 		in.Subject = &subj
 	}
 	for _, a := range msg.Attachments {
 		in.Attachments = append(in.Attachments, channels.Attachment{
-			Filename: outbound.OneLine(a.Filename), ContentType: a.ContentType, ContentID: a.ContentID, Inline: a.Inline, Data: a.Data,
+			Filename: a.Filename, ContentType: a.ContentType, ContentID: a.ContentID, Inline: a.Inline, Data: a.Data,
 		})
 	}
 	return in

@@ -95,7 +95,7 @@ func (g *mailGateway) inbox(t *testing.T, key, local string) string {
 
 // smtpSend runs one SMTP session with net/smtp: raw is sent as it is
 // (CRLF line ends expected). It returns the first error.
-func smtpSend(addr, rcpt string, raw []byte) error {
+func smtpSendOne(addr, rcpt string, raw []byte) error {
 	c, err := smtp.Dial(addr)
 	if err != nil {
 		return err
@@ -188,7 +188,7 @@ func TestSMTPMalformedContent(t *testing.T) {
 				"--b", `Content-Type: application/octet-stream; name="data.bin"`,
 				`Content-Disposition: attachment; filename="data.bin"`, "Content-Transfer-Encoding: base64", "",
 				good, "!!!!not*base64~~~~", "QUJD=====RUZH", "--b--")
-			if err := smtpSend(g.smtp, addr, raw); err != nil {
+			if err := smtpSendOne(g.smtp, addr, raw); err != nil {
 				t.Fatalf("SMTP: %v (code %d)", err, smtpReply(err))
 			}
 			m := receivedMessage(t, g, sb.APIKey, &seq)
@@ -212,7 +212,7 @@ func TestSMTPMalformedContent(t *testing.T) {
 				"--a", "Content-Type: text/plain; charset=utf-8", "", "before\x00after",
 				"--a", "Content-Type: text/html; charset=utf-8", "", "<p>x\x00y</p>",
 				"--a--")
-			if err := smtpSend(g.smtp, addr, raw); err != nil {
+			if err := smtpSendOne(g.smtp, addr, raw); err != nil {
 				t.Fatalf("SMTP: %v (code %d)", err, smtpReply(err))
 			}
 			m := receivedMessage(t, g, sb.APIKey, &seq)
@@ -237,7 +237,7 @@ func TestSMTPMalformedContent(t *testing.T) {
 				"--b", `Content-Type: application/pdf; name="cut.pdf"`,
 				`Content-Disposition: attachment; filename="cut.pdf"`, "Content-Transfer-Encoding: base64", "",
 				good+"QUJDR", "--b--")
-			if err := smtpSend(g.smtp, addr, raw); err != nil {
+			if err := smtpSendOne(g.smtp, addr, raw); err != nil {
 				t.Fatalf("SMTP: %v (code %d)", err, smtpReply(err))
 			}
 			m := receivedMessage(t, g, sb.APIKey, &seq)
@@ -268,7 +268,7 @@ func TestSMTPMalformedContent(t *testing.T) {
 			var before runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			err := smtpSend(g.smtp, addr, b.Bytes())
+			err := smtpSendOne(g.smtp, addr, b.Bytes())
 			var after runtime.MemStats
 			runtime.ReadMemStats(&after)
 			alloc := float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20)
@@ -287,7 +287,7 @@ func TestSMTPMalformedContent(t *testing.T) {
 		t.Run("encoded CR LF in the subject", func(t *testing.T) {
 			raw := crlf(`From: "=?utf-8?q?Eve=0D=0AX-Evil:_1?=" <eve@example.org>`, "To: "+addr,
 				"Subject: =?utf-8?q?Hello=0D=0ABcc:_victim@example.net?=", "Message-ID: <crlf-1@example.org>", "", "hi")
-			if err := smtpSend(g.smtp, addr, raw); err != nil {
+			if err := smtpSendOne(g.smtp, addr, raw); err != nil {
 				t.Fatalf("SMTP: %v", err)
 			}
 			m := receivedMessage(t, g, sb.APIKey, &seq)
@@ -304,7 +304,7 @@ func TestSMTPMalformedContent(t *testing.T) {
 				"Message-ID: <nul-2@example.org>", "MIME-Version: 1.0",
 				"Content-Type: text/plain; charset=utf-8", "Content-Transfer-Encoding: base64", "",
 				base64.StdEncoding.EncodeToString([]byte("one\x00two")))
-			if err := smtpSend(g.smtp, addr, raw); err != nil {
+			if err := smtpSendOne(g.smtp, addr, raw); err != nil {
 				t.Fatalf("SMTP: %v (code %d)", err, smtpReply(err))
 			}
 			m := receivedMessage(t, g, sb.APIKey, &seq)

@@ -503,7 +503,6 @@ func TestSendErrors(t *testing.T) {
 		{"recipient not an address", channels.Outbound{To: "not an address"}},
 		{"recipient without domain", channels.Outbound{To: "ann@"}},
 		{"recipient with injected header", channels.Outbound{To: "ann@customer.test\r\nBcc: victim@example.org"}},
-		{"subject with injected header", channels.Outbound{To: customer, Subject: ptr("Hi\r\nBcc: victim@example.org")}},
 		{"message id that is no id", channels.Outbound{To: customer, MessageID: "msg 1"}},
 	}
 	for _, tt := range tests {

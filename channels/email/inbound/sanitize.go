@@ -3,6 +3,8 @@ package inbound
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/comm-gateway/comm/channels/email/outbound"
 )
 
 // sanitize makes every text field of msg storable: NUL bytes (which
@@ -44,7 +46,10 @@ func (msg *Message) sanitize() {
 	fix(&msg.MailFrom)
 	// An encoded CR or LF in a one-line header would break the headers of
 	// a reply that quotes it.
-	msg.Subject, msg.FromName = oneLineHeader(msg.Subject), oneLineHeader(msg.FromName)
+	msg.Subject, msg.FromName = outbound.OneLine(msg.Subject), outbound.OneLine(msg.FromName)
+	for i := range msg.Attachments {
+		msg.Attachments[i].Filename = outbound.OneLine(msg.Attachments[i].Filename)
+	}
 	if changed {
 		msg.Warnings = append(msg.Warnings, "NUL bytes or invalid UTF-8 in the headers or text were replaced with U+FFFD")
 	}
@@ -58,19 +63,3 @@ func cleanText(s string) (string, bool) {
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD"), false
 }
-
-// oneLineHeader turns the control characters of a decoded header value
-// (CR and LF from RFC 2047 encoded words, say) into spaces.
-func oneLineHeader(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-}
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
