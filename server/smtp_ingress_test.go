@@ -291,10 +291,10 @@ func TestSMTPMalformedContent(t *testing.T) {
 				t.Fatalf("SMTP: %v", err)
 			}
 			m := receivedMessage(t, g, sb.APIKey, &seq)
-			if m["subject"] != "Hello  Bcc: victim@example.net" {
+			if m["subject"] != "Hello Bcc: victim@example.net" {
 				t.Errorf("subject %q", m["subject"])
 			}
-			if d, _ := m["details"].(map[string]any); d["from_name"] != "Eve  X-Evil: 1" {
+			if d, _ := m["details"].(map[string]any); d["from_name"] != "Eve X-Evil: 1" {
 				t.Errorf("from_name %q", d["from_name"])
 			}
 		})
