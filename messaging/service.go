@@ -44,6 +44,8 @@ type Service struct {
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last recorded use
+
+	messagePageBytes int
 }
 
 // Options configure the service.
@@ -62,6 +64,11 @@ type Options struct {
 	Mail MailOptions
 	// Now is the clock (tests move it to expire sign-ins); time.Now if nil.
 	Now func() time.Time
+	// MessagePageBytes is the byte budget of a page of messages (REST
+	// conversation messages, GraphQL messages): a page stops before the
+	// message that would pass it, and a larger message comes alone.
+	// DefaultMessagePageBytes if not positive.
+	MessagePageBytes int
 }
 
 // New returns the service over an open log.
@@ -92,6 +99,9 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if opts.Mail.Plan.MXHost == "" {
 		opts.Mail.Plan.MXHost = "mx." + opts.Mail.Domain
 	}
+	if opts.MessagePageBytes <= 0 {
+		opts.MessagePageBytes = DefaultMessagePageBytes
+	}
 	clock := opts.Now
 	if clock == nil {
 		clock = time.Now
@@ -102,15 +112,20 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("messaging: prepare: %w", err)
 	}
-	return &Service{
+	s := &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
 		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
-		now:     func() time.Time { return clock().UTC().Truncate(time.Microsecond) },
-		touched: map[string]time.Time{},
-	}, nil
+		now:              func() time.Time { return clock().UTC().Truncate(time.Microsecond) },
+		touched:          map[string]time.Time{},
+		messagePageBytes: opts.MessagePageBytes,
+	}
+	// Reads of message pages under BoundMessagePage load only the rows
+	// within the page budget; other message queries pass through.
+	s.read.Message.Intercept(s.messagePageInterceptor())
+	return s, nil
 }
 
 // Close releases the service's prepared statements.

@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/comm-gateway/comm/messaging"
 )
@@ -113,9 +115,15 @@ func (s *Server) conversationMessages(w http.ResponseWriter, r *http.Request, p 
 	if err := q.done(); err != nil {
 		return err
 	}
-	ms, err := s.svc.ConversationMessages(r.Context(), p, r.PathValue("id"), pg)
+	ms, more, err := s.svc.ConversationMessagesPage(r.Context(), p, r.PathValue("id"), pg)
 	if err != nil {
 		return err
+	}
+	if more && len(ms) > 0 {
+		// A page may be cut short of its limit by the byte budget: the
+		// Link header says that more follow, and where.
+		next := url.Values{"after": {ms[len(ms)-1].ID}, "limit": {strconv.Itoa(pg.Limit)}}
+		w.Header().Set("Link", "<"+r.URL.Path+"?"+next.Encode()+`>; rel="next"`)
 	}
 	writeJSON(w, http.StatusOK, ms)
 	return nil
