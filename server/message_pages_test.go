@@ -264,4 +264,3 @@ func TestMessagePageBudget(t *testing.T) {
 		}
 	})
 }
-
