@@ -33,8 +33,11 @@ func (c *Client) Keys(ctx context.Context) ([]Key, error) {
 // client's key's kind: a sandbox key makes sandbox keys, a signed-in key
 // signed-in ones. name (optional, one line) says what the key is for. The
 // answer holds the key itself, shown only this once: store it. A project
-// has at most 50 live keys; one more fails with ErrConflict. Like every
-// POST, it is not retried.
+// has at most 50 live keys; one more fails with ErrConflict. Once the
+// project belongs to an account (after comm login carried it over), keys
+// are managed only with a signed-in key: a sandbox key fails with
+// ErrForbidden here, in Keys and in RevokeKey. Like every POST, it is not
+// retried.
 func (c *Client) CreateKey(ctx context.Context, name string) (*NewKey, error) {
 	body := map[string]string{}
 	if name != "" {
@@ -52,7 +55,9 @@ func (c *Client) CreateKey(ctx context.Context, name string) (*NewKey, error) {
 // returns it; an unknown id, or another project's, fails with ErrNotFound
 // (an empty one with ErrInvalid, before any request).
 // Revoking the client's own key works, after which its calls fail with
-// ErrUnauthenticated.
+// ErrUnauthenticated, unless it is the project's last working key (the
+// last signed-in one, for a project in an account): that fails with
+// ErrConflict and changes nothing.
 func (c *Client) RevokeKey(ctx context.Context, id string) (*Key, error) {
 	if id == "" {
 		return nil, &Error{Code: ErrInvalid.Code, Param: "id", Message: "a key id is required"}

@@ -175,7 +175,7 @@ func TestEveryEndpoint(t *testing.T) {
 		if !strings.HasPrefix(wh.Secret, "whsec_") || wh.Status != "active" || wh.Cursor != head.LastSeq {
 			t.Errorf("SetWebhook: %+v (head %d)", wh, head.LastSeq)
 		}
-		wh, err = p.SetWebhook(ctx, "https://agent.example.com/comm2", "my secret", client.WebhookFromSeq(1))
+		wh, err = p.SetWebhook(ctx, "https://agent.example.com/comm2", "my secret, long and varied enough", client.WebhookFromSeq(1))
 		if err != nil || wh.Cursor != 1 || wh.Secret != "" || wh.URL != "https://agent.example.com/comm2" {
 			t.Errorf("SetWebhook from seq 1: %+v, %v", wh, err)
 		}

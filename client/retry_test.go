@@ -143,7 +143,7 @@ func TestRetries(t *testing.T) {
 		f := &failer{method: "PUT", path: "/v1/webhook", n: 1, fail: hangUp}
 		px.set(nil, f.intercept)
 		defer px.set(nil, nil)
-		if _, err := p.SetWebhook(ctx, "https://agent.example.com/hook", "secret"); err != nil {
+		if _, err := p.SetWebhook(ctx, "https://agent.example.com/hook", "a secret, long and varied enough"); err != nil {
 			t.Fatal(err)
 		}
 		if f.attempts() != 2 {

@@ -660,3 +660,13 @@ func newHTTPServer(t *testing.T, h http.Handler) string {
 }
 
 func systemCtx() context.Context { return tenant.System(context.Background()) }
+
+// plainSecret is a raw webhook secret strong enough to be accepted.
+const plainSecret = "test-secret-0123456789abcdef"
+
+func ptrText(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

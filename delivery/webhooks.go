@@ -268,7 +268,10 @@ func (d *Webhooks) post(ctx context.Context, ep *messaging.Endpoint, e stream.En
 	resp, err := d.Client.Do(req)
 	a.Latency = time.Since(t0)
 	if err != nil {
-		a.Err = err.Error()
+		// The tenant sees neutral words; what the name resolved to and
+		// why the dial failed is for the operator's log.
+		a.Err = netguard.Describe(err)
+		d.Logger.Info("webhooks: delivery failed", "project", ep.ProjectID, "webhook", ep.ID, "seq", e.Seq, "err", err)
 		return a
 	}
 	netguard.ReadLimited(resp.Body, responsePrefix) //nolint:errcheck // the answer's body is not used

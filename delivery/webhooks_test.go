@@ -103,7 +103,7 @@ func TestDeliveriesSignedInOrder(t *testing.T) {
 			p            project
 			cursor       int64
 		}
-		regs := []*reg{{name: "whsec", secret: randomWhsec()}, {name: "plain", secret: "not base64: é!"}, {name: "generated"}}
+		regs := []*reg{{name: "whsec", secret: randomWhsec()}, {name: "plain", secret: "not base64: é! " + plainSecret}, {name: "generated"}}
 		for i, r := range regs {
 			r.p = g.newProject(t)
 			appendN(t, g.Log, r.p.ID, 3)
@@ -247,7 +247,7 @@ func TestReceiverRefusesConnections(t *testing.T) {
 		ln.Close()
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: tlsClient(t, true, 0)})
 		p := g.newProject(t)
-		secret := "plain-secret"
+		secret := "plain-secret-" + plainSecret
 		w := g.putWebhook(t, p.Key, map[string]any{"url": "https://" + addr + "/hook", "secret": secret})
 		head := appendN(t, g.Log, p.ID, 4)
 		waitFor(t, "a refused attempt", 10*time.Second, func() bool { return len(g.attempts(t, p.Key, "")) > 0 })
@@ -288,7 +288,7 @@ func TestRetryAfter(t *testing.T) {
 		})
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
-		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": "s"})
+		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		head := appendN(t, g.Log, p.ID, 2)
 		waitFor(t, "the first attempt", 10*time.Second, func() bool { return len(g.attempts(t, p.Key, "")) > 0 })
 		w := g.getWebhook(t, p.Key)
@@ -452,7 +452,7 @@ func TestRedirectIsAFailure(t *testing.T) {
 		})
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
-		w := g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": "s"})
+		w := g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		appendN(t, g.Log, p.ID, 2)
 		waitFor(t, "two attempts", 10*time.Second, func() bool { return len(g.attempts(t, p.Key, "")) >= 2 })
 		for _, a := range g.attempts(t, p.Key, "") {
@@ -498,7 +498,7 @@ func TestSlowReceiverRetried(t *testing.T) {
 		})
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 300*time.Millisecond)})
 		p := g.newProject(t)
-		secret := "slow"
+		secret := "slow-" + plainSecret
 		w := g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/slow", "secret": secret})
 		head := appendN(t, g.Log, p.ID, 2)
 		start := time.Now()
@@ -549,7 +549,7 @@ func TestHugeResponseNotRead(t *testing.T) {
 		})
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
-		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": "s"})
+		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		head := appendN(t, g.Log, p.ID, 2)
 		start := time.Now()
 		waitFor(t, "the deliveries", 10*time.Second, func() bool { return g.getWebhook(t, p.Key).Cursor == head })
@@ -583,7 +583,7 @@ func TestDisableAfter(t *testing.T) {
 		rcv.setAnswer(func(w http.ResponseWriter, r *http.Request, h *hit, n int) int { return http.StatusInternalServerError })
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0), DisableAfter: 500 * time.Millisecond})
 		p := g.newProject(t)
-		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": "s"})
+		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		appendN(t, g.Log, p.ID, 1)
 		waitFor(t, "the endpoint to be disabled", 10*time.Second, func() bool { return g.getWebhook(t, p.Key).Status == "disabled" })
 		w := g.getWebhook(t, p.Key)
@@ -636,7 +636,7 @@ func TestURLGuardAtRegistration(t *testing.T) {
 			"ftp://example.com/",
 			"example.com/hook",
 		} {
-			body, _ := json.Marshal(map[string]any{"url": u, "secret": "s"})
+			body, _ := json.Marshal(map[string]any{"url": u, "secret": plainSecret})
 			wantError(t, "PUT "+u, g.do(t, http.MethodPut, "/v1/webhook", p.Key, string(body)), http.StatusBadRequest, "url")
 		}
 		wantError(t, "GET after refusals", g.do(t, http.MethodGet, "/v1/webhook", p.Key, ""), http.StatusNotFound, "")
@@ -652,7 +652,7 @@ func TestURLGuardAtRegistration(t *testing.T) {
 		_, port, _ := net.SplitHostPort(strings.TrimPrefix(rcv.URL(), "https://"))
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(false, 0)})
 		url := "https://" + name + ":" + port + "/hook"
-		g.putWebhook(t, p.Key, map[string]any{"url": url, "secret": "s"})
+		g.putWebhook(t, p.Key, map[string]any{"url": url, "secret": plainSecret})
 		appendN(t, g.Log, p.ID, 1)
 		waitRefused(t, g, p, rcv)
 	})
@@ -688,11 +688,20 @@ func waitRefused(t *testing.T, g *gateway, p project, rcv *receiver) {
 	t.Helper()
 	waitFor(t, "a refused attempt", 10*time.Second, func() bool { return len(g.attempts(t, p.Key, "")) > 0 })
 	a := g.attempts(t, p.Key, "")[0]
-	if a.OK || a.StatusCode != 0 || a.Error == nil || !strings.Contains(*a.Error, "refused to connect to a private") {
-		t.Errorf("attempt %+v, want netguard's refusal", a)
+	// The tenant is told why in neutral words: not what the name
+	// resolved to, nor the port, nor the guard's internals.
+	const neutral = "the URL resolves to a private or reserved address"
+	if a.OK || a.StatusCode != 0 || a.Error == nil || *a.Error != neutral {
+		t.Errorf("attempt %+v, want the refusal as %q", a, neutral)
 	}
-	if w := g.getWebhook(t, p.Key); w.Status != "failing" || w.LastError == nil {
-		t.Errorf("webhook %+v, want failing", w)
+	w := g.getWebhook(t, p.Key)
+	if w.Status != "failing" || w.LastError == nil || *w.LastError != neutral {
+		t.Errorf("webhook %+v, want failing with last_error %q", w, neutral)
+	}
+	for _, leak := range []string{"127.0.0.1", "::1", "netguard", "dial"} {
+		if strings.Contains(*a.Error+" "+ptrText(w.LastError), leak) {
+			t.Errorf("the tenant sees %q in %q / %q", leak, *a.Error, ptrText(w.LastError))
+		}
 	}
 	if n := rcv.count(); n != 0 {
 		t.Errorf("the receiver got %d requests through the guard", n)
@@ -711,7 +720,7 @@ func TestGuardAtDialTime(t *testing.T) {
 		for _, host := range []string{"localhost", "127.0.0.1", "[::1]"} {
 			t.Run(strings.Trim(host, "[]"), func(t *testing.T) {
 				p := g.newProject(t)
-				g.putWebhook(t, p.Key, map[string]any{"url": "https://" + host + ":" + port + "/", "secret": "s"})
+				g.putWebhook(t, p.Key, map[string]any{"url": "https://" + host + ":" + port + "/", "secret": plainSecret})
 				appendN(t, g.Log, p.ID, 1)
 				waitRefused(t, g, p, rcv)
 			})
@@ -895,10 +904,10 @@ func TestLeaseOutlivesSlowDelivery(t *testing.T) {
 		startWorker(t, &delivery.Webhooks{Service: ga.Svc, Client: client, Owner: "replica-a", Lease: time.Second})
 		startWorker(t, &delivery.Webhooks{Service: gb.Svc, Client: client, Owner: "replica-b", Lease: time.Second})
 		p := ga.newProject(t)
-		w := ga.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/slow", "secret": "s"})
+		w := ga.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/slow", "secret": plainSecret})
 		head := appendN(t, ga.Log, p.ID, 4)
 		waitFor(t, "the deliveries", 15*time.Second, func() bool { return ga.getWebhook(t, p.Key).Cursor == head })
-		checkInOrder(t, ga, rcv, "/slow", p, "s", w.Cursor, head)
+		checkInOrder(t, ga, rcv, "/slow", p, plainSecret, w.Cursor, head)
 		if n := rcv.overlapCount(); n != 0 {
 			for _, h := range rcv.snapshot() {
 				t.Logf("seq %d %s..%s status %d", h.Seq, h.Start.Format(time.StampMilli), h.End.Format(time.StampMilli), h.Status)
@@ -921,17 +930,17 @@ func TestReRegisterSwitchesAtOnce(t *testing.T) {
 		})
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
-		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/old", "secret": "old"})
+		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/old", "secret": "old-" + plainSecret})
 		head := appendN(t, g.Log, p.ID, 50)
 		waitFor(t, "a few deliveries", 10*time.Second, func() bool { return rcv.count() >= 3 })
-		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/new", "secret": "new"})
+		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/new", "secret": "new-" + plainSecret})
 		switched := rcv.count()
 		waitFor(t, "the rest", 20*time.Second, func() bool { return g.getWebhook(t, p.Key).Cursor == head })
 		late := 0
 		for _, h := range rcv.snapshot()[switched:] {
 			if h.Path == "/old" {
 				late++
-			} else if err := verifyStandard("new", h.Header, h.Body); err != nil {
+			} else if err := verifyStandard("new-"+plainSecret, h.Header, h.Body); err != nil {
 				t.Errorf("seq %d to the new URL: %v", h.Seq, err)
 			}
 		}
@@ -954,7 +963,7 @@ func TestDeleteStopsDeliveries(t *testing.T) {
 		})
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
-		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": "s"})
+		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		appendN(t, g.Log, p.ID, 30)
 		waitFor(t, "a few deliveries", 10*time.Second, func() bool { return rcv.count() >= 3 })
 		if resp := g.do(t, http.MethodDelete, "/v1/webhook", p.Key, ""); resp.Status != http.StatusNoContent {
@@ -991,6 +1000,16 @@ func TestBadInput(t *testing.T) {
 			{`{"url":` + url + `,"secret":"whsec_!!!"}`, "secret"},
 			{`{"url":` + url + `,"secret":"whsec_"}`, "secret"},
 			{`{"url":` + url + `,"secret":"` + strings.Repeat("s", 300) + `"}`, "secret"},
+			// Weak secrets (issue 12): fewer than 16 bytes of key, or too
+			// few different characters to hold 128 bits.
+			{`{"url":` + url + `,"secret":"a"}`, "secret"},
+			{`{"url":` + url + `,"secret":"` + strings.Repeat("a", 40) + `"}`, "secret"},
+			{`{"url":` + url + `,"secret":"` + strings.Repeat("ab", 20) + `"}`, "secret"},
+			{`{"url":` + url + `,"secret":"short-but-varied"}`, "secret"},
+			{`{"url":` + url + `,"secret":"whsec_` + base64.StdEncoding.EncodeToString([]byte("12345678")) + `"}`, "secret"},
+			{`{"url":` + url + `,"secret":"whsec_` + base64.StdEncoding.EncodeToString(make([]byte, 32)) + `"}`, "secret"},
+			// A NUL anywhere in the body is refused, naming the field.
+			{`{"url":` + url + `,"secret":"` + plainSecret + `\u0000"}`, "secret"},
 			{`{"url":` + url + `,"from_seq":` + strconv.FormatInt(head+1, 10) + `}`, "from_seq"},
 			{`{"url":` + url + `,"from_seq":-1}`, "from_seq"},
 			{`{"url":` + url + `,"from_seq":"1"}`, "from_seq"},
@@ -1013,7 +1032,7 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("%d webhooks stored after refusals (%v)", n, err)
 		}
 
-		w := g.putWebhook(t, p.Key, map[string]any{"url": "https://example.com/hook", "secret": "kept"})
+		w := g.putWebhook(t, p.Key, map[string]any{"url": "https://example.com/hook", "secret": "kept-" + plainSecret})
 		for _, c := range []struct{ body, param string }{
 			{`{"url":"https://example.org/x","secret":"whsec_!!!"}`, "secret"},
 			{`{"url":"https://example.org/x","from_seq":-5}`, "from_seq"},
@@ -1060,7 +1079,7 @@ func TestAttemptHistoryBounded(t *testing.T) {
 		rcv := newReceiver(t)
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
-		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": "s"})
+		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		total := messaging.MaxAttemptHistory + 150
 		for sent := 0; sent < total; sent += 30 {
 			head := appendN(t, g.Log, p.ID, 30)

@@ -24,6 +24,7 @@ import (
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/webhook"
 	"github.com/comm-gateway/comm/ent/webhookattempt"
+	"github.com/comm-gateway/comm/ent/websession"
 )
 
 // ent aliases to avoid import conflicts in user's code.
@@ -94,6 +95,7 @@ func checkColumn(t, c string) error {
 			domain.Table:         domain.ValidColumn,
 			message.Table:        message.ValidColumn,
 			project.Table:        project.ValidColumn,
+			websession.Table:     websession.ValidColumn,
 			webhook.Table:        webhook.ValidColumn,
 			webhookattempt.Table: webhookattempt.ValidColumn,
 		})

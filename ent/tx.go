@@ -34,6 +34,8 @@ type Tx struct {
 	Message *MessageClient
 	// Project is the client for interacting with the Project builders.
 	Project *ProjectClient
+	// WebSession is the client for interacting with the WebSession builders.
+	WebSession *WebSessionClient
 	// Webhook is the client for interacting with the Webhook builders.
 	Webhook *WebhookClient
 	// WebhookAttempt is the client for interacting with the WebhookAttempt builders.
@@ -179,6 +181,7 @@ func (tx *Tx) init() {
 	tx.Domain = NewDomainClient(tx.config)
 	tx.Message = NewMessageClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)
+	tx.WebSession = NewWebSessionClient(tx.config)
 	tx.Webhook = NewWebhookClient(tx.config)
 	tx.WebhookAttempt = NewWebhookAttemptClient(tx.config)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/ratelimit"
 )
 
 // Options configure the GraphQL endpoint.
@@ -35,6 +36,9 @@ type Options struct {
 	MaxResponseBytes int64
 	// Logger receives internal errors.
 	Logger *slog.Logger
+	// Writes, when set, is the write budget of each API key: every
+	// mutation field takes a token (the same bucket as REST writes).
+	Writes *ratelimit.Bucket
 }
 
 // NewHandler returns the GraphQL endpoint (POST, and GET for queries). The
@@ -85,6 +89,10 @@ func configure(x configurable, opts Options) {
 	x.Use(&costLimit{limit: opts.ComplexityLimit})
 	x.Use(&pageLimits{})
 	x.Use(&responseBudget{limit: opts.MaxResponseBytes})
+	x.Use(noNUL{})
+	if opts.Writes != nil {
+		x.Use(writeLimit{opts.Writes})
+	}
 	if opts.Introspection {
 		x.Use(extension.Introspection{})
 	}

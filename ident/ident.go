@@ -32,6 +32,7 @@ const (
 	Account        = "acct"
 	DeviceRequest  = "dreq"
 	CreditEntry    = "cred"
+	WebSession     = "wses"
 )
 
 // ErrMalformed is wrapped by every parse failure.

@@ -12,6 +12,7 @@ import (
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	entcredit "github.com/comm-gateway/comm/ent/creditentry"
 	entproject "github.com/comm-gateway/comm/ent/project"
+	entws "github.com/comm-gateway/comm/ent/websession"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -118,6 +119,58 @@ func (s *Service) AccountByID(ctx context.Context, id string) (*Account, error) 
 	return accountOf(a), nil
 }
 
+// StartWebSession records a signed-in browser session of the /device page
+// (by the hash of the id its cookie carries) until expires; sessions long
+// expired are pruned on the way.
+func (s *Service) StartWebSession(ctx context.Context, accountID string, tokenHash []byte, expires time.Time) error {
+	sys := tenant.System(ctx)
+	id := ident.New(ident.WebSession)
+	now := s.now()
+	_, err := s.log.Write(sys, id, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		if _, err := cl.WebSession.Delete().Where(entws.ExpiresAtLT(now.Add(-24 * time.Hour))).Exec(tctx); err != nil {
+			return err
+		}
+		return cl.WebSession.Create().SetID(id).SetTokenHash(tokenHash).SetAccountID(accountID).
+			SetExpiresAt(expires.UTC()).SetCreatedAt(now).Exec(tctx)
+	})
+	return err
+}
+
+// WebSessionAccount returns the account of a browser session that is
+// recorded, unexpired and not signed out; "" otherwise.
+func (s *Service) WebSessionAccount(ctx context.Context, tokenHash []byte) (string, error) {
+	w, err := s.read.WebSession.Query().Where(entws.TokenHash(tokenHash)).Only(tenant.System(ctx))
+	if ent.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if w.RevokedAt != nil || !s.now().Before(w.ExpiresAt) {
+		return "", nil
+	}
+	return w.AccountID, nil
+}
+
+// EndWebSession signs a browser session out, on every replica: its cookie
+// no longer works, even a copy of it.
+func (s *Service) EndWebSession(ctx context.Context, tokenHash []byte) error {
+	sys := tenant.System(ctx)
+	w, err := s.read.WebSession.Query().Where(entws.TokenHash(tokenHash)).Only(sys)
+	if ent.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = s.log.Write(sys, w.ID, func(tx *stream.Tx) error {
+		return tx.Client().WebSession.Update().Where(entws.ID(w.ID), entws.RevokedAtIsNil()).
+			SetRevokedAt(s.now()).Exec(tx.Context())
+	})
+	return err
+}
+
 // CreditLine is one ledger entry.
 type CreditLine struct {
 	ID          string    `json:"id"`
@@ -216,9 +269,36 @@ func keyOf(k *ent.APIKey, p *Principal) *Key {
 		CreatedAt: k.CreatedAt.UTC(), LastUsedAt: utcPtr(k.LastUsedAt), RevokedAt: utcPtr(k.RevokedAt)}
 }
 
+// inAccount reports whether the caller's project belongs to an account.
+func (s *Service) inAccount(ctx context.Context, p *Principal) (bool, error) {
+	pr, err := s.read.Project.Get(tenant.System(ctx), p.ProjectID)
+	if err != nil {
+		return false, err
+	}
+	return pr.AccountID != nil, nil
+}
+
+// mayManageKeys refuses key management to a sandbox key of a project that
+// moved into an account: once a person signed in for it, only signed-in
+// keys (the kind on the key's row) list, create and revoke its keys. It
+// reports whether the project is in an account.
+func (s *Service) mayManageKeys(ctx context.Context, p *Principal) (bool, error) {
+	owned, err := s.inAccount(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	if owned && !p.SignedIn() {
+		return true, &Error{Code: ErrForbidden.Code, Message: "this project belongs to an account: its keys are listed, created and revoked only with a signed-in key (`comm login`), not with a sandbox key"}
+	}
+	return owned, nil
+}
+
 // Keys lists the keys of the caller's project, oldest first, revoked ones
 // included.
 func (s *Service) Keys(ctx context.Context, p *Principal) ([]*Key, error) {
+	if _, err := s.mayManageKeys(ctx, p); err != nil {
+		return nil, err
+	}
 	ks, err := s.read.APIKey.Query().Order(ent.Asc(entapikey.FieldID)).All(p.Context(ctx))
 	if err != nil {
 		return nil, err
@@ -239,6 +319,9 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*Ne
 	name = strings.TrimSpace(name)
 	if len(name) > MaxNameLen || strings.ContainsFunc(name, isControl) {
 		return nil, Invalid("name", "at most %d characters, one line", MaxNameLen)
+	}
+	if _, err := s.mayManageKeys(ctx, p); err != nil {
+		return nil, err
 	}
 	live, err := s.read.APIKey.Query().Where(entapikey.RevokedAtIsNil()).Count(p.Context(ctx))
 	if err != nil {
@@ -269,13 +352,19 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*Ne
 }
 
 // RevokeKey revokes one of the project's keys; it stops working at once.
-// Revoking a revoked key changes nothing.
+// Revoking a revoked key changes nothing. A project keeps at least one
+// working key that may manage its keys (a signed-in one once the project
+// is in an account): revoking the last is a conflict.
 func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) (*Key, error) {
 	if ident.Check(id, ident.APIKey) != nil {
 		return nil, NotFound("key", id)
 	}
+	owned, err := s.mayManageKeys(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	var out *ent.APIKey
-	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		k, err := cl.APIKey.Get(tctx, id)
 		if ent.IsNotFound(err) {
@@ -287,6 +376,24 @@ func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) (*Key,
 		if k.RevokedAt != nil {
 			out = k
 			return nil
+		}
+		// In the transaction, so two revocations at once cannot both
+		// pass.
+		others := cl.APIKey.Query().Where(entapikey.RevokedAtIsNil(), entapikey.IDNEQ(id))
+		if owned {
+			others = others.Where(entapikey.KindEQ(entapikey.KindSignedIn))
+		}
+		n, err := others.Count(tctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			what := "working key"
+			if owned {
+				what = "working signed-in key"
+			}
+			return &Error{Code: ErrConflict.Code, Message: fmt.Sprintf(
+				"%s is the project's last %s: revoking it would lock the project out; create another key first (POST /v1/keys), then revoke this one", id, what)}
 		}
 		out, err = cl.APIKey.UpdateOneID(id).SetRevokedAt(s.now()).Save(tctx)
 		return err

@@ -105,6 +105,16 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 	if in.AgentID == "" {
 		in.AgentID = pr.AgentID
 	}
+	if pr.AccountID == nil && s.sandboxConnections > 0 {
+		n, err := s.read.Connection.Query().Where(entconn.DeletedAtIsNil()).Count(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n >= s.sandboxConnections {
+			return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf(
+				"a sandbox project holds at most %d connections: delete one, or sign in (`comm login`) to move this project into an account", s.sandboxConnections)}
+		}
+	}
 	id := ident.New(ident.Connection)
 	adapter, err := d.New(ctx, channels.Connection{ID: id, ProjectID: p.ProjectID, Config: in.Config})
 	if err != nil {

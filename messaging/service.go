@@ -39,6 +39,7 @@ type Service struct {
 	box        *sealed.Box
 
 	webhookAllowPrivate bool
+	sandboxConnections  int
 	mail                MailOptions
 	keys                sync.Map // domain id -> *email.SigningKey
 
@@ -69,7 +70,14 @@ type Options struct {
 	// message that would pass it, and a larger message comes alone.
 	// DefaultMessagePageBytes if not positive.
 	MessagePageBytes int
+	// SandboxConnections bounds the live connections of a project that
+	// belongs to no account (default DefaultSandboxConnections; negative:
+	// no bound).
+	SandboxConnections int
 }
+
+// DefaultSandboxConnections is the default of Options.SandboxConnections.
+const DefaultSandboxConnections = 100
 
 // New returns the service over an open log.
 func New(log *stream.Log, opts Options) (*Service, error) {
@@ -102,6 +110,9 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if opts.MessagePageBytes <= 0 {
 		opts.MessagePageBytes = DefaultMessagePageBytes
 	}
+	if opts.SandboxConnections == 0 {
+		opts.SandboxConnections = DefaultSandboxConnections
+	}
 	clock := opts.Now
 	if clock == nil {
 		clock = time.Now
@@ -116,6 +127,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
 		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail,
+		sandboxConnections: opts.SandboxConnections,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
 		now:              func() time.Time { return clock().UTC().Truncate(time.Microsecond) },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"strings"
 	"time"
 
 	"github.com/comm-gateway/comm/ent"
@@ -81,8 +82,14 @@ func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput)
 	} else if len(in.Secret) > 256 {
 		return nil, Invalid("secret", "at most 256 bytes")
 	}
-	if _, err := signature.Key(in.Secret); err != nil {
+	key, err := signature.Key(in.Secret)
+	if err != nil {
 		return nil, Invalid("secret", "%v", err)
+	}
+	if !generated {
+		if err := strongSecret(in.Secret, key); err != nil {
+			return nil, err
+		}
 	}
 	head, err := s.log.Head(ctx, p.ProjectID)
 	if err != nil {
@@ -129,6 +136,40 @@ func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput)
 		out.Secret = in.Secret
 	}
 	return out, nil
+}
+
+// Webhook secret strength: a secret guessed offline from one signed
+// delivery forges every later one, so it must carry at least 128 bits.
+// The rule, checked on registration only (stored secrets keep working):
+//
+//   - a "whsec_" secret decodes to at least MinSecretKeyBytes bytes with
+//     at least MinSecretDistinct distinct byte values;
+//   - any other secret has at least MinSecretChars bytes with at least
+//     MinSecretDistinct distinct byte values (32 random hex digits pass;
+//     "aaaaaaaaaaaaaaaaaaaaaaaa" and "abababab..." do not).
+//
+// A generated secret (24 random bytes) always passes.
+const (
+	MinSecretKeyBytes = 16
+	MinSecretChars    = 24
+	MinSecretDistinct = 8
+)
+
+func strongSecret(secret string, key []byte) error {
+	distinct := map[byte]bool{}
+	for _, b := range key {
+		distinct[b] = true
+	}
+	if strings.HasPrefix(secret, "whsec_") {
+		if len(key) < MinSecretKeyBytes || len(distinct) < MinSecretDistinct {
+			return Invalid("secret", "too weak: a whsec_ secret must decode to at least %d random bytes (%d distinct values); leave secret out to have one generated", MinSecretKeyBytes, MinSecretDistinct)
+		}
+		return nil
+	}
+	if len(key) < MinSecretChars || len(distinct) < MinSecretDistinct {
+		return Invalid("secret", "too weak: at least %d characters with at least %d different ones (e.g. 32 random hex digits), or a whsec_ secret of %d random bytes; leave secret out to have one generated", MinSecretChars, MinSecretDistinct, MinSecretKeyBytes)
+	}
+	return nil
 }
 
 func noWebhook() *Error {

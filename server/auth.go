@@ -3,13 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/ratelimit"
 )
 
 // The device sign-in endpoints: the spec's JSON pair under /v1/auth/device
@@ -22,20 +21,12 @@ func (s *Server) verificationURIComplete(code string) string {
 	return s.baseURL + "/device?code=" + url.QueryEscape(code)
 }
 
-// clientIP is the address of the peer (no proxy is trusted).
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 // limited answers 429 with Retry-After when key has used up its budget.
-func limited(l *limiter, key string) error {
-	if ok, wait := l.allow(key); !ok {
+// what says what there were too many of ("sign-in attempts").
+func limited(l *ratelimit.Bucket, key, what string) error {
+	if ok, wait := l.Allow(key); !ok {
 		return &retryAfter{wait: wait, err: &messaging.Error{Code: messaging.ErrRateLimited.Code,
-			Message: fmt.Sprintf("too many sign-in attempts from here; try again in %d s", int(wait.Seconds())+1)}}
+			Message: fmt.Sprintf("too many %s from here; try again in %d s", what, int(wait.Seconds())+1)}}
 	}
 	return nil
 }
@@ -54,11 +45,11 @@ type deviceStartAnswer struct {
 }
 
 func (s *Server) startDevice(r *http.Request, apiKey string) (*deviceStartAnswer, error) {
-	if err := limited(s.startLimit, clientIP(r)); err != nil {
+	if err := limited(s.startLimit, limitKey(s.clientIP(r)), "sign-in attempts"); err != nil {
 		return nil, err
 	}
 	st, err := s.svc.StartDevice(r.Context(), messaging.DeviceStartInput{
-		APIKey: apiKey, ClientIP: clientIP(r), UserAgent: r.UserAgent()})
+		APIKey: apiKey, ClientIP: s.clientIP(r), UserAgent: r.UserAgent()})
 	if err != nil {
 		return nil, err
 	}
@@ -251,47 +242,3 @@ type retryAfter struct {
 
 func (e *retryAfter) Error() string { return e.err.Error() }
 func (e *retryAfter) Unwrap() error { return e.err }
-
-// limiter is a fixed-window counter per key: at most n events per window.
-// It is in memory, per replica.
-type limiter struct {
-	n      int
-	window time.Duration
-
-	mu      sync.Mutex
-	windows map[string]*window
-}
-
-type window struct {
-	start time.Time
-	count int
-}
-
-func newLimiter(n int, per time.Duration) *limiter {
-	return &limiter{n: n, window: per, windows: map[string]*window{}}
-}
-
-// allow counts one event for key and reports whether it is within the
-// budget, and else how long until the window ends.
-func (l *limiter) allow(key string) (bool, time.Duration) {
-	now := time.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.windows) > 10000 { // forget old windows
-		for k, w := range l.windows {
-			if now.Sub(w.start) >= l.window {
-				delete(l.windows, k)
-			}
-		}
-	}
-	w, ok := l.windows[key]
-	if !ok || now.Sub(w.start) >= l.window {
-		w = &window{start: now}
-		l.windows[key] = w
-	}
-	w.count++
-	if w.count > l.n {
-		return false, w.start.Add(l.window).Sub(now)
-	}
-	return true, 0
-}

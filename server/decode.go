@@ -31,6 +31,14 @@ func decode(r *http.Request, v any) error {
 	if !utf8.Valid(body) {
 		return httpError(codeMalformedJSON, "body is not valid UTF-8")
 	}
+	// PostgreSQL cannot store U+0000 in text, and no field has a use for
+	// it: refuse it anywhere in the body, naming where. It can only come
+	// as the escape \u0000 (raw control characters are not JSON).
+	if bytes.Contains(body, []byte(`\u0000`)) {
+		if path, ok := nulPath(body); ok {
+			return messaging.Invalid(path, "must not contain NUL (U+0000) characters")
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -43,6 +51,50 @@ func decode(r *http.Request, v any) error {
 		return httpError(codeMalformedJSON, "body has data after the JSON object")
 	}
 	return nil
+}
+
+// nulPath returns the path ("name", "config.to[2]") of the first string of
+// a JSON body, or key, that contains U+0000. A body that is not JSON has
+// none (decoding reports it).
+func nulPath(body []byte) (string, bool) {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return "", false
+	}
+	return walkNUL(v, "")
+}
+
+func walkNUL(v any, path string) (string, bool) {
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch v := v.(type) {
+	case string:
+		return path, strings.ContainsRune(v, 0)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		for _, k := range sorted(keys) {
+			if strings.ContainsRune(k, 0) {
+				return join(strings.ReplaceAll(k, "\x00", `\u0000`)), true
+			}
+			if p, ok := walkNUL(v[k], join(k)); ok {
+				return p, true
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if p, ok := walkNUL(e, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 // checkJSON refuses a body that is not declared as JSON.

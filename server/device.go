@@ -150,23 +150,10 @@ func (s *Server) renderLimited(w http.ResponseWriter, r *http.Request, wait time
 		fmt.Sprintf("%s Try again in %d minute%s.", what, mins, map[bool]string{true: "", false: "s"}[mins == 1]), "/device")
 }
 
-// blocked reports whether key has used up its budget, without counting
-// an event.
-func (l *limiter) blocked(key string) (bool, time.Duration) {
-	now := time.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w, ok := l.windows[key]
-	if !ok || now.Sub(w.start) >= l.window || w.count < l.n {
-		return false, 0
-	}
-	return true, w.start.Add(l.window).Sub(now)
-}
-
 // codeKeys are the wrong-code budgets a request draws on: its IP and, when
 // signed in, its account.
-func codeKeys(r *http.Request, acct *messaging.Account) []string {
-	keys := []string{"ip:" + clientIP(r)}
+func (s *Server) codeKeys(r *http.Request, acct *messaging.Account) []string {
+	keys := []string{"ip:" + limitKey(s.clientIP(r))}
 	if acct != nil {
 		keys = append(keys, "acct:"+acct.ID)
 	}
@@ -175,8 +162,8 @@ func codeKeys(r *http.Request, acct *messaging.Account) []string {
 
 // codesBlocked checks the wrong-code budgets before a code is looked up.
 func (s *Server) codesBlocked(w http.ResponseWriter, r *http.Request, acct *messaging.Account) bool {
-	for _, k := range codeKeys(r, acct) {
-		if over, wait := s.signin.codeLimit.blocked(k); over {
+	for _, k := range s.codeKeys(r, acct) {
+		if over, wait := s.signin.codeLimit.Blocked(k); over {
 			s.renderLimited(w, r, wait, "Too many wrong codes were entered from here.")
 			return true
 		}
@@ -188,12 +175,12 @@ func (s *Server) codesBlocked(w http.ResponseWriter, r *http.Request, acct *mess
 // exceeded (and has answered 429 then).
 func (s *Server) wrongCode(w http.ResponseWriter, r *http.Request, acct *messaging.Account) bool {
 	over, wait := false, time.Duration(0)
-	for _, k := range codeKeys(r, acct) {
-		if ok, d := s.signin.codeLimit.allow(k); !ok {
+	for _, k := range s.codeKeys(r, acct) {
+		if ok, d := s.signin.codeLimit.Allow(k); !ok {
 			over, wait = true, max(wait, d)
 		}
 	}
-	args := []any{"ip", clientIP(r)}
+	args := []any{"ip", s.clientIP(r)}
 	if acct != nil {
 		args = append(args, "account", acct.ID)
 	}
@@ -206,7 +193,7 @@ func (s *Server) wrongCode(w http.ResponseWriter, r *http.Request, acct *messagi
 
 // devicePage is GET /device[?code=...].
 func (s *Server) devicePage(w http.ResponseWriter, r *http.Request) {
-	sess, err := s.signin.ensureSession(w, r)
+	sess, err := s.ensureSession(w, r)
 	if err != nil {
 		s.renderFailure(w, r, err)
 		return
@@ -295,7 +282,7 @@ func (s *Server) deviceDecide(approve bool) http.HandlerFunc {
 				s.decideError(w, r, acct, err, back)
 				return
 			}
-			s.logger.Info("device sign-in denied", "account", acct.ID, "ip", clientIP(r))
+			s.logger.Info("device sign-in denied", "account", acct.ID, "ip", s.clientIP(r))
 			s.renderMessage(w, r, http.StatusOK, "Denied",
 				"Denied. The sign-in "+code+" was refused and your terminal will say so; no key was made.", "")
 			return
@@ -310,7 +297,7 @@ func (s *Server) deviceDecide(approve bool) http.HandlerFunc {
 			s.decideError(w, r, acct, err, back)
 			return
 		}
-		s.logger.Info("device sign-in approved", "account", acct.ID, "project", a.ProjectID, "carried_over", a.CarriedOver, "ip", clientIP(r))
+		s.logger.Info("device sign-in approved", "account", acct.ID, "project", a.ProjectID, "carried_over", a.CarriedOver, "ip", s.clientIP(r))
 		project := "the new project " + a.ProjectID
 		if a.CarriedOver && dv.Project != nil {
 			project = fmt.Sprintf("project %s (%s)", dv.Project.Name, a.ProjectID)

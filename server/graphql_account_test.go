@@ -225,9 +225,12 @@ func TestGraphQLAPIKeys(t *testing.T) {
 		var unnamed struct {
 			Key gqlKey `json:"createAPIKey"`
 		}
-		g.gqlOK(t, sb.APIKey, `mutation { createAPIKey { `+gqlKeyFields+` apiKey } }`, nil, &unnamed)
-		if !strings.HasPrefix(unnamed.Key.APIKey, "comm_sandbox_") || unnamed.Key.Kind != "sandbox" || unnamed.Key.Name != nil {
-			t.Fatalf("createAPIKey with the sandbox key: %+v", unnamed.Key)
+		// The project is in an account now: its sandbox key manages no
+		// keys (issue 12, item 11).
+		gqlFail(t, g.gql(t, sb.APIKey, `mutation { createAPIKey { `+gqlKeyFields+` apiKey } }`, nil), "createAPIKey", "forbidden", "")
+		g.gqlOK(t, key, `mutation { createAPIKey { `+gqlKeyFields+` apiKey } }`, nil, &unnamed)
+		if !strings.HasPrefix(unnamed.Key.APIKey, "comm_") || unnamed.Key.Kind != "signed_in" || unnamed.Key.Name != nil {
+			t.Fatalf("createAPIKey without a name: %+v", unnamed.Key)
 		}
 
 		// The listing never holds a key, and agrees with REST.
@@ -326,13 +329,14 @@ func TestGraphQLAPIKeysIsolation(t *testing.T) {
 				}
 			}
 		}
-		// B revoking A's keys, with either of B's keys: not found, and
-		// nothing changes.
-		for _, k := range []string{bKey, b.APIKey} {
+		// B revoking A's keys, with either of B's keys: not found (with
+		// B's sandbox key, forbidden before any lookup: B's project is in
+		// an account), and nothing changes.
+		for _, k := range []struct{ key, code string }{{bKey, "not_found"}, {b.APIKey, "forbidden"}} {
 			for _, ak := range aKeys.APIKeys {
-				res := g.gql(t, k, `mutation($id: ID!) { revokeAPIKey(id: $id) { id } }`, map[string]any{"id": ak.ID})
-				gqlFail(t, res, "revokeAPIKey", "not_found", "")
-				if r := g.do(t, request{Method: http.MethodDelete, Path: "/v1/keys/" + ak.ID, Key: k}); r.Status != http.StatusNotFound {
+				res := g.gql(t, k.key, `mutation($id: ID!) { revokeAPIKey(id: $id) { id } }`, map[string]any{"id": ak.ID})
+				gqlFail(t, res, "revokeAPIKey", k.code, "")
+				if r := g.do(t, request{Method: http.MethodDelete, Path: "/v1/keys/" + ak.ID, Key: k.key}); r.Status != map[string]int{"not_found": 404, "forbidden": 403}[k.code] {
 					t.Errorf("REST revoke of A's key by B: %d %s", r.Status, r.Body)
 				}
 			}

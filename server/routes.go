@@ -20,6 +20,9 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
+	if err := limited(s.sandboxLimit, limitKey(s.clientIP(r)), "sandbox projects created"); err != nil {
+		return err
+	}
 	var in struct {
 		Name string `json:"name"`
 	}

@@ -15,7 +15,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/ratelimit"
 )
 
 // Options configure the HTTP front door.
@@ -45,7 +48,29 @@ type Options struct {
 	StartsPerMinute int
 	// SignIn configures sign-in on the /device page (device.go).
 	SignIn SignInOptions
+	// SandboxesPerHour limits sandbox projects created per client IP: a
+	// token bucket of that many, refilled at that rate per hour (default
+	// 100; negative: no limit).
+	SandboxesPerHour int
+	// WritesPerSecond and WriteBurst limit the writes of one API key:
+	// every mutating REST request and every GraphQL mutation field (over
+	// HTTP or a websocket) takes a token from a bucket of WriteBurst
+	// refilled at WritesPerSecond (defaults 50 and 500; negative
+	// WritesPerSecond: no limit).
+	WritesPerSecond, WriteBurst int
+	// TrustedProxies are the peers whose X-Forwarded-For is believed:
+	// the client IP of a request from one of them is the rightmost
+	// forwarded address not in these ranges. None by default: the client
+	// IP is the peer's.
+	TrustedProxies []netip.Prefix
 }
+
+// Defaults of the abuse limits (Options).
+const (
+	DefaultSandboxesPerHour = 100
+	DefaultWritesPerSecond  = 50
+	DefaultWriteBurst       = 500
+)
 
 // Server routes HTTP requests to the domain.
 type Server struct {
@@ -56,8 +81,11 @@ type Server struct {
 	live    *live.Server
 	baseURL string
 
-	startLimit *limiter
-	signin     *signIn
+	startLimit   *ratelimit.Bucket // device sign-ins started, per client IP
+	sandboxLimit *ratelimit.Bucket // sandboxes created, per client IP
+	writeLimit   *ratelimit.Bucket // writes, per API key id
+	trusted      []netip.Prefix
+	signin       *signIn
 }
 
 // Close closes the websockets (hijacked connections, which
@@ -81,8 +109,23 @@ func New(svc *messaging.Service, opts Options) *Server {
 	if opts.StartsPerMinute <= 0 {
 		opts.StartsPerMinute = 10
 	}
+	if opts.SandboxesPerHour == 0 {
+		opts.SandboxesPerHour = DefaultSandboxesPerHour
+	}
+	if opts.WritesPerSecond == 0 {
+		opts.WritesPerSecond = DefaultWritesPerSecond
+	}
+	if opts.WriteBurst <= 0 {
+		opts.WriteBurst = max(DefaultWriteBurst, opts.WritesPerSecond)
+	}
 	s := &Server{svc: svc, mux: http.NewServeMux(), logger: opts.Logger, maxBody: opts.MaxBodyBytes,
-		baseURL: strings.TrimRight(opts.BaseURL, "/"), startLimit: newLimiter(opts.StartsPerMinute, time.Minute)}
+		baseURL:      strings.TrimRight(opts.BaseURL, "/"),
+		startLimit:   ratelimit.New(opts.StartsPerMinute, time.Minute, opts.StartsPerMinute),
+		sandboxLimit: ratelimit.New(opts.SandboxesPerHour, time.Hour, opts.SandboxesPerHour),
+		writeLimit:   ratelimit.New(opts.WritesPerSecond, time.Second, opts.WriteBurst),
+		trusted:      opts.TrustedProxies,
+	}
+	opts.GraphQL.Writes = s.writeLimit
 	s.routes()
 	s.signInRoutes(opts.SignIn)
 	if opts.GraphQL.Logger == nil {
@@ -103,7 +146,10 @@ func New(svc *messaging.Service, opts Options) *Server {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		gql.ServeHTTP(w, r)
+		// A mutation refused by the write limit says when to retry in
+		// the header too.
+		ctx, wait := graph.WithRetryAfter(r.Context())
+		gql.ServeHTTP(&retryAfterWriter{ResponseWriter: w, wait: wait}, r.WithContext(ctx))
 		return nil
 	})
 	// Websockets authenticate in connection_init, inside the protocol.
@@ -128,26 +174,26 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/project", s.authed(s.getProject))
 	s.mux.Handle("GET /v1/events", s.authed(s.listEvents))
 
-	s.mux.Handle("POST /v1/connections", s.authed(s.connect))
+	s.mux.Handle("POST /v1/connections", s.writing(s.connect))
 	s.mux.Handle("GET /v1/connections", s.authed(s.listConnections))
 	s.mux.Handle("GET /v1/connections/{id}", s.authed(s.getConnection))
-	s.mux.Handle("DELETE /v1/connections/{id}", s.authed(s.deleteConnection))
-	s.mux.Handle("POST /v1/connections/{id}/inbound", s.authed(s.inject))
+	s.mux.Handle("DELETE /v1/connections/{id}", s.writing(s.deleteConnection))
+	s.mux.Handle("POST /v1/connections/{id}/inbound", s.writing(s.inject))
 
 	s.mux.Handle("GET /v1/conversations", s.authed(s.listConversations))
 	s.mux.Handle("GET /v1/conversations/{id}", s.authed(s.getConversation))
 	s.mux.Handle("GET /v1/conversations/{id}/messages", s.authed(s.conversationMessages))
 
-	s.mux.Handle("PUT /v1/webhook", s.authed(s.setWebhook))
+	s.mux.Handle("PUT /v1/webhook", s.writing(s.setWebhook))
 	s.mux.Handle("GET /v1/webhook", s.authed(s.getWebhook))
-	s.mux.Handle("DELETE /v1/webhook", s.authed(s.deleteWebhook))
-	s.mux.Handle("POST /v1/webhook/replay", s.authed(s.replayWebhook))
+	s.mux.Handle("DELETE /v1/webhook", s.writing(s.deleteWebhook))
+	s.mux.Handle("POST /v1/webhook/replay", s.writing(s.replayWebhook))
 	s.mux.Handle("GET /v1/webhook/attempts", s.authed(s.webhookAttempts))
 
-	s.mux.Handle("POST /v1/messages", s.authed(s.send))
+	s.mux.Handle("POST /v1/messages", s.writing(s.send))
 	s.mux.Handle("GET /v1/messages/{id}", s.authed(s.getMessage))
-	s.mux.Handle("POST /v1/messages/{id}/reply", s.authed(s.reply))
-	s.mux.Handle("POST /v1/messages/{id}/typing", s.authed(s.typing))
+	s.mux.Handle("POST /v1/messages/{id}/reply", s.writing(s.reply))
+	s.mux.Handle("POST /v1/messages/{id}/typing", s.writing(s.typing))
 	s.mux.Handle("GET /v1/messages/{id}/attachments/{attachment}", s.authed(s.getAttachment))
 
 	s.mux.Handle("POST /v1/auth/device/start", s.public(s.deviceStart))
@@ -156,14 +202,14 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /oauth/token", s.public(s.oauthToken))
 	s.mux.Handle("GET /v1/account", s.authed(s.getAccount))
 	s.mux.Handle("GET /v1/keys", s.authed(s.listKeys))
-	s.mux.Handle("POST /v1/keys", s.authed(s.createKey))
-	s.mux.Handle("DELETE /v1/keys/{id}", s.authed(s.revokeKey))
+	s.mux.Handle("POST /v1/keys", s.writing(s.createKey))
+	s.mux.Handle("DELETE /v1/keys/{id}", s.writing(s.revokeKey))
 
-	s.mux.Handle("POST /v1/domains", s.authed(s.createDomain))
+	s.mux.Handle("POST /v1/domains", s.writing(s.createDomain))
 	s.mux.Handle("GET /v1/domains", s.authed(s.listDomains))
 	s.mux.Handle("GET /v1/domains/{id}", s.authed(s.getDomain))
-	s.mux.Handle("POST /v1/domains/{id}/verify", s.authed(s.verifyDomain))
-	s.mux.Handle("DELETE /v1/domains/{id}", s.authed(s.deleteDomain))
+	s.mux.Handle("POST /v1/domains/{id}/verify", s.writing(s.verifyDomain))
+	s.mux.Handle("DELETE /v1/domains/{id}", s.writing(s.deleteDomain))
 }
 
 type ctxKey int
@@ -239,6 +285,30 @@ func (r *statusRecorder) WriteHeader(code int) {
 	}
 }
 
+// retryAfterWriter sets Retry-After before the answer is written when the
+// GraphQL write limit refused the operation.
+type retryAfterWriter struct {
+	http.ResponseWriter
+	wait    *graph.RetryAfter
+	written bool
+}
+
+func (w *retryAfterWriter) header() {
+	if !w.written {
+		w.written = true
+		if d := w.wait.Wait(); d > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())+1))
+		}
+	}
+}
+
+func (w *retryAfterWriter) WriteHeader(code int) { w.header(); w.ResponseWriter.WriteHeader(code) }
+func (w *retryAfterWriter) Write(b []byte) (int, error) {
+	w.header()
+	return w.ResponseWriter.Write(b)
+}
+func (w *retryAfterWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 type authedFunc func(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error
@@ -267,6 +337,18 @@ func (s *Server) authed(h authedFunc) http.Handler {
 			return err
 		}
 		return h(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)), p)
+	})
+}
+
+// writing is authed for a request that changes state: it takes one token
+// of the key's write budget first.
+func (s *Server) writing(h authedFunc) http.Handler {
+	return s.authed(func(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+		if ok, wait := s.writeLimit.Allow(p.KeyID); !ok {
+			return &retryAfter{wait: wait, err: &messaging.Error{Code: messaging.ErrRateLimited.Code,
+				Message: fmt.Sprintf("this API key makes writes faster than this gateway allows; retry in %d s", int(wait.Seconds())+1)}}
+		}
+		return h(w, r, p)
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/ratelimit"
 )
 
 // Sign-in on the /device page (docs/security.md, "Device sign-in"): a
@@ -90,8 +91,8 @@ type signIn struct {
 
 	sessionKey, csrfKey, stateKey []byte
 
-	codeLimit  *limiter // wrong codes, per "ip:" and "acct:" key
-	localLimit *limiter // local sign-in attempts per IP
+	codeLimit  *ratelimit.Bucket // wrong codes, per "ip:" and "acct:" key
+	localLimit *ratelimit.Bucket // local sign-in attempts per IP
 	cop        *http.CrossOriginProtection
 
 	oidc *oidcClient
@@ -113,9 +114,10 @@ func newSignIn(opts SignInOptions, baseURL string, logger *slog.Logger) *signIn 
 	}
 	si := &signIn{opts: opts, baseURL: baseURL, secure: strings.HasPrefix(baseURL, "https://"), logger: logger,
 		sessionKey: subKey(opts.CookieKey, "session"), csrfKey: subKey(opts.CookieKey, "csrf"),
-		stateKey:  subKey(opts.CookieKey, "oidc-state"),
-		codeLimit: newLimiter(opts.WrongCodes, limitWindow), localLimit: newLimiter(opts.LocalAttempts, limitWindow),
-		cop: http.NewCrossOriginProtection()}
+		stateKey:   subKey(opts.CookieKey, "oidc-state"),
+		codeLimit:  ratelimit.New(opts.WrongCodes, limitWindow, opts.WrongCodes),
+		localLimit: ratelimit.New(opts.LocalAttempts, limitWindow, opts.LocalAttempts),
+		cop:        http.NewCrossOriginProtection()}
 	switch {
 	case opts.OIDCIssuer != "":
 		si.mode = modeOIDC
@@ -201,23 +203,38 @@ func (si *signIn) readSession(r *http.Request) (*webSession, bool) {
 
 // setSession starts a new session (a new id: signing in never keeps the
 // id an anonymous visitor had) for account ("" for an anonymous one).
-func (si *signIn) setSession(w http.ResponseWriter, account string) (*webSession, error) {
-	s := &webSession{ID: rand.Text(), Account: account, Expires: time.Now().Add(sessionLifetime).Unix()}
-	v, err := signValue(si.sessionKey, sessionCookie, s)
+//
+// A signed-in session is recorded in the database (the cookie alone does
+// not make it valid), so that signing out ends it everywhere.
+func (s *Server) setSession(w http.ResponseWriter, r *http.Request, account string) (*webSession, error) {
+	si := s.signin
+	ws := &webSession{ID: rand.Text(), Account: account, Expires: time.Now().Add(sessionLifetime).Unix()}
+	v, err := signValue(si.sessionKey, sessionCookie, ws)
 	if err != nil {
 		return nil, err
 	}
+	if account != "" {
+		if err := s.svc.StartWebSession(r.Context(), account, ws.hash(), time.Unix(ws.Expires, 0)); err != nil {
+			return nil, err
+		}
+	}
 	http.SetCookie(w, si.cookie(sessionCookie, v, sessionLifetime))
-	return s, nil
+	return ws, nil
+}
+
+// hash is what the database knows of a session: the SHA-256 of its id.
+func (ws *webSession) hash() []byte {
+	h := sha256.Sum256([]byte("comm web session\x00" + ws.ID))
+	return h[:]
 }
 
 // ensureSession returns the request's session, starting an anonymous one
 // if it has none.
-func (si *signIn) ensureSession(w http.ResponseWriter, r *http.Request) (*webSession, error) {
-	if s, ok := si.readSession(r); ok {
-		return s, nil
+func (s *Server) ensureSession(w http.ResponseWriter, r *http.Request) (*webSession, error) {
+	if ws, ok := s.signin.readSession(r); ok {
+		return ws, nil
 	}
-	return si.setSession(w, "")
+	return s.setSession(w, r, "")
 }
 
 // csrfToken is the synchronizer token of a session.
@@ -235,6 +252,15 @@ func (si *signIn) checkCSRF(s *webSession, token string) bool {
 func (s *Server) sessionAccount(ctx context.Context, sess *webSession) (*messaging.Account, error) {
 	if sess == nil || sess.Account == "" {
 		return nil, nil
+	}
+	// The cookie is signed, but only the database says whether the
+	// session is still signed in.
+	acct, err := s.svc.WebSessionAccount(ctx, sess.hash())
+	if err != nil {
+		return nil, err
+	}
+	if acct != sess.Account {
+		return nil, nil // signed out, expired, or never recorded
 	}
 	a, err := s.svc.AccountByID(ctx, sess.Account)
 	if errors.Is(err, messaging.ErrNotFound) {
@@ -419,11 +445,11 @@ func (s *Server) finishSignIn(w http.ResponseWriter, r *http.Request, id messagi
 		s.renderFailure(w, r, err)
 		return
 	}
-	if _, err := s.signin.setSession(w, a.ID); err != nil {
+	if _, err := s.setSession(w, r, a.ID); err != nil {
 		s.renderFailure(w, r, err)
 		return
 	}
-	s.logger.Info("device sign-in: signed in", "account", a.ID, "issuer", a.Issuer, "new", a.New, "ip", clientIP(r))
+	s.logger.Info("device sign-in: signed in", "account", a.ID, "issuer", a.Issuer, "new", a.New, "ip", s.clientIP(r))
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
@@ -448,13 +474,22 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 		s.renderMessage(w, r, http.StatusForbidden, "Local sign-in not available", msg, "/device")
 		return
 	}
+	if !si.opts.LocalAllowRemote && !fromLoopback(r) {
+		// The listener is on loopback, but a reverse proxy on this machine
+		// may be forwarding someone else's request.
+		s.logger.Warn("device sign-in: local sign-in refused to a remote client", "peer", r.RemoteAddr,
+			"x_forwarded_for", r.Header.Values("X-Forwarded-For"), "forwarded", r.Header.Values("Forwarded"))
+		s.renderMessage(w, r, http.StatusForbidden, "Local sign-in not available",
+			"The local operator sign-in works only from the machine the gateway runs on, not through a proxy. Sign in on that machine, or ask the operator to configure an identity provider (--oidc-issuer).", "/device")
+		return
+	}
 	sess, ok := s.postForm(w, r)
 	if !ok {
 		return
 	}
 	code := r.PostForm.Get("code")
 	back := returnTo(code)
-	if ok, wait := si.localLimit.allow(clientIP(r)); !ok {
+	if ok, wait := si.localLimit.Allow(limitKey(s.clientIP(r))); !ok {
 		s.renderLimited(w, r, wait, "Too many sign-in attempts from your address.")
 		return
 	}
@@ -462,7 +497,7 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 	// Both comparisons run, so timing does not tell which secret is set.
 	byPassword, byToken := sameSecret(pw, si.opts.LocalPassword), sameSecret(pw, si.opts.LocalToken)
 	if !byPassword && !byToken {
-		s.logger.Warn("device sign-in: wrong local password", "ip", clientIP(r))
+		s.logger.Warn("device sign-in: wrong local password", "ip", s.clientIP(r))
 		p := s.newPage(r, sess, nil)
 		p.Title, p.Error = "Sign in", "Wrong password or token."
 		if norm, err := messaging.NormalizeUserCode(code); err == nil {
@@ -476,10 +511,18 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 
 // signOut is POST /device/signout {csrf}.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.postForm(w, r); !ok {
+	sess, ok := s.postForm(w, r)
+	if !ok {
 		return
 	}
-	if _, err := s.signin.setSession(w, ""); err != nil {
+	if sess.Account != "" {
+		if err := s.svc.EndWebSession(r.Context(), sess.hash()); err != nil {
+			s.renderFailure(w, r, err)
+			return
+		}
+		s.logger.Info("device sign-in: signed out", "account", sess.Account, "ip", s.clientIP(r))
+	}
+	if _, err := s.setSession(w, r, ""); err != nil {
 		s.renderFailure(w, r, err)
 		return
 	}

@@ -113,6 +113,12 @@ func TestCLIKeys(t *testing.T) {
 		t.Errorf("revoking again: %d %s", code, out)
 	}
 
+	// The last working key cannot be revoked: exit 1 saying why.
+	if out, errOut, code := run(t, bin, dir, clean, "keys", "revoke", first[0].ID); code != 1 || out != "" ||
+		!strings.Contains(errOut, "last working key") || !strings.Contains(errOut, "409") {
+		t.Errorf("revoking the last key: %d\n%s\n%s", code, out, errOut)
+	}
+
 	// A sandbox key has no account: exit 1 with the way out.
 	for _, args := range [][]string{{"account"}, {"account", "--json"}} {
 		out, errOut, code := run(t, bin, dir, clean, args...)

@@ -64,8 +64,21 @@ func serve(args []string) error {
 	oidcSecret := s.add("oidc-client-secret", "COMM_OIDC_CLIENT_SECRET", "", "OpenID Connect client secret")
 	localPassword := s.add("local-signin-password", "COMM_LOCAL_SIGNIN_PASSWORD", "", "operator password for the local sign-in on /device (used without --oidc-issuer); empty: a random token is printed at start")
 	localRemote := s.add("local-signin-allow-remote", "COMM_LOCAL_SIGNIN_ALLOW_REMOTE", "false", "offer the local sign-in on /device even when --listen is not a loopback address (insecure on public networks)")
+	sandboxesPerHour := s.add("sandboxes-per-hour", "COMM_SANDBOXES_PER_HOUR", fmt.Sprint(server.DefaultSandboxesPerHour), "sandbox projects one client IP may create per hour (a token bucket of that size); 0: no limit")
+	writesPerSecond := s.add("key-writes-per-second", "COMM_KEY_WRITES_PER_SECOND", fmt.Sprint(server.DefaultWritesPerSecond), "writes (mutating REST requests, GraphQL mutation fields) one API key may make per second, sustained; 0: no limit")
+	writeBurst := s.add("key-write-burst", "COMM_KEY_WRITE_BURST", fmt.Sprint(server.DefaultWriteBurst), "writes one API key may make in a burst after a pause (the bucket of --key-writes-per-second); 0: the default")
+	sandboxConns := s.add("sandbox-max-connections", "COMM_SANDBOX_MAX_CONNECTIONS", fmt.Sprint(messaging.DefaultSandboxConnections), "live connections a project without an account may hold; 0: no limit")
+	trustedProxies := s.add("trusted-proxies", "COMM_TRUSTED_PROXIES", "", "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For gives the client IP (rate limits, logs); empty: none, the peer address counts")
 	if err := s.parse(args); err != nil {
 		return err
+	}
+	limits, err := parseLimits(*sandboxesPerHour, *writesPerSecond, *writeBurst, *sandboxConns)
+	if err != nil {
+		return err
+	}
+	proxies, err := server.ParseTrustedProxies(*trustedProxies)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	nWriters, err := parseInt("--writers", *writers)
 	if err != nil {
@@ -155,7 +168,8 @@ func serve(args []string) error {
 		mx = *mailDomain
 	}
 	svc, err := newService(log, messaging.Options{Logger: logger, Box: box, WebhookAllowPrivate: private,
-		MessagePageBytes: nMsgPageBytes,
+		MessagePageBytes:   nMsgPageBytes,
+		SandboxConnections: limits.sandboxConns,
 		Mail: messaging.MailOptions{
 			Plan:            domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
 			Resolver:        resolver,
@@ -219,8 +233,10 @@ func serve(args []string) error {
 	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
 	front := server.New(svc, server.Options{BaseURL: base,
 		MaxBodyBytes: int64(body), Logger: logger, Playground: withPlayground,
-		GraphQL: graph.Options{Introspection: introspect, ComplexityLimit: costLimit, MaxResponseBytes: int64(respBytes)},
-		SignIn:  signIn,
+		GraphQL:          graph.Options{Introspection: introspect, ComplexityLimit: costLimit, MaxResponseBytes: int64(respBytes)},
+		SignIn:           signIn,
+		SandboxesPerHour: limits.sandboxes, WritesPerSecond: limits.writes, WriteBurst: limits.burst,
+		TrustedProxies: proxies,
 	})
 	defer front.Close()
 	srv := &http.Server{
@@ -250,6 +266,30 @@ func serve(args []string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// abuseLimits are the limit settings of serve, in the Options' terms
+// (negative: off).
+type abuseLimits struct{ sandboxes, writes, burst, sandboxConns int }
+
+// parseLimits reads the limit flags; 0 turns a limit off.
+func parseLimits(sandboxes, writes, burst, conns string) (abuseLimits, error) {
+	var l abuseLimits
+	for _, f := range []struct {
+		name, v string
+		to      *int
+	}{{"--sandboxes-per-hour", sandboxes, &l.sandboxes}, {"--key-writes-per-second", writes, &l.writes},
+		{"--key-write-burst", burst, &l.burst}, {"--sandbox-max-connections", conns, &l.sandboxConns}} {
+		n, err := parseInt(f.name, f.v)
+		if err != nil {
+			return l, err
+		}
+		if n == 0 {
+			n = -1
+		}
+		*f.to = n
+	}
+	return l, nil
 }
 
 // signInOptions configures sign-in on /device and returns the line to

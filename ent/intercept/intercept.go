@@ -21,6 +21,7 @@ import (
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/webhook"
 	"github.com/comm-gateway/comm/ent/webhookattempt"
+	"github.com/comm-gateway/comm/ent/websession"
 )
 
 // The Query interface represents an operation that queries a graph.
@@ -349,6 +350,33 @@ func (f TraverseProject) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.ProjectQuery", q)
 }
 
+// The WebSessionFunc type is an adapter to allow the use of ordinary function as a Querier.
+type WebSessionFunc func(context.Context, *ent.WebSessionQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f WebSessionFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.WebSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.WebSessionQuery", q)
+}
+
+// The TraverseWebSession type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseWebSession func(context.Context, *ent.WebSessionQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseWebSession) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseWebSession) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.WebSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.WebSessionQuery", q)
+}
+
 // The WebhookFunc type is an adapter to allow the use of ordinary function as a Querier.
 type WebhookFunc func(context.Context, *ent.WebhookQuery) (ent.Value, error)
 
@@ -426,6 +454,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.MessageQuery, predicate.Message, message.OrderOption]{typ: ent.TypeMessage, tq: q}, nil
 	case *ent.ProjectQuery:
 		return &query[*ent.ProjectQuery, predicate.Project, project.OrderOption]{typ: ent.TypeProject, tq: q}, nil
+	case *ent.WebSessionQuery:
+		return &query[*ent.WebSessionQuery, predicate.WebSession, websession.OrderOption]{typ: ent.TypeWebSession, tq: q}, nil
 	case *ent.WebhookQuery:
 		return &query[*ent.WebhookQuery, predicate.Webhook, webhook.OrderOption]{typ: ent.TypeWebhook, tq: q}, nil
 	case *ent.WebhookAttemptQuery:

@@ -312,6 +312,33 @@ var (
 		Columns:    ProjectsColumns,
 		PrimaryKey: []*schema.Column{ProjectsColumns[0]},
 	}
+	// WebSessionsColumns holds the columns for the "web_sessions" table.
+	WebSessionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "token_hash", Type: field.TypeBytes, Unique: true, Size: 32},
+		{Name: "account_id", Type: field.TypeString},
+		{Name: "expires_at", Type: field.TypeTime},
+		{Name: "revoked_at", Type: field.TypeTime, Nullable: true},
+	}
+	// WebSessionsTable holds the schema information for the "web_sessions" table.
+	WebSessionsTable = &schema.Table{
+		Name:       "web_sessions",
+		Columns:    WebSessionsColumns,
+		PrimaryKey: []*schema.Column{WebSessionsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "websession_expires_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebSessionsColumns[4]},
+			},
+			{
+				Name:    "websession_account_id",
+				Unique:  false,
+				Columns: []*schema.Column{WebSessionsColumns[3]},
+			},
+		},
+	}
 	// WebhooksColumns holds the columns for the "webhooks" table.
 	WebhooksColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString},
@@ -391,6 +418,7 @@ var (
 		DomainsTable,
 		MessagesTable,
 		ProjectsTable,
+		WebSessionsTable,
 		WebhooksTable,
 		WebhookAttemptsTable,
 	}

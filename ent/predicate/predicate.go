@@ -36,6 +36,9 @@ type Message func(*sql.Selector)
 // Project is the predicate function for project builders.
 type Project func(*sql.Selector)
 
+// WebSession is the predicate function for websession builders.
+type WebSession func(*sql.Selector)
+
 // Webhook is the predicate function for webhook builders.
 type Webhook func(*sql.Selector)
 

@@ -18,6 +18,7 @@ import (
 	"github.com/comm-gateway/comm/ent/schema"
 	"github.com/comm-gateway/comm/ent/webhook"
 	"github.com/comm-gateway/comm/ent/webhookattempt"
+	"github.com/comm-gateway/comm/ent/websession"
 )
 
 // The init function reads all schema descriptors with runtime code
@@ -342,6 +343,45 @@ func init() {
 	project.DefaultID = projectDescID.Default.(func() string)
 	// project.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	project.IDValidator = projectDescID.Validators[0].(func(string) error)
+	websessionMixin := schema.WebSession{}.Mixin()
+	websessionMixinFields0 := websessionMixin[0].Fields()
+	_ = websessionMixinFields0
+	websessionMixinFields1 := websessionMixin[1].Fields()
+	_ = websessionMixinFields1
+	websessionFields := schema.WebSession{}.Fields()
+	_ = websessionFields
+	// websessionDescCreatedAt is the schema descriptor for created_at field.
+	websessionDescCreatedAt := websessionMixinFields1[0].Descriptor()
+	// websession.DefaultCreatedAt holds the default value on creation for the created_at field.
+	websession.DefaultCreatedAt = websessionDescCreatedAt.Default.(func() time.Time)
+	// websessionDescTokenHash is the schema descriptor for token_hash field.
+	websessionDescTokenHash := websessionFields[0].Descriptor()
+	// websession.TokenHashValidator is a validator for the "token_hash" field. It is called by the builders before save.
+	websession.TokenHashValidator = func() func([]byte) error {
+		validators := websessionDescTokenHash.Validators
+		fns := [...]func([]byte) error{
+			validators[0].(func([]byte) error),
+			validators[1].(func([]byte) error),
+		}
+		return func(token_hash []byte) error {
+			for _, fn := range fns {
+				if err := fn(token_hash); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// websessionDescAccountID is the schema descriptor for account_id field.
+	websessionDescAccountID := websessionFields[1].Descriptor()
+	// websession.AccountIDValidator is a validator for the "account_id" field. It is called by the builders before save.
+	websession.AccountIDValidator = websessionDescAccountID.Validators[0].(func(string) error)
+	// websessionDescID is the schema descriptor for id field.
+	websessionDescID := websessionMixinFields0[0].Descriptor()
+	// websession.DefaultID holds the default value on creation for the id field.
+	websession.DefaultID = websessionDescID.Default.(func() string)
+	// websession.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	websession.IDValidator = websessionDescID.Validators[0].(func(string) error)
 	webhookMixin := schema.Webhook{}.Mixin()
 	webhookMixinHooks2 := webhookMixin[2].Hooks()
 	webhook.Hooks[0] = webhookMixinHooks2[0]

@@ -31,6 +31,7 @@ import (
 	"github.com/comm-gateway/comm/ent/schema"
 	entwebhook "github.com/comm-gateway/comm/ent/webhook"
 	entwebhookattempt "github.com/comm-gateway/comm/ent/webhookattempt"
+	entwebsession "github.com/comm-gateway/comm/ent/websession"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
@@ -44,6 +45,7 @@ var notTenantOwned = map[string]string{
 	entaccount.Table:       "an account owns projects; read and written only by the sign-in flow, never through a project's key",
 	entdevicerequest.Table: "a sign-in in progress, before any key exists; found by the hash of its code",
 	entcreditentry.Table:   "the ledger of an account, which spans its projects",
+	entwebsession.Table:    "a browser's sign-in to the /device page, of an account, before and beside any project",
 	"events":               "not an ent table: written and read only by package stream, keyed by (project_id, seq) by construction",
 }
 
@@ -62,6 +64,7 @@ var schemas = map[string]entgo.Interface{
 	entproject.Table:        schema.Project{},
 	entwebhook.Table:        schema.Webhook{},
 	entwebhookattempt.Table: schema.WebhookAttempt{},
+	entwebsession.Table:     schema.WebSession{},
 }
 
 // TestSchemaTenantMixin walks the generated table list: every table with a
