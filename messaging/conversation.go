@@ -40,28 +40,49 @@ func (s *Service) conversationOf(c *ent.Conversation) *Conversation {
 // Conversations lists the caller's conversations, oldest first, optionally
 // of one connection.
 func (s *Service) Conversations(ctx context.Context, p *Principal, connectionID string, pg Page) ([]*Conversation, error) {
+	cs, _, err := s.ConversationsPage(ctx, p, connectionID, pg)
+	return cs, err
+}
+
+// ConversationsPage is Conversations, also telling whether more
+// conversations follow the page. A page holds at most pg.Limit
+// conversations and stops before the one that would take its bytes
+// (subject, participant, thread) past the page budget, as a page of
+// messages does. Only the rows that fit are loaded.
+func (s *Service) ConversationsPage(ctx context.Context, p *Principal, connectionID string, pg Page) ([]*Conversation, bool, error) {
 	if err := pg.validate(ident.Conversation); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	q := s.read.Conversation.Query().Order(ent.Asc(entconv.FieldID)).Limit(pg.Limit)
+	q := s.read.Conversation.Query().Order(ent.Asc(entconv.FieldID))
 	if connectionID != "" {
 		if err := ident.Check(connectionID, ident.Connection); err != nil {
-			return nil, Invalid("connection_id", "%v", err)
+			return nil, false, Invalid("connection_id", "%v", err)
 		}
 		q = q.Where(entconv.ConnectionID(connectionID))
 	}
 	if pg.After != "" {
 		q = q.Where(entconv.IDGT(pg.After))
 	}
-	cs, err := q.All(ctx)
+	// One more than asked tells whether there is a next page; so does a
+	// page cut short by the byte budget.
+	ids, cut, err := fitConversations(ctx, q.Clone(), pg.Limit+1, s.messagePageBytes, sizedConversationColumns)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	more := cut || len(ids) > pg.Limit
+	ids = ids[:min(len(ids), pg.Limit)]
+	if len(ids) == 0 {
+		return []*Conversation{}, false, nil
+	}
+	cs, err := q.Where(entconv.IDIn(ids...)).All(ctx)
+	if err != nil {
+		return nil, false, err
 	}
 	out := make([]*Conversation, len(cs))
 	for i, c := range cs {
 		out[i] = s.conversationOf(c)
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // Conversation returns one conversation.
@@ -109,7 +130,7 @@ func (s *Service) ConversationMessagesPage(ctx context.Context, p *Principal, id
 	}
 	// One more than asked tells whether there is a next page; so does a
 	// page cut short by the byte budget.
-	ids, cut, err := fitMessages(ctx, q.Clone(), pg.Limit+1, s.messagePageBytes, sizedColumns)
+	ids, cut, err := fitMessages(ctx, q.Clone(), pg.Limit+1, s.messagePageBytes, sizedMessageColumns)
 	if err != nil {
 		return nil, false, err
 	}

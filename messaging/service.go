@@ -65,9 +65,9 @@ type Options struct {
 	Mail MailOptions
 	// Now is the clock (tests move it to expire sign-ins); time.Now if nil.
 	Now func() time.Time
-	// MessagePageBytes is the byte budget of a page of messages (REST
-	// conversation messages, GraphQL messages): a page stops before the
-	// message that would pass it, and a larger message comes alone.
+	// MessagePageBytes is the byte budget of a page of messages or of
+	// conversations (REST and GraphQL): a page stops before the row that
+	// would pass it, and a larger row comes alone.
 	// DefaultMessagePageBytes if not positive.
 	MessagePageBytes int
 	// SandboxConnections bounds the live connections of a project that
@@ -134,9 +134,10 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 		touched:          map[string]time.Time{},
 		messagePageBytes: opts.MessagePageBytes,
 	}
-	// Reads of message pages under BoundMessagePage load only the rows
-	// within the page budget; other message queries pass through.
-	s.read.Message.Intercept(s.messagePageInterceptor())
+	// Reads of message and conversation pages under BoundPage load only
+	// the rows within the page budget; other queries pass through.
+	s.read.Message.Intercept(s.pageInterceptor())
+	s.read.Conversation.Intercept(s.pageInterceptor())
 	return s, nil
 }
 

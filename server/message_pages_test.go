@@ -264,3 +264,134 @@ func TestMessagePageBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestConversationPageBudget: a mail's Subject is bounded only by the
+// mail's size, and every new mail starts a conversation, so anyone can
+// make conversations of megabytes. 12 mails with a 1 MB subject each: a
+// page of conversations asked with limit=500 (REST) or first: 500
+// (GraphQL) holds only those within the page budget, says more follow,
+// and paging on returns the rest in order. Before the budget the page
+// held all 12 (12 MB).
+func TestConversationPageBudget(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		g := startGateway(t, cfg, setup{outbox: true, email: true, svc: messaging.Options{
+			Mail: messaging.MailOptions{Resolver: domain.NewResolver("127.0.0.1:1")}}})
+		budget := messaging.DefaultMessagePageBytes
+		sb := g.newSandbox(t, "big subjects")
+		resp := g.post(t, sb.APIKey, "/v1/connections", `{"channel":"email","config":{"address":"subjects"}}`)
+		if resp.Status != http.StatusCreated {
+			t.Fatalf("connect email: %d %s", resp.Status, resp.Body)
+		}
+		const n = 12
+		rcpt := "subjects@mail.test"
+		for i := range n {
+			var b strings.Builder
+			fmt.Fprintf(&b, "From: <mallory@example.org>\r\nTo: <%s>\r\nMessage-ID: <subj-%d@example.org>\r\nSubject: %d", rcpt, i, i)
+			for range (1 << 20) / 72 {
+				b.WriteString("\r\n " + strings.Repeat("s", 70))
+			}
+			b.WriteString("\r\nContent-Type: text/plain\r\n\r\nhi\r\n")
+			if ok, err := g.Svc.DeliverLocal(context.Background(), "mallory@example.org", rcpt, []byte(b.String())); err != nil || !ok {
+				t.Fatalf("deliver mail %d: %v %v", i, ok, err)
+			}
+		}
+		type conv struct {
+			ID      string `json:"id"`
+			Subject string `json:"subject"`
+		}
+		read := func(path string) (cs []conv, next string, body int) {
+			resp := g.do(t, request{Path: path, Key: sb.APIKey})
+			if resp.Status != http.StatusOK {
+				t.Fatalf("GET %s: %d %.300s", path, resp.Status, resp.Body)
+			}
+			var raw []json.RawMessage
+			if err := json.Unmarshal(resp.Body, &raw); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range raw {
+				var c conv
+				if err := json.Unmarshal(r, &c); err != nil {
+					t.Fatal(err)
+				}
+				cs = append(cs, c)
+			}
+			if l := resp.Header.Get("Link"); l != "" {
+				m := linkNext.FindStringSubmatch(l)
+				if m == nil {
+					t.Fatalf("Link %q", l)
+				}
+				next = m[1]
+			}
+			return cs, next, len(resp.Body)
+		}
+		var want []string
+		for path := "/v1/conversations?limit=1"; path != ""; {
+			cs, next, _ := read(path)
+			for _, c := range cs {
+				want = append(want, c.ID)
+			}
+			path = next
+		}
+		if len(want) != n {
+			t.Fatalf("paging by 1 found %d conversations, want %d", len(want), n)
+		}
+		var got []string
+		for path, pages := "/v1/conversations?limit=500", 0; path != ""; pages++ {
+			cs, next, body := read(path)
+			bytes := 0
+			for _, c := range cs {
+				got = append(got, c.ID)
+				bytes += len(c.Subject)
+			}
+			if pages == 0 {
+				t.Logf("REST conversations limit=500: first page %d conversations, %d bytes of answer", len(cs), body)
+				if len(cs) >= n || next == "" {
+					t.Fatalf("the first page holds %d of %d conversations, next %q: want fewer and a Link", len(cs), n, next)
+				}
+			}
+			if len(cs) == 0 || (bytes > budget && len(cs) != 1) {
+				t.Fatalf("page %s: %d conversations of %d bytes (budget %d)", path, len(cs), bytes, budget)
+			}
+			path = next
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("paging with limit=500 returned %d conversations, not the %d in order", len(got), n)
+		}
+
+		var gotQL []string
+		var after any
+		for pages := 0; ; pages++ {
+			var p struct {
+				Conversations struct {
+					Edges []struct {
+						Node conv `json:"node"`
+					} `json:"edges"`
+					PageInfo struct {
+						HasNextPage bool    `json:"hasNextPage"`
+						EndCursor   *string `json:"endCursor"`
+					} `json:"pageInfo"`
+				} `json:"conversations"`
+			}
+			g.gqlOK(t, sb.APIKey, `query($after: Cursor) { conversations(first: 500, after: $after) {
+				edges { node { id subject } } pageInfo { hasNextPage endCursor } } }`, map[string]any{"after": after}, &p)
+			bytes := 0
+			for _, e := range p.Conversations.Edges {
+				gotQL = append(gotQL, e.Node.ID)
+				bytes += len(e.Node.Subject)
+			}
+			if len(p.Conversations.Edges) == 0 || (bytes > budget && len(p.Conversations.Edges) != 1) {
+				t.Fatalf("GraphQL page %d: %d conversations of %d bytes", pages, len(p.Conversations.Edges), bytes)
+			}
+			if pages == 0 && len(p.Conversations.Edges) >= n {
+				t.Fatalf("the first GraphQL page holds all %d conversations", n)
+			}
+			if !p.Conversations.PageInfo.HasNextPage {
+				break
+			}
+			after = *p.Conversations.PageInfo.EndCursor
+		}
+		if strings.Join(gotQL, ",") != strings.Join(want, ",") {
+			t.Errorf("paging over GraphQL returned %d conversations, not the %d in order", len(gotQL), n)
+		}
+	})
+}

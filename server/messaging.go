@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/comm-gateway/comm/messaging"
@@ -17,6 +16,17 @@ func page(q *query) messaging.Page {
 		q.err = messaging.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
 	}
 	return pg
+}
+
+// setNextLink tells the client of a list page that more items follow and
+// where: a Link header to the next page (the request's query with after
+// set to the page's last id). A page may be cut short of its limit by the
+// byte budget, so a short page alone does not mean the end.
+func setNextLink(w http.ResponseWriter, r *http.Request, last string, limit int) {
+	next := r.URL.Query()
+	next.Set("after", last)
+	next.Set("limit", strconv.Itoa(limit))
+	w.Header().Set("Link", "<"+r.URL.Path+"?"+next.Encode()+`>; rel="next"`)
 }
 
 func (s *Server) connect(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
@@ -92,9 +102,12 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, p *me
 	if err := q.done(); err != nil {
 		return err
 	}
-	cs, err := s.svc.Conversations(r.Context(), p, conn, pg)
+	cs, more, err := s.svc.ConversationsPage(r.Context(), p, conn, pg)
 	if err != nil {
 		return err
+	}
+	if more && len(cs) > 0 {
+		setNextLink(w, r, cs[len(cs)-1].ID, pg.Limit)
 	}
 	writeJSON(w, http.StatusOK, cs)
 	return nil
@@ -120,10 +133,7 @@ func (s *Server) conversationMessages(w http.ResponseWriter, r *http.Request, p 
 		return err
 	}
 	if more && len(ms) > 0 {
-		// A page may be cut short of its limit by the byte budget: the
-		// Link header says that more follow, and where.
-		next := url.Values{"after": {ms[len(ms)-1].ID}, "limit": {strconv.Itoa(pg.Limit)}}
-		w.Header().Set("Link", "<"+r.URL.Path+"?"+next.Encode()+`>; rel="next"`)
+		setNextLink(w, r, ms[len(ms)-1].ID, pg.Limit)
 	}
 	writeJSON(w, http.StatusOK, ms)
 	return nil
