@@ -82,7 +82,9 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]ent.Noder, e
 
 // Connections is the resolver for the connections field.
 func (r *queryResolver) Connections(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConnectionOrder, where *ent.ConnectionWhereInput) (*ent.ConnectionConnection, error) {
-	return r.Ent.Connection.Query().Where(connection.DeletedAtIsNil()).
+	// A page reads no provider configuration (not shown; its size is the
+	// caller's), whatever fields are asked for.
+	return r.Ent.Connection.Query().Where(connection.DeletedAtIsNil()).Select(messaging.ListedConnectionColumns...).
 		Paginate(ctx, after, first, before, last, ent.WithConnectionOrder(orderBy), ent.WithConnectionFilter(where.Filter))
 }
 
