@@ -10,6 +10,7 @@ import (
 
 	"github.com/comm-gateway/comm/ent"
 	entconv "github.com/comm-gateway/comm/ent/conversation"
+	entdomain "github.com/comm-gateway/comm/ent/domain"
 	entmsg "github.com/comm-gateway/comm/ent/message"
 )
 
@@ -17,7 +18,7 @@ import (
 // messages or conversations (Options.MessagePageBytes).
 const DefaultMessagePageBytes = 4 << 20
 
-// Pages of messages and of conversations have a byte budget as well as a
+// Pages of messages, conversations and custom domains have a byte budget as well as a
 // count, as pages of events do: a page stops before the row that would
 // take the bytes of its variable columns past the budget. Never a partial
 // row; a row larger than the budget comes alone, as the first of its page.
@@ -28,8 +29,9 @@ const DefaultMessagePageBytes = 4 << 20
 // query reads only the ids and the byte lengths of the page's rows
 // (octet_length reads a value's length without loading it on SQLite, and
 // for text on PostgreSQL), then only the rows that fit are loaded. REST
-// (ConversationMessagesPage, ConversationsPage) and GraphQL (BoundPage,
-// through interceptors of entgql's pagination) share it.
+// (ConversationMessagesPage, ConversationsPage, DomainsPage) and GraphQL
+// (BoundPage, through interceptors of entgql's pagination; domains through
+// DomainsPage) share it.
 
 // sizedMessageColumns are the message columns a page's bytes are counted
 // from: every one whose length an outsider sets. The others are ids,
@@ -44,9 +46,16 @@ var sizedMessageColumns = []string{
 // are counted from.
 var sizedConversationColumns = []string{entconv.FieldSubject, entconv.FieldThreadKey, entconv.FieldParticipant}
 
+// sizedDomainColumns are the domain columns a page's bytes are counted
+// from: what DNS answered at the last verification (the TXT strings seen,
+// which the domain's owner publishes) and the plan.
+var sizedDomainColumns = []string{entdomain.FieldDomain, entdomain.FieldInboundDomain, entdomain.FieldPlan,
+	entdomain.FieldChecks, entdomain.FieldLastError}
+
 // jsonColumns are stored as jsonb on PostgreSQL, which has no octet_length
 // of its own.
-var jsonColumns = map[string]bool{entmsg.FieldDetails: true, entmsg.FieldAttachments: true, entmsg.FieldReferences: true}
+var jsonColumns = map[string]bool{entmsg.FieldDetails: true, entmsg.FieldAttachments: true, entmsg.FieldReferences: true,
+	entdomain.FieldPlan: true, entdomain.FieldChecks: true}
 
 // sizeExpr is an SQL expression of the bytes of columns of a row.
 func sizeExpr(s *sql.Selector, columns []string) string {
@@ -112,6 +121,16 @@ func fitMessages(ctx context.Context, q *ent.MessageQuery, n, budget int, column
 func fitConversations(ctx context.Context, q *ent.ConversationQuery, n, budget int, columns []string) ([]string, bool, error) {
 	var rows []sized
 	if err := q.Limit(n).Aggregate(sizing(columns)).Scan(ctx, &rows); err != nil {
+		return nil, false, err
+	}
+	ids, cut := fit(rows, budget)
+	return ids, cut, nil
+}
+
+// fitDomains is fitMessages for custom domains.
+func fitDomains(ctx context.Context, q *ent.DomainQuery, n, budget int) ([]string, bool, error) {
+	var rows []sized
+	if err := q.Limit(n).Aggregate(sizing(sizedDomainColumns)).Scan(ctx, &rows); err != nil {
 		return nil, false, err
 	}
 	ids, cut := fit(rows, budget)

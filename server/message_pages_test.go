@@ -446,3 +446,68 @@ func TestConnectionListReadsNoConfig(t *testing.T) {
 		}
 	})
 }
+
+// TestDomainPageBudget: a page of custom domains has the byte budget too
+// (a domain's checks hold the TXT strings its owner publishes): with a
+// budget below one domain, limit=500 answers one domain at a time with a
+// Link to the next, over REST, and GraphQL's domains pages the same way.
+func TestDomainPageBudget(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		g := startGateway(t, cfg, setup{outbox: true, email: true, svc: messaging.Options{MessagePageBytes: 1,
+			Mail: messaging.MailOptions{Resolver: domain.NewResolver("127.0.0.1:1")}}})
+		sb := g.newSandbox(t, "domains")
+		var want []string
+		for _, d := range []string{"a.example.com", "b.example.com", "c.example.com"} {
+			resp := g.post(t, sb.APIKey, "/v1/domains", `{"domain":"`+d+`"}`)
+			if resp.Status != http.StatusCreated {
+				t.Fatalf("add %s: %d %s", d, resp.Status, resp.Body)
+			}
+			var v struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(resp.Body, &v); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, v.ID)
+		}
+		var got []string
+		for path := "/v1/domains?limit=500"; path != ""; {
+			resp := g.do(t, request{Path: path, Key: sb.APIKey})
+			var ds []struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(resp.Body, &ds); resp.Status != http.StatusOK || err != nil || len(ds) != 1 {
+				t.Fatalf("GET %s: %d, %d domains (%v): %.300s", path, resp.Status, len(ds), err, resp.Body)
+			}
+			got = append(got, ds[0].ID)
+			path = ""
+			if l := resp.Header.Get("Link"); l != "" {
+				path = linkNext.FindStringSubmatch(l)[1]
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("domains paged %v, want %v", got, want)
+		}
+		got = nil
+		var after any
+		for range 4 {
+			var p struct {
+				Domains []struct {
+					ID string `json:"id"`
+				} `json:"domains"`
+			}
+			g.gqlOK(t, sb.APIKey, `query($a: ID) { domains(after: $a, limit: 500) { id } }`, map[string]any{"a": after}, &p)
+			if len(p.Domains) == 0 {
+				break
+			}
+			if len(p.Domains) != 1 {
+				t.Fatalf("GraphQL domains: %d on a page", len(p.Domains))
+			}
+			got = append(got, p.Domains[0].ID)
+			after = p.Domains[0].ID
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("GraphQL domains paged %v, want %v", got, want)
+		}
+	})
+}
