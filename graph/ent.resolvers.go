@@ -82,20 +82,46 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]ent.Noder, e
 
 // Connections is the resolver for the connections field.
 func (r *queryResolver) Connections(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConnectionOrder, where *ent.ConnectionWhereInput) (*ent.ConnectionConnection, error) {
-	return r.Ent.Connection.Query().Where(connection.DeletedAtIsNil()).
+	// A page reads no provider configuration (not shown; its size is the
+	// caller's), whatever fields are asked for.
+	return r.Ent.Connection.Query().Where(connection.DeletedAtIsNil()).Select(messaging.ListedConnectionColumns...).
 		Paginate(ctx, after, first, before, last, ent.WithConnectionOrder(orderBy), ent.WithConnectionFilter(where.Filter))
 }
 
 // Conversations is the resolver for the conversations field.
 func (r *queryResolver) Conversations(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConversationOrder, where *ent.ConversationWhereInput) (*ent.ConversationConnection, error) {
-	return r.Ent.Conversation.Query().
+	// The page's rows are loaded within the service's byte budget of a
+	// page; a page it cut short has more rows after it.
+	ctx, cut := r.Service.BoundPage(ctx)
+	conn, err := r.Ent.Conversation.Query().
 		Paginate(ctx, after, first, before, last, ent.WithConversationOrder(orderBy), ent.WithConversationFilter(where.Filter))
+	if err != nil || !cut() {
+		return conn, err
+	}
+	if last != nil {
+		conn.PageInfo.HasPreviousPage = true
+	} else {
+		conn.PageInfo.HasNextPage = true
+	}
+	return conn, nil
 }
 
 // Messages is the resolver for the messages field.
 func (r *queryResolver) Messages(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.MessageOrder, where *ent.MessageWhereInput) (*ent.MessageConnection, error) {
-	return r.Ent.Message.Query().
+	// The page's rows are loaded within the service's byte budget of a
+	// page; a page it cut short has more rows after it.
+	ctx, cut := r.Service.BoundPage(ctx)
+	conn, err := r.Ent.Message.Query().
 		Paginate(ctx, after, first, before, last, ent.WithMessageOrder(orderBy), ent.WithMessageFilter(where.Filter))
+	if err != nil || !cut() {
+		return conn, err
+	}
+	if last != nil {
+		conn.PageInfo.HasPreviousPage = true
+	} else {
+		conn.PageInfo.HasNextPage = true
+	}
+	return conn, nil
 }
 
 // Connection returns ConnectionResolver implementation.

@@ -1842,6 +1842,11 @@ var sources = []*ast.Source{
 #   after one: the last 50) and refuse first or last over 500; events answer
 #   100 and refuse over 1000; domains and webhookAttempts as REST (50, 500).
 #   A page too large is an invalid_parameter error naming the argument.
+#   Pages of messages, conversations and domains also stop before the row
+#   that would take their bytes (text, html, subject, headers, details; a
+#   domain's DNS answers) past a budget, so a page may be shorter than
+#   asked with hasNextPage true (hasPreviousPage for last); a larger row
+#   comes alone [--message-page-bytes, 4 MiB].
 # - Cost: a list's fields count once per row it may return (its first, last,
 #   limit or max, or the default page; 10 for lists without a page size), and
 #   an operation costing more than the limit is refused before it runs with

@@ -226,7 +226,7 @@ func (s *Service) Connections(ctx context.Context, p *Principal, pg Page) ([]*Co
 	if pg.After != "" {
 		q = q.Where(entconn.IDGT(pg.After))
 	}
-	cs, err := q.All(ctx)
+	cs, err := q.Select(ListedConnectionColumns...).All(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +236,19 @@ func (s *Service) Connections(ctx context.Context, p *Principal, pg Page) ([]*Co
 	}
 	return out, nil
 }
+
+// ListedConnectionColumns are the columns a list of connections reads:
+// all but the provider configuration, which a list does not show and
+// whose size the caller sets (within the request body limit).
+var ListedConnectionColumns = func() []string {
+	var cols []string
+	for _, c := range entconn.Columns {
+		if c != entconn.FieldConfig {
+			cols = append(cols, c)
+		}
+	}
+	return cols
+}()
 
 // Connection returns one live connection of the caller.
 func (s *Service) Connection(ctx context.Context, p *Principal, id string) (*Connection, error) {

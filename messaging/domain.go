@@ -188,26 +188,47 @@ func (s *Service) mailPlanError() error {
 
 // Domains lists the project's custom domains, oldest first.
 func (s *Service) Domains(ctx context.Context, p *Principal, pg Page) ([]*Domain, error) {
+	ds, _, err := s.DomainsPage(ctx, p, pg)
+	return ds, err
+}
+
+// DomainsPage is Domains, also telling whether more domains follow the
+// page. A page stops before the domain that would take its bytes (the plan
+// and what DNS answered, which the domain's owner publishes) past the page
+// budget, as a page of messages does. Only the rows that fit are loaded.
+func (s *Service) DomainsPage(ctx context.Context, p *Principal, pg Page) ([]*Domain, bool, error) {
 	if err := pg.validate(ident.Domain); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	q := s.read.Domain.Query().Order(ent.Asc(entdomain.FieldID)).Limit(pg.Limit)
+	ctx = p.Context(ctx)
+	q := s.read.Domain.Query().Order(ent.Asc(entdomain.FieldID))
 	if pg.After != "" {
 		q = q.Where(entdomain.IDGT(pg.After))
 	}
-	ds, err := q.All(p.Context(ctx))
+	// One more than asked tells whether there is a next page; so does a
+	// page cut short by the byte budget.
+	ids, cut, err := fitDomains(ctx, q.Clone(), pg.Limit+1, s.messagePageBytes)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	more := cut || len(ids) > pg.Limit
+	ids = ids[:min(len(ids), pg.Limit)]
+	if len(ids) == 0 {
+		return []*Domain{}, false, nil
+	}
+	ds, err := q.Where(entdomain.IDIn(ids...)).All(ctx)
+	if err != nil {
+		return nil, false, err
 	}
 	out := make([]*Domain, 0, len(ds))
 	for _, d := range ds {
 		v, err := domainOf(d)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, v)
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // Domain returns one custom domain with the state of each record.

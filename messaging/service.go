@@ -47,6 +47,8 @@ type Service struct {
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last recorded use
+
+	messagePageBytes int
 }
 
 // Options configure the service.
@@ -65,6 +67,11 @@ type Options struct {
 	Mail MailOptions
 	// Now is the clock (tests move it to expire sign-ins); time.Now if nil.
 	Now func() time.Time
+	// MessagePageBytes is the byte budget of a page of messages or of
+	// conversations (REST and GraphQL): a page stops before the row that
+	// would pass it, and a larger row comes alone.
+	// DefaultMessagePageBytes if not positive.
+	MessagePageBytes int
 	// SandboxConnections bounds the live connections of a project that
 	// belongs to no account (default DefaultSandboxConnections; negative:
 	// no bound).
@@ -106,6 +113,9 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if opts.Mail.Plan.MXHost == "" {
 		opts.Mail.Plan.MXHost = "mx." + opts.Mail.Domain
 	}
+	if opts.MessagePageBytes <= 0 {
+		opts.MessagePageBytes = DefaultMessagePageBytes
+	}
 	if opts.SandboxConnections == 0 {
 		opts.SandboxConnections = DefaultSandboxConnections
 	}
@@ -134,16 +144,22 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("messaging: prepare: %w", err)
 	}
-	return &Service{
+	s := &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
 		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail, eventBody: opts.EventBodyBytes,
 		sandboxConnections: opts.SandboxConnections,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
-		now:     func() time.Time { return clock().UTC().Truncate(time.Microsecond) },
-		touched: map[string]time.Time{},
-	}, nil
+		now:              func() time.Time { return clock().UTC().Truncate(time.Microsecond) },
+		touched:          map[string]time.Time{},
+		messagePageBytes: opts.MessagePageBytes,
+	}
+	// Reads of message and conversation pages under BoundPage load only
+	// the rows within the page budget; other queries pass through.
+	s.read.Message.Intercept(s.pageInterceptor())
+	s.read.Conversation.Intercept(s.pageInterceptor())
+	return s, nil
 }
 
 // Close releases the service's prepared statements.

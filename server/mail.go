@@ -29,9 +29,12 @@ func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, p *messagin
 	if err := q.done(); err != nil {
 		return err
 	}
-	ds, err := s.svc.Domains(r.Context(), p, pg)
+	ds, more, err := s.svc.DomainsPage(r.Context(), p, pg)
 	if err != nil {
 		return err
+	}
+	if more && len(ds) > 0 {
+		setNextLink(w, r, ds[len(ds)-1].ID, pg.Limit)
 	}
 	writeJSON(w, http.StatusOK, ds)
 	return nil

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/comm-gateway/comm/messaging"
 )
@@ -15,6 +16,17 @@ func page(q *query) messaging.Page {
 		q.err = messaging.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
 	}
 	return pg
+}
+
+// setNextLink tells the client of a list page that more items follow and
+// where: a Link header to the next page (the request's query with after
+// set to the page's last id). A page may be cut short of its limit by the
+// byte budget, so a short page alone does not mean the end.
+func setNextLink(w http.ResponseWriter, r *http.Request, last string, limit int) {
+	next := r.URL.Query()
+	next.Set("after", last)
+	next.Set("limit", strconv.Itoa(limit))
+	w.Header().Set("Link", "<"+r.URL.Path+"?"+next.Encode()+`>; rel="next"`)
 }
 
 func (s *Server) connect(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
@@ -90,9 +102,12 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, p *me
 	if err := q.done(); err != nil {
 		return err
 	}
-	cs, err := s.svc.Conversations(r.Context(), p, conn, pg)
+	cs, more, err := s.svc.ConversationsPage(r.Context(), p, conn, pg)
 	if err != nil {
 		return err
+	}
+	if more && len(cs) > 0 {
+		setNextLink(w, r, cs[len(cs)-1].ID, pg.Limit)
 	}
 	writeJSON(w, http.StatusOK, cs)
 	return nil
@@ -113,9 +128,12 @@ func (s *Server) conversationMessages(w http.ResponseWriter, r *http.Request, p 
 	if err := q.done(); err != nil {
 		return err
 	}
-	ms, err := s.svc.ConversationMessages(r.Context(), p, r.PathValue("id"), pg)
+	ms, more, err := s.svc.ConversationMessagesPage(r.Context(), p, r.PathValue("id"), pg)
 	if err != nil {
 		return err
+	}
+	if more && len(ms) > 0 {
+		setNextLink(w, r, ms[len(ms)-1].ID, pg.Limit)
 	}
 	writeJSON(w, http.StatusOK, ms)
 	return nil

@@ -44,6 +44,7 @@ func serve(args []string) error {
 	introspection := s.add("graphql-introspection", "COMM_GRAPHQL_INTROSPECTION", "false", "allow GraphQL introspection queries")
 	gqlCost := s.add("graphql-complexity-limit", "COMM_GRAPHQL_COMPLEXITY_LIMIT", strconv.Itoa(graph.DefaultComplexityLimit), "largest complexity of a GraphQL operation; a list's fields count once per row it may return (first/last, 50 when omitted)")
 	gqlBytes := s.add("graphql-max-response-bytes", "COMM_GRAPHQL_MAX_RESPONSE_BYTES", strconv.Itoa(graph.DefaultMaxResponseBytes), "byte budget of one GraphQL response (HTTP or websocket); a larger one is refused with response_too_large")
+	msgPageBytes := s.add("message-page-bytes", "COMM_MESSAGE_PAGE_BYTES", strconv.Itoa(messaging.DefaultMessagePageBytes), "byte budget of a page of messages, conversations or custom domains (REST and GraphQL), counting the columns a sender sets (text, html, subject, headers, details; a domain's DNS answers): a page stops before the row that would pass it (REST says more follow with a Link rel=\"next\" header, GraphQL with hasNextPage); a larger row comes alone; 0 means the default")
 	playground := s.add("graphql-playground", "COMM_GRAPHQL_PLAYGROUND", "false", "serve a GraphiQL page at /graphql/playground")
 	allowPrivate := s.add("webhook-allow-private", "COMM_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on loopback and private networks, and plain http (tests, LAN installs)")
 	disableAfter := s.add("webhook-disable-after", "COMM_WEBHOOK_DISABLE_AFTER", "72h", "disable a webhook endpoint failing continuously this long")
@@ -162,6 +163,10 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	nMsgPageBytes, err := parseInt("--message-page-bytes", *msgPageBytes)
+	if err != nil {
+		return err
+	}
 	maxMail, err := parseInt("--smtp-max-bytes", *smtpMax)
 	if err != nil {
 		return err
@@ -222,6 +227,7 @@ func serve(args []string) error {
 		mx = *mailDomain
 	}
 	svc, err := newService(log, messaging.Options{Logger: logger, Box: box, WebhookAllowPrivate: private,
+		MessagePageBytes:   nMsgPageBytes,
 		SandboxConnections: limits.sandboxConns,
 		EventBodyBytes:     eventBodyN,
 		Mail: messaging.MailOptions{
