@@ -58,7 +58,9 @@ func (c *Client) Project(ctx context.Context) (*Project, error) {
 // Events returns up to limit events with seq greater than afterSeq, in seq
 // order (GET /v1/events). limit 0 is the gateway's default (100; at most
 // 1000); typ, if not empty, keeps one event type. Page by passing the last
-// seq received as afterSeq.
+// seq received as afterSeq. A page may hold fewer than limit events even
+// when more follow (pages also have a byte budget, 4 MiB by default): only
+// an empty page means the stream is read to its end.
 func (c *Client) Events(ctx context.Context, afterSeq int64, limit int, typ string) ([]Event, error) {
 	return c.EventsWait(ctx, afterSeq, limit, typ, 0)
 }
@@ -242,7 +244,9 @@ func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, er
 
 // Messages lists a conversation's messages, oldest first
 // (GET /v1/conversations/{id}/messages). Page with after (the last message
-// id received); limit 0 is the gateway's default (50; at most 500).
+// id received); limit 0 is the gateway's default (50; at most 500). A page
+// may hold fewer than limit messages when they are large (the gateway's
+// page byte budget): only an empty page means there are no more.
 func (c *Client) Messages(ctx context.Context, conversationID, after string, limit int) ([]Message, error) {
 	out := []Message{}
 	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/conversations/" + url.PathEscape(conversationID) + "/messages",

@@ -133,7 +133,9 @@ func eventsCmd(args []string) error {
 		if len(evs) > 0 {
 			cursor = evs[len(evs)-1].Seq
 		}
-		if !*follow && len(evs) < *limit {
+		// A page may hold fewer than limit events (pages also have a byte
+		// budget): only an empty one says the stream is read to its end.
+		if !*follow && len(evs) == 0 {
 			return nil
 		}
 	}
