@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -440,4 +441,114 @@ func TestWebsocketFloodsStayBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	dense(t, "subscriber after the floods", evs, head)
+}
+
+// TestWebsocketsShareABoundedSendBudget: many sockets of different keys
+// that never read cannot make the server queue more than its server-wide
+// send budget (here 8 MiB, where each socket alone may queue 4 MiB), and
+// do not keep it: the sockets holding a large share without draining are
+// closed. A reading subscriber on another socket, started in the middle of
+// the attack, gets every event once, in order, live ones included.
+func TestWebsocketsShareABoundedSendBudget(t *testing.T) {
+	const mb = 1 << 20
+	const total = 8 * mb
+	g := start(t, storetest.SQLite(t), server.Options{Live: live.Options{
+		WriteTimeout: time.Minute, // the budget, not the write timeout, must bound them
+		StallTimeout: time.Second, TotalQueueBytes: total,
+	}})
+	sb := g.newSandbox(t, "budget")
+	conn := g.connectTest(t, sb.APIKey)
+	body, _ := json.Marshal(map[string]string{"sender": "mallory",
+		"text": strings.Repeat("t", 60<<10), "html": "<p>" + strings.Repeat("h", 60<<10) + "</p>"})
+	for range 120 {
+		g.inject(t, sb.APIKey, conn.ID, string(body))
+	}
+	var keys []string
+	for range 8 {
+		_, k := g.newKey(t, sb.APIKey)
+		keys = append(keys, k)
+	}
+
+	var clients []*wsClient
+	abort := func() {
+		t.Error("heap past its bound: closing the attack's sockets")
+		for _, c := range clients {
+			c.ws.Close()
+		}
+	}
+	// The most bytes queued on all sockets, sampled.
+	var maxQueued atomic.Int64
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if q := g.Front.Live().QueuedBytes(); q > maxQueued.Load() {
+				maxQueued.Store(q)
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+
+	// 8 keys × 4 sockets × 5 eventBatches subscriptions, never read: alone
+	// each socket may queue 4 MiB (128 MiB in all), and read a page more.
+	h := watchHeap(96*mb, abort)
+	for _, k := range keys {
+		for range 4 {
+			c, _, err := g.dialWS(t, 4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.init(k)
+			clients = append(clients, c)
+			for i := range 5 {
+				if err := c.subscribe(fmt.Sprint(i), `subscription { eventBatches(afterSeq: 0, max: 1000) { seq type data } }`, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	// A reader on another socket, while the attack goes on and new events
+	// are appended.
+	reader, _, err := g.dialWS(t, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader.init(sb.APIKey)
+	if err := reader.subscribe("r", `subscription { eventBatches(afterSeq: 0, max: 1000) { seq type data } }`, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		g.inject(t, sb.APIKey, conn.ID, fmt.Sprintf(`{"sender":"carol","text":"live %d"}`, i))
+	}
+	head := g.project(t, sb.APIKey).LastSeq
+	evs, _, err := reader.events("r", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense(t, "reader during the attack", evs, head)
+	reader.ws.Close()
+
+	closed := waitNoSockets(g)
+	base, peak := h.end()
+	close(stopSampling)
+	<-sampled
+	t.Logf("32 sockets of 8 keys × 5 eventBatches, never read, send budget %d MB: at most %.1f MB queued on all sockets; heap %d MB -> peak %d MB (+%d MB); the reader got %d events in order",
+		total/mb, float64(maxQueued.Load())/mb, base/mb, peak/mb, (peak-base)/mb, len(evs))
+	if q := maxQueued.Load(); q > total {
+		t.Errorf("%d bytes queued on all sockets, budget %d", q, total)
+	}
+	if !closed {
+		t.Errorf("%d sockets that never read are still open", g.Front.Live().Conns())
+	}
+	if q := g.Front.Live().QueuedBytes(); q != 0 {
+		t.Errorf("%d bytes still counted queued with every socket closed", q)
+	}
+	for _, c := range clients {
+		c.ws.Close()
+	}
 }
