@@ -563,7 +563,7 @@ func (c *conn) sendData(ctx context.Context, frames [][]byte, unless func() bool
 			}
 		}
 		var timeout <-chan time.Time
-		if busy != nil {
+		if busy != nil && global { // only the server's budget gives up
 			timeout = busy.C
 		}
 		c.waiting++

@@ -556,3 +556,82 @@ func TestWebsocketsShareABoundedSendBudget(t *testing.T) {
 		c.ws.Close()
 	}
 }
+
+// TestWebsocketResultWaitsForTheSendBudget: while sockets that do not read
+// hold the server-wide send budget, a query's result on another socket
+// waits for room and then fails with a clear rate_limited error (not
+// queued past the budget); once the budget has room again, the same query
+// is answered.
+func TestWebsocketResultWaitsForTheSendBudget(t *testing.T) {
+	const total = 1 << 20
+	g := start(t, storetest.SQLite(t), server.Options{Live: live.Options{
+		WriteTimeout: time.Minute, StallTimeout: time.Minute, // nothing frees the budget by itself
+		TotalQueueBytes: total, BusyTimeout: 500 * time.Millisecond,
+	}})
+	sb := g.newSandbox(t, "busy")
+	conn := g.connectTest(t, sb.APIKey)
+	body, _ := json.Marshal(map[string]string{"sender": "mallory",
+		"text": strings.Repeat("t", 60<<10), "html": "<p>" + strings.Repeat("h", 60<<10) + "</p>"})
+	for range 60 {
+		g.inject(t, sb.APIKey, conn.ID, string(body))
+	}
+	var hogs []*wsClient
+	for range 4 {
+		c, _, err := g.dialWS(t, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.init(sb.APIKey)
+		if err := c.subscribe("h", `subscription { eventBatches(afterSeq: 0, max: 1000) { seq type data } }`, nil); err != nil {
+			t.Fatal(err)
+		}
+		hogs = append(hogs, c)
+	}
+	full := false
+	for range 400 {
+		if g.Front.Live().QueuedBytes() > total*3/4 {
+			full = true
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if !full {
+		t.Fatalf("the sockets that do not read hold only %d bytes of the %d budget", g.Front.Live().QueuedBytes(), total)
+	}
+	c, _, err := g.dialWS(t, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(sb.APIKey)
+	const query = `{ events(first: 3) { edges { node { seq data } } } }` // ~370 KB: more than the room left, less than the budget
+	if err := c.subscribe("q1", query, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.next(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("with the budget held (%d of %d bytes queued): %s %.300s", g.Front.Live().QueuedBytes(), total, m.Type, m.Payload)
+	if m.Type != "error" || !strings.Contains(string(m.Payload), "rate_limited") || !strings.Contains(string(m.Payload), "send queues are full") {
+		t.Fatalf("a result past the send budget: %s %.300s, want an error saying the send queues are full", m.Type, m.Payload)
+	}
+	if q := g.Front.Live().QueuedBytes(); q > total {
+		t.Fatalf("%d bytes queued, budget %d", q, total)
+	}
+	for _, h := range hogs {
+		h.ws.Close()
+	}
+	for range 400 {
+		if g.Front.Live().Conns() == 1 {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err := c.subscribe("q2", query, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err = c.next(20 * time.Second)
+	if err != nil || m.Type != "next" || m.ID != "q2" {
+		t.Fatalf("with room again: %v %s %.300s", err, m.Type, m.Payload)
+	}
+}
