@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"testing"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
