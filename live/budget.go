@@ -76,9 +76,11 @@ func (b *budget) done() { b.waiting.Add(-1) }
 var errBusy = errors.New("busy")
 
 // budgetKeeper closes, while the server-wide budget is under pressure
-// (more than three quarters used), the sockets that hold a large share of
-// it without draining: more than hogBytes queued, continuously for
-// StallTimeout. The largest go first, until the pressure is gone. A
+// (more than three quarters used), the sockets that hold it without
+// draining: more than hogBytes queued continuously for StallTimeout (a
+// slow reader), or data queued and not one frame written for StallTimeout
+// (a reader that stopped; many such sockets may each hold a small share).
+// The largest go first, until the pressure is gone. A
 // peer that reads nothing is closed by WriteTimeout anyway; this one
 // catches a peer that reads just enough to keep its writes alive.
 func (s *Server) budgetKeeper() {
@@ -107,9 +109,11 @@ func (s *Server) relieveBudget(now time.Time) {
 	var hogs []hog
 	for _, c := range s.snapshot() {
 		c.mu.Lock()
-		q, since, closed := c.queued, c.fullSince, c.closed
+		q, since, progress, closed := c.queued, c.fullSince, c.progress, c.closed
 		c.mu.Unlock()
-		if !closed && !since.IsZero() && now.Sub(since) >= s.opts.StallTimeout {
+		hogging := !since.IsZero() && now.Sub(since) >= s.opts.StallTimeout
+		stalled := q > 0 && now.Sub(progress) >= s.opts.StallTimeout
+		if !closed && (hogging || stalled) {
 			hogs = append(hogs, hog{c, q})
 		}
 	}
@@ -119,6 +123,6 @@ func (s *Server) relieveBudget(now time.Time) {
 			return
 		}
 		s.logger.Info("live: closing a socket that holds the send budget without draining", "ip", h.c.ip, "queued_bytes", h.queued)
-		h.c.kill(closeNotReading, fmt.Sprintf("Too slow: %d bytes waiting for you for over %s while the server's send budget is short: read what you are sent", h.queued, s.opts.StallTimeout))
+		h.c.kill(closeNotReading, fmt.Sprintf("Too slow: %d bytes waiting for you, not read for %s, while the server's send budget is short: read what you are sent", h.queued, s.opts.StallTimeout))
 	}
 }

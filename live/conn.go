@@ -72,6 +72,7 @@ type conn struct {
 	queue     []frame
 	queued    int
 	fullSince time.Time // since when queued is over the server's hogBytes (zero: it is not)
+	progress  time.Time // when a data frame was last written, or queued on an empty queue
 	ctrlN     int
 	ctrlBytes int
 	writing   bool
@@ -607,6 +608,9 @@ func sizeOf(frames [][]byte) int {
 // pushData queues data frames; called with c.mu held.
 // The bytes are taken from the server's budget already.
 func (c *conn) pushData(frames [][]byte, size int) {
+	if c.queued == 0 {
+		c.progress = time.Now()
+	}
 	c.queued += size
 	if c.queued > c.s.hogBytes && c.fullSince.IsZero() {
 		c.fullSince = time.Now()
@@ -668,6 +672,7 @@ func (c *conn) flush() {
 			} else {
 				c.queued -= len(f.b)
 				c.s.budget.give(len(f.b))
+				c.progress = time.Now()
 				if c.queued <= c.s.hogBytes {
 					c.fullSince = time.Time{}
 				}

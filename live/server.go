@@ -56,8 +56,9 @@ type Options struct {
 	// StallTimeout: while more than three quarters of TotalQueueBytes are
 	// used, a socket that has held a large share of it (more than half its
 	// MaxQueueBytes or 1/64 of TotalQueueBytes, whichever is less) for this
-	// long without draining below it is closed with 1008, the largest
-	// first (default WriteTimeout).
+	// long without draining below it, or that has had data queued and no
+	// frame written for this long, is closed with 1008, the largest first
+	// (default WriteTimeout).
 	StallTimeout time.Duration
 	// WriteTimeout bounds one write to a socket; a peer that reads nothing
 	// for that long, while the server has something to send, is closed
