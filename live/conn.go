@@ -71,6 +71,8 @@ type conn struct {
 	// closed.
 	queue     []frame
 	queued    int
+	fullSince time.Time // since when queued is over the server's hogBytes (zero: it is not)
+	progress  time.Time // when a data frame was last written, or queued on an empty queue
 	ctrlN     int
 	ctrlBytes int
 	writing   bool
@@ -440,7 +442,16 @@ func (c *conn) sendPayload(ctx context.Context, id string, resp *graphql.Respons
 		kind = "data"
 	}
 	b, _ := json.Marshal(message{ID: id, Type: kind, Payload: payload})
-	return c.sendData(ctx, [][]byte{b}, nil)
+	switch err := c.sendData(ctx, [][]byte{b}, nil, c.s.opts.BusyTimeout); err {
+	case nil:
+		return true
+	case errBusy:
+		c.s.logger.Info("live: a result found no room in the send budget", "ip", c.ip, "bytes", len(b))
+		c.operationError(id, &messaging.Error{Code: messaging.ErrRateLimited.Code, Message: fmt.Sprintf(
+			"the server's send queues are full (%d bytes waiting on all sockets): the result (%d bytes) was not sent; try again shortly",
+			c.s.budget.used.Load(), len(b))})
+	}
+	return false
 }
 
 // send queues a control message (connection_ack, pong, ka, complete,
@@ -473,9 +484,10 @@ func (c *conn) fits(size int) bool {
 	return c.queued == 0 || c.queued+size <= c.s.opts.MaxQueueBytes
 }
 
-// tryData queues data frames if they fit at once; a live delivery that
-// does not fit reports false and its subscriber pages from the database.
-// It also steps aside while a producer waits for room.
+// tryData queues data frames if they fit at once, in the socket's queue
+// and in the server's budget; a live delivery that does not fit reports
+// false and its subscriber pages from the database. It also steps aside
+// while a producer waits for room.
 func (c *conn) tryData(frames [][]byte) bool {
 	size := sizeOf(frames)
 	c.mu.Lock()
@@ -483,45 +495,106 @@ func (c *conn) tryData(frames [][]byte) bool {
 	if c.closed {
 		return true // nobody is listening; the subscriber is being stopped
 	}
-	if c.waiting > 0 || !c.fits(size) {
+	if c.waiting > 0 || !c.fits(size) || !c.s.budget.take(size) {
 		return false
 	}
 	c.pushData(frames, size)
 	return true
 }
 
+// sendReserved is sendData for frames read within reserved bytes already
+// taken from the server's budget (waitRoom): they are queued at once when
+// they fit in it, and the rest is given back; otherwise the reservation is
+// given back and they wait as sendData's do.
+func (c *conn) sendReserved(ctx context.Context, frames [][]byte, unless func() bool, reserved int) error {
+	size := sizeOf(frames)
+	c.mu.Lock()
+	if !c.closed && size <= reserved && c.fits(size) {
+		c.s.budget.give(reserved - size)
+		if unless != nil && unless() {
+			c.s.budget.give(size)
+		} else {
+			c.pushData(frames, size)
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+	c.s.budget.give(reserved)
+	return c.sendData(ctx, frames, unless, 0)
+}
+
+// errClosed: the socket closed or the producer's context ended.
+var errClosed = errors.New("closed")
+
 // sendData queues data frames once they fit, waiting for the writer to make
-// room. unless, if not nil, is checked when they fit: true drops them (the
-// subscription ended meanwhile). false: the socket closed or ctx ended.
-func (c *conn) sendData(ctx context.Context, frames [][]byte, unless func() bool) bool {
+// room in the socket's queue and, then, for room in the server's budget.
+// unless, if not nil, is checked when they fit: true drops them (the
+// subscription ended meanwhile). errClosed: the socket closed or ctx
+// ended; errBusy: busyAfter (if positive) passed without room in the
+// server's budget.
+func (c *conn) sendData(ctx context.Context, frames [][]byte, unless func() bool, busyAfter time.Duration) error {
 	size := sizeOf(frames)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var busy *time.Timer
+	defer func() {
+		if busy != nil {
+			busy.Stop()
+		}
+	}()
 	for {
 		if c.closed {
-			return false
+			return errClosed
 		}
-		if c.fits(size) {
+		var ch <-chan struct{}
+		global := false
+		if !c.fits(size) {
+			ch = c.room
+		} else if c.s.budget.take(size) {
 			break
+		} else {
+			ch, global = c.s.budget.wait(), true
+			if c.s.budget.take(size) { // bytes given back before wait
+				c.s.budget.done()
+				break
+			}
+			if busyAfter > 0 && busy == nil {
+				busy = time.NewTimer(busyAfter)
+			}
 		}
-		ch := c.room
+		var timeout <-chan time.Time
+		if busy != nil && global { // only the server's budget gives up
+			timeout = busy.C
+		}
 		c.waiting++
 		c.mu.Unlock()
+		timedOut := false
 		select {
 		case <-ch:
 		case <-ctx.Done():
+		case <-c.ctx.Done():
+		case <-timeout:
+			timedOut = true
+		}
+		if global {
+			c.s.budget.done()
 		}
 		c.mu.Lock()
 		c.waiting--
 		if ctx.Err() != nil {
-			return false
+			return errClosed
+		}
+		if timedOut {
+			return errBusy
 		}
 	}
 	if unless != nil && unless() {
-		return true
+		c.s.budget.give(size)
+		return nil
 	}
 	c.pushData(frames, size)
-	return true
+	return nil
 }
 
 func sizeOf(frames [][]byte) int {
@@ -533,8 +606,15 @@ func sizeOf(frames [][]byte) int {
 }
 
 // pushData queues data frames; called with c.mu held.
+// The bytes are taken from the server's budget already.
 func (c *conn) pushData(frames [][]byte, size int) {
+	if c.queued == 0 {
+		c.progress = time.Now()
+	}
 	c.queued += size
+	if c.queued > c.s.hogBytes && c.fullSince.IsZero() {
+		c.fullSince = time.Now()
+	}
 	for _, f := range frames {
 		c.push(frame{b: f})
 	}
@@ -591,6 +671,11 @@ func (c *conn) flush() {
 				c.ctrlBytes -= len(f.b)
 			} else {
 				c.queued -= len(f.b)
+				c.s.budget.give(len(f.b))
+				c.progress = time.Now()
+				if c.queued <= c.s.hogBytes {
+					c.fullSince = time.Time{}
+				}
 				if c.waiting > 0 {
 					close(c.room)
 					c.room = make(chan struct{})
@@ -601,8 +686,14 @@ func (c *conn) flush() {
 	}
 }
 
-// waitRoom waits until the queue is at most half full and returns the
-// room left in it; -1 once the socket closed or ctx ended.
+// minReplayRoom is the room in the server's budget a replay waits for
+// before it reads a page (or the room in the socket's queue, if less).
+const minReplayRoom = 64 << 10
+
+// waitRoom waits until the queue is at most half full and the server's
+// budget has room for a page, and returns the room left in both, taken
+// from the server's budget (the caller gives it back or queues frames with
+// it, see sendReserved); -1 once the socket closed or ctx ended.
 func (c *conn) waitRoom(ctx context.Context) int {
 	for {
 		c.mu.Lock()
@@ -613,7 +704,25 @@ func (c *conn) waitRoom(ctx context.Context) int {
 		if c.queued <= c.s.opts.MaxQueueBytes/2 {
 			room := c.s.opts.MaxQueueBytes - c.queued
 			c.mu.Unlock()
-			return room
+			b := c.s.budget
+			if free := b.free(); free >= int64(min(room, minReplayRoom)) || b.used.Load() == 0 {
+				if n := int(min(int64(room), max(free, 1))); b.take(n) {
+					return n
+				}
+				continue
+			}
+			ch := b.wait()
+			if free := b.free(); free < int64(min(room, minReplayRoom)) && b.used.Load() != 0 {
+				select {
+				case <-ch:
+				case <-ctx.Done():
+				}
+			}
+			b.done()
+			if ctx.Err() != nil {
+				return -1
+			}
+			continue
 		}
 		ch := c.room
 		c.waiting++
@@ -679,6 +788,8 @@ func (c *conn) stopAll() bool {
 	subs := c.subs
 	c.subs = nil
 	c.queue = nil
+	c.s.budget.give(c.queued) // frames not written (or being written) are dropped
+	c.queued = 0
 	close(c.room)
 	c.mu.Unlock()
 	c.cancel()

@@ -45,6 +45,21 @@ type Options struct {
 	// for room, and a replay page holds no more than the room left. A
 	// single frame larger than the bound is written alone (default 4 MiB).
 	MaxQueueBytes int
+	// TotalQueueBytes bounds the data frames waiting to be written to all
+	// sockets together: a subscriber that would pass it pages from the
+	// database later, when there is room; a query or mutation result waits
+	// for room for BusyTimeout, then fails with a rate_limited error
+	// (default 256 MiB).
+	TotalQueueBytes int64
+	// BusyTimeout: see TotalQueueBytes (default WriteTimeout).
+	BusyTimeout time.Duration
+	// StallTimeout: while more than three quarters of TotalQueueBytes are
+	// used, a socket that has held a large share of it (more than half its
+	// MaxQueueBytes or 1/64 of TotalQueueBytes, whichever is less) for this
+	// long without draining below it, or that has had data queued and no
+	// frame written for this long, is closed with 1008, the largest first
+	// (default WriteTimeout).
+	StallTimeout time.Duration
 	// WriteTimeout bounds one write to a socket; a peer that reads nothing
 	// for that long, while the server has something to send, is closed
 	// (default 10 s).
@@ -87,6 +102,8 @@ type Server struct {
 	logger   *slog.Logger
 	opts     Options
 	upgrader websocket.Upgrader
+	budget   *budget
+	hogBytes int // a socket holding more, without draining, holds a large share of the budget
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -120,6 +137,15 @@ func NewServer(svc *messaging.Service, exec *executor.Executor, opts Options) *S
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
+	if opts.TotalQueueBytes <= 0 {
+		opts.TotalQueueBytes = 256 << 20
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = opts.WriteTimeout
+	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = opts.WriteTimeout
+	}
 	if opts.ControlQueueFrames <= 0 {
 		opts.ControlQueueFrames = 256
 	}
@@ -148,7 +174,8 @@ func NewServer(svc *messaging.Service, exec *executor.Executor, opts Options) *S
 		log: svc.Log(), svc: svc, exec: exec, logger: opts.Logger, opts: opts,
 		broker: NewBroker(svc.Log(), opts.Logger),
 		conns:  map[*conn]struct{}{}, byIP: map[string]int{}, byKey: map[string]map[*conn]struct{}{},
-		stop: make(chan struct{}),
+		stop: make(chan struct{}), budget: newBudget(opts.TotalQueueBytes),
+		hogBytes: int(max(min(int64(opts.MaxQueueBytes/2), opts.TotalQueueBytes/64), 1)),
 	}
 	s.upgrader = websocket.Upgrader{
 		Subprotocols:     []string{ProtocolTransportWS, ProtocolLegacy},
@@ -158,7 +185,8 @@ func NewServer(svc *messaging.Service, exec *executor.Executor, opts Options) *S
 		HandshakeTimeout: 10 * time.Second,
 		CheckOrigin:      s.checkOrigin,
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
+	go s.budgetKeeper()
 	go s.keepAlive()
 	go s.keyChecker()
 	s.stopSignals = svc.Log().Hub().OnSignal(messaging.KeyRevokedSignal, s.keyRevoked)
@@ -369,6 +397,10 @@ func (s *Server) Conns() int {
 	defer s.mu.Unlock()
 	return len(s.conns)
 }
+
+// QueuedBytes returns the bytes of data frames waiting to be written to
+// all sockets (bounded by Options.TotalQueueBytes).
+func (s *Server) QueuedBytes() int64 { return s.budget.used.Load() }
 
 // Broker returns the feeds.
 func (s *Server) Broker() *Broker { return s.broker }

@@ -126,7 +126,12 @@ func (s *sub) replayPage() (more bool, scanned int64, ok bool) {
 	c := s.c
 	ctx := c.ctx
 	room := c.waitRoom(ctx)
-	if room < 0 || s.done.Load() {
+	if room < 0 {
+		return false, 0, false
+	}
+	reserved := room // taken from the server's budget: queued with the page or given back
+	defer func() { c.s.budget.give(reserved) }()
+	if s.done.Load() {
 		return false, 0, false
 	}
 	head := s.f.headNow() // before the read: every event up to it is committed
@@ -146,8 +151,12 @@ func (s *sub) replayPage() (more bool, scanned int64, ok bool) {
 		s.mu.Lock()
 		frames := s.frames(envs)
 		s.mu.Unlock()
-		if len(frames) > 0 && !c.sendData(ctx, frames, s.done.Load) {
-			return false, 0, false
+		if len(frames) > 0 {
+			r := reserved
+			reserved = 0 // sendReserved queues it or gives it back
+			if c.sendReserved(ctx, frames, s.done.Load, r) != nil {
+				return false, 0, false
+			}
 		}
 		s.mu.Lock()
 		s.cursor = envs[len(envs)-1].Seq

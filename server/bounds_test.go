@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -440,4 +441,198 @@ func TestWebsocketFloodsStayBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	dense(t, "subscriber after the floods", evs, head)
+}
+
+// TestWebsocketsShareABoundedSendBudget: many sockets of different keys
+// that never read cannot make the server queue more than its server-wide
+// send budget (here 8 MiB, where each socket alone may queue 4 MiB), and
+// do not keep it: the sockets holding a large share without draining are
+// closed. A reading subscriber on another socket, started in the middle of
+// the attack, gets every event once, in order, live ones included.
+func TestWebsocketsShareABoundedSendBudget(t *testing.T) {
+	const mb = 1 << 20
+	const total = 8 * mb
+	g := start(t, storetest.SQLite(t), server.Options{Live: live.Options{
+		// The budget, not the write timeout, must bound them; the sockets
+		// holding it without draining are closed after StallTimeout.
+		WriteTimeout: 30 * time.Second,
+		StallTimeout: time.Second, TotalQueueBytes: total,
+	}})
+	sb := g.newSandbox(t, "budget")
+	conn := g.connectTest(t, sb.APIKey)
+	body, _ := json.Marshal(map[string]string{"sender": "mallory",
+		"text": strings.Repeat("t", 60<<10), "html": "<p>" + strings.Repeat("h", 60<<10) + "</p>"})
+	for range 120 {
+		g.inject(t, sb.APIKey, conn.ID, string(body))
+	}
+	var keys []string
+	for range 8 {
+		_, k := g.newKey(t, sb.APIKey)
+		keys = append(keys, k)
+	}
+
+	var clients []*wsClient
+	abort := func() {
+		t.Error("heap past its bound: closing the attack's sockets")
+		for _, c := range clients {
+			c.ws.Close()
+		}
+	}
+	// The most bytes queued on all sockets, sampled.
+	var maxQueued atomic.Int64
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if q := g.Front.Live().QueuedBytes(); q > maxQueued.Load() {
+				maxQueued.Store(q)
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+
+	// 8 keys × 4 sockets × 5 eventBatches subscriptions, never read: alone
+	// each socket may queue 4 MiB (128 MiB in all), and read a page more.
+	// (The heap includes the test's clients: the reader keeps ~17 MB.)
+	h := watchHeap(128*mb, abort)
+	for _, k := range keys {
+		for range 4 {
+			c, _, err := g.dialWS(t, 4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.init(k)
+			clients = append(clients, c)
+			for i := range 5 {
+				if err := c.subscribe(fmt.Sprint(i), `subscription { eventBatches(afterSeq: 0, max: 1000) { seq type data } }`, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	// A reader on another socket, while the attack goes on and new events
+	// are appended.
+	reader, _, err := g.dialWS(t, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader.init(sb.APIKey)
+	t0 := time.Now()
+	if err := reader.subscribe("r", `subscription { eventBatches(afterSeq: 0, max: 1000) { seq type data } }`, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		g.inject(t, sb.APIKey, conn.ID, fmt.Sprintf(`{"sender":"carol","text":"live %d"}`, i))
+	}
+	head := g.project(t, sb.APIKey).LastSeq
+	evs, _, err := reader.events("r", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense(t, "reader during the attack", evs, head)
+	readTime := time.Since(t0)
+	reader.ws.Close()
+
+	closed := waitNoSockets(g)
+	base, peak := h.end()
+	close(stopSampling)
+	<-sampled
+	t.Logf("32 sockets of 8 keys × 5 eventBatches, never read, send budget %d MB: at most %.1f MB queued on all sockets; heap %d MB -> peak %d MB (+%d MB) (the test's clients included); the reader got %d events in order in %s",
+		total/mb, float64(maxQueued.Load())/mb, base/mb, peak/mb, (peak-base)/mb, len(evs), readTime.Round(time.Millisecond))
+	if q := maxQueued.Load(); q > total {
+		t.Errorf("%d bytes queued on all sockets, budget %d", q, total)
+	}
+	if !closed {
+		t.Errorf("%d sockets that never read are still open", g.Front.Live().Conns())
+	}
+	if q := g.Front.Live().QueuedBytes(); q != 0 {
+		t.Errorf("%d bytes still counted queued with every socket closed", q)
+	}
+	for _, c := range clients {
+		c.ws.Close()
+	}
+}
+
+// TestWebsocketResultWaitsForTheSendBudget: while sockets that do not read
+// hold the server-wide send budget, a query's result on another socket
+// waits for room and then fails with a clear rate_limited error (not
+// queued past the budget); once the budget has room again, the same query
+// is answered.
+func TestWebsocketResultWaitsForTheSendBudget(t *testing.T) {
+	const total = 1 << 20
+	g := start(t, storetest.SQLite(t), server.Options{Live: live.Options{
+		WriteTimeout: time.Minute, StallTimeout: time.Minute, // nothing frees the budget by itself
+		TotalQueueBytes: total, BusyTimeout: 500 * time.Millisecond,
+	}})
+	sb := g.newSandbox(t, "busy")
+	conn := g.connectTest(t, sb.APIKey)
+	body, _ := json.Marshal(map[string]string{"sender": "mallory",
+		"text": strings.Repeat("t", 60<<10), "html": "<p>" + strings.Repeat("h", 60<<10) + "</p>"})
+	for range 60 {
+		g.inject(t, sb.APIKey, conn.ID, string(body))
+	}
+	var hogs []*wsClient
+	for range 4 {
+		c, _, err := g.dialWS(t, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.init(sb.APIKey)
+		if err := c.subscribe("h", `subscription { eventBatches(afterSeq: 0, max: 1000) { seq type data } }`, nil); err != nil {
+			t.Fatal(err)
+		}
+		hogs = append(hogs, c)
+	}
+	full := false
+	for range 400 {
+		if g.Front.Live().QueuedBytes() > total*3/4 {
+			full = true
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if !full {
+		t.Fatalf("the sockets that do not read hold only %d bytes of the %d budget", g.Front.Live().QueuedBytes(), total)
+	}
+	c, _, err := g.dialWS(t, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(sb.APIKey)
+	const query = `{ events(first: 3) { edges { node { seq data } } } }` // ~370 KB: more than the room left, less than the budget
+	if err := c.subscribe("q1", query, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.next(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("with the budget held (%d of %d bytes queued): %s %.300s", g.Front.Live().QueuedBytes(), total, m.Type, m.Payload)
+	if m.Type != "error" || !strings.Contains(string(m.Payload), "rate_limited") || !strings.Contains(string(m.Payload), "send queues are full") {
+		t.Fatalf("a result past the send budget: %s %.300s, want an error saying the send queues are full", m.Type, m.Payload)
+	}
+	if q := g.Front.Live().QueuedBytes(); q > total {
+		t.Fatalf("%d bytes queued, budget %d", q, total)
+	}
+	for _, h := range hogs {
+		h.ws.Close()
+	}
+	for range 400 {
+		if g.Front.Live().Conns() == 1 {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err := c.subscribe("q2", query, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err = c.next(20 * time.Second)
+	if err != nil || m.Type != "next" || m.ID != "q2" {
+		t.Fatalf("with room again: %v %s %.300s", err, m.Type, m.Payload)
+	}
 }

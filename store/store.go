@@ -269,11 +269,60 @@ func (db *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("store: migrate events: %w", err)
 		}
 	}
+	return db.migrateEventSizes(ctx)
+}
+
+// migrateEventSizes gives a log created before events had sizes its size
+// and pos columns, filled in for the rows already stored (one statement;
+// running it again finds the columns and changes nothing).
+func (db *DB) migrateEventSizes(ctx context.Context) error {
+	var missing bool
+	if db.IsPostgres() {
+		if err := db.W.QueryRowContext(ctx, `SELECT count(*) < 2 FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'events' AND column_name IN ('size', 'pos')`).Scan(&missing); err != nil {
+			return fmt.Errorf("store: migrate events: %w", err)
+		}
+	} else {
+		var n int
+		if err := db.W.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('events') WHERE name IN ('size', 'pos')`).Scan(&n); err != nil {
+			return fmt.Errorf("store: migrate events: %w", err)
+		}
+		missing = n < 2
+	}
+	if !missing {
+		return nil
+	}
+	stmts := []string{`ALTER TABLE events ADD COLUMN size INTEGER`, `ALTER TABLE events ADD COLUMN pos INTEGER`}
+	if db.IsPostgres() {
+		stmts = []string{`ALTER TABLE events ADD COLUMN IF NOT EXISTS size INTEGER, ADD COLUMN IF NOT EXISTS pos BIGINT`}
+	}
+	stmts = append(stmts, `UPDATE events SET size = w.n, pos = w.p
+		FROM (SELECT project_id, seq, octet_length(body) AS n,
+			sum(octet_length(body)) OVER (PARTITION BY project_id ORDER BY seq) AS p FROM events) AS w
+		WHERE events.project_id = w.project_id AND events.seq = w.seq AND events.pos IS NULL`)
+	tx, err := db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: migrate events: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit, a no-op
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("store: migrate events: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: migrate events: %w", err)
+	}
 	return nil
 }
 
 // The event log. body is the event's JSON envelope {"seq","type","data"},
-// encoded once at append (see stream); created_at is Unix milliseconds. On SQLite the table is
+// encoded once at append (see stream); size is its length in bytes and pos
+// the sum of the sizes of the project's events up to and including this one
+// (so a page's bytes are a difference of two pos, see stream/read.go);
+// created_at is Unix milliseconds. A log created before size and pos is
+// given them, filled in, by migrateEventSizes (there they follow created_at;
+// stream reads NULLs as unknown). On SQLite the table is
 // clustered on (project_id, seq), so appends and page reads touch few pages.
 var (
 	sqliteEvents = []string{
@@ -281,6 +330,8 @@ var (
 			project_id TEXT NOT NULL,
 			seq INTEGER NOT NULL,
 			type TEXT NOT NULL,
+			size INTEGER,
+			pos INTEGER,
 			body TEXT NOT NULL,
 			created_at INTEGER NOT NULL,
 			PRIMARY KEY (project_id, seq)
@@ -292,6 +343,8 @@ var (
 			project_id TEXT NOT NULL,
 			seq BIGINT NOT NULL,
 			type TEXT NOT NULL,
+			size INTEGER,
+			pos BIGINT,
 			body TEXT NOT NULL,
 			created_at BIGINT NOT NULL,
 			PRIMARY KEY (project_id, seq)

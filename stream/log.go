@@ -333,6 +333,10 @@ func (w *writer) try(batch []*unit) (err error) {
 	if err != nil {
 		return err
 	}
+	pos, err := w.positions(ctx, tx, projects, next)
+	if err != nil {
+		return err
+	}
 	now := time.Now().UnixMilli()
 	rows := make([]row, 0, 64)
 	for _, u := range batch {
@@ -345,7 +349,7 @@ func (w *writer) try(batch []*unit) (err error) {
 			rows = append(rows, row{u.project, &u.events[i]})
 		}
 	}
-	if err := w.insert(ctx, tx, rows, now); err != nil {
+	if err := w.insert(ctx, tx, rows, pos, now); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -418,26 +422,92 @@ type row struct {
 
 const insertChunk = 200
 
-func (w *writer) insert(ctx context.Context, tx *sql.Tx, rows []row, now int64) error {
+// positions returns, for each project of the batch, the pos of the event
+// before its first new one (next-1): the sum of the sizes of the events
+// already stored, which the new events' pos continue. The previous event is
+// committed (its project's counter row is locked by this transaction). A
+// log upgraded in place while an older replica still appended may hold
+// events without pos; then the sum is computed from the bodies, once.
+func (w *writer) positions(ctx context.Context, tx *sql.Tx, projects []string, next map[string]int64) (map[string]int64, error) {
+	db := w.log.db
+	pos := make(map[string]int64, len(projects))
+	known := make(map[string]bool, len(projects))
+	if db.IsPostgres() && len(projects) > 1 {
+		seqs := make([]int64, len(projects))
+		for i, p := range projects {
+			seqs[i] = next[p] - 1
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT e.project_id, e.pos FROM events AS e
+			JOIN unnest($1::text[], $2::bigint[]) AS v(id, seq) ON e.project_id = v.id AND e.seq = v.seq
+			WHERE e.pos IS NOT NULL`, pq.Array(projects), pq.Array(seqs))
+		if err != nil {
+			return nil, fmt.Errorf("stream: read positions: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				id string
+				p  int64
+			)
+			if err := rows.Scan(&id, &p); err != nil {
+				return nil, fmt.Errorf("stream: read positions: %w", err)
+			}
+			pos[id], known[id] = p, true
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("stream: read positions: %w", err)
+		}
+	} else {
+		q := db.Rebind("SELECT pos FROM events WHERE project_id = ? AND seq = ?")
+		for _, p := range projects {
+			if next[p] <= 1 {
+				pos[p], known[p] = 0, true
+				continue
+			}
+			var v sql.NullInt64
+			err := tx.QueryRowContext(ctx, q, p, next[p]-1).Scan(&v)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return nil, fmt.Errorf("stream: read position: %w", err)
+			}
+			pos[p], known[p] = v.Int64, v.Valid
+		}
+	}
+	sum := db.Rebind("SELECT coalesce(sum(octet_length(body)), 0) FROM events WHERE project_id = ? AND seq < ?")
+	for _, p := range projects {
+		if known[p] || next[p] <= 1 {
+			continue
+		}
+		var v int64
+		if err := tx.QueryRowContext(ctx, sum, p, next[p]).Scan(&v); err != nil {
+			return nil, fmt.Errorf("stream: sum sizes: %w", err)
+		}
+		pos[p] = v
+	}
+	return pos, nil
+}
+
+func (w *writer) insert(ctx context.Context, tx *sql.Tx, rows []row, pos map[string]int64, now int64) error {
 	db := w.log.db
 	var body []byte
 	for len(rows) > 0 {
 		n := min(len(rows), insertChunk)
 		var b strings.Builder
-		b.WriteString("INSERT INTO events (project_id, seq, type, body, created_at) VALUES ")
-		args := make([]any, 0, 5*n)
+		b.WriteString("INSERT INTO events (project_id, seq, type, size, pos, body, created_at) VALUES ")
+		args := make([]any, 0, 7*n)
 		for i, r := range rows[:n] {
 			if i > 0 {
 				b.WriteByte(',')
 			}
 			if db.IsPostgres() {
-				k := 5 * i
-				fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5)
+				k := 7 * i
+				fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7)
 			} else {
-				b.WriteString("(?,?,?,?,?)")
+				b.WriteString("(?,?,?,?,?,?,?)")
 			}
 			body = appendEnvelope(body[:0], r.ev)
-			args = append(args, r.project, r.ev.Seq, r.ev.Type, string(body), now)
+			p := pos[r.project] + int64(len(body))
+			pos[r.project] = p
+			args = append(args, r.project, r.ev.Seq, r.ev.Type, len(body), p, string(body), now)
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("stream: insert events: %w", err)

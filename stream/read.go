@@ -18,10 +18,57 @@ type readStmts struct {
 // after the cursor, in order, up to its limit, and stops before the event
 // that would take its envelopes' bytes past the budget (never a partial
 // event; an event larger than the budget comes alone, as the first of its
-// page). The budget is reckoned in the database: a window function sums
-// the envelopes' byte lengths (octet_length reads a value's length without
-// loading it, on SQLite from the record header, on PostgreSQL from the
-// TOAST header), and only the events within the budget are fetched whole.
+// page). The budget is reckoned in the database, from the sizes stored
+// with the events (pages of all types) or from the bodies' lengths (pages
+// of one type), and only the events within the budget are fetched whole.
+
+// An event stores its envelope's size and pos, the sum of the sizes of
+// its project's events up to and including it (see store). A page of all
+// types, the hot path, costs one walk of the primary key, as a page without
+// a budget does: the events of a page after a are the seqs a+1 .. a+limit
+// (seqs are dense), the page's bytes up to event e are pos(e) - base, where
+// base is the first event's pos minus its size, so the page is the events
+// of that range with pos <= bound, bound = base + budget (or the first
+// event's pos, if it alone is larger). bound costs one seek. An event
+// without pos (a log upgraded while an older replica appended) counts as
+// fitting, and a page starting at one is not budgeted.
+
+// bound is the last byte a page after ? (parameters: budget, budget,
+// project, after) may end at.
+const bound = `coalesce((SELECT CASE WHEN size < ? THEN pos + ? - size ELSE pos END
+		FROM events WHERE project_id = ? AND seq > ? ORDER BY seq LIMIT 1), 9223372036854775807)`
+
+// allBodies is pageBodies for events of all types. Parameters: project,
+// after, after+limit, then bound's, then limit (allArgs).
+const allBodies = `SELECT seq, body FROM events WHERE project_id = ? AND seq > ? AND seq <= ?
+	AND coalesce(pos, 0) <= ` + bound + ` ORDER BY seq LIMIT ?`
+
+// allRows is pageRows for events of all types: the events within the
+// budget, then the first that is not (the one that straddles bound) with
+// a NULL body. Parameters: bound's, project, after, after+limit, bound's,
+// limit (allRowArgs).
+const allRows = `SELECT seq, type, CASE WHEN coalesce(pos, 0) <= ` + bound + ` THEN body END FROM events
+	WHERE project_id = ? AND seq > ? AND seq <= ? AND coalesce(pos - size, 0) <= ` + bound + ` ORDER BY seq LIMIT ?`
+
+func boundArgs(args []any, project string, after int64, budget int) []any {
+	return append(args, budget, budget, project, after)
+}
+
+func allArgs(project string, after int64, limit, budget int) []any {
+	args := make([]any, 0, 8)
+	args = append(args, project, after, after+int64(limit))
+	return append(boundArgs(args, project, after, budget), limit)
+}
+
+func allRowArgs(project string, after int64, limit, budget int) []any {
+	args := make([]any, 0, 12)
+	args = boundArgs(args, project, after, budget)
+	args = append(args, project, after, after+int64(limit))
+	return append(boundArgs(args, project, after, budget), limit)
+}
+
+// Pages of one type are not dense in seq: their budget is reckoned from
+// the bodies' lengths, as follows.
 
 // window numbers the (at most limit) events of the page and sums their
 // bytes; filter selects them (project, optionally type, after seq).
@@ -109,13 +156,10 @@ func (s *readStmts) prepare(db *store.DB) error {
 		st, err = db.R.Prepare(db.Rebind(q))
 		return st
 	}
-	const (
-		all   = "project_id = ? AND seq > ?"
-		typed = "project_id = ? AND type = ? AND seq > ?"
-	)
-	s.all = prep(pageRows(all))
+	const typed = "project_id = ? AND type = ? AND seq > ?"
+	s.all = prep(allRows)
 	s.typed = prep(pageRows(typed))
-	s.allJSON = prep(pageJSON(db, pageBodies(all)))
+	s.allJSON = prep(pageJSON(db, allBodies))
 	s.typedJSON = prep(pageJSON(db, pageBodies(typed)))
 	s.head = prep("SELECT last_seq FROM projects WHERE id = ?")
 	if err != nil {
@@ -168,7 +212,7 @@ func (l *Log) PageBytes() int { return l.pageBytes }
 func (l *Log) ReadJSON(ctx context.Context, project string, afterSeq int64, limit int, typ string) ([]byte, error) {
 	var row *sql.Row
 	if typ == "" {
-		row = l.read.allJSON.QueryRowContext(ctx, pageArgs([]any{project, afterSeq}, limit, l.pageBytes)...)
+		row = l.read.allJSON.QueryRowContext(ctx, allArgs(project, afterSeq, limit, l.pageBytes)...)
 	} else {
 		row = l.read.typedJSON.QueryRowContext(ctx, pageArgs([]any{project, typ, afterSeq}, limit, l.pageBytes)...)
 	}
@@ -216,7 +260,7 @@ func (l *Log) ReadEnvelopesWithin(ctx context.Context, project string, afterSeq 
 	}
 	var rows *sql.Rows
 	if typ == "" {
-		rows, err = l.read.all.QueryContext(ctx, rowArgs([]any{project, afterSeq}, limit, maxBytes)...)
+		rows, err = l.read.all.QueryContext(ctx, allRowArgs(project, afterSeq, limit, maxBytes)...)
 	} else {
 		rows, err = l.read.typed.QueryContext(ctx, rowArgs([]any{project, typ, afterSeq}, limit, maxBytes)...)
 	}

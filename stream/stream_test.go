@@ -489,3 +489,143 @@ func TestPageByteBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestEventSizesUpgradeInPlace: every event stores its envelope's size and
+// pos (the running sum of its project's sizes); a log created before these
+// columns existed gets them, filled in, when it is opened; events written
+// without them (an older replica during an upgrade) still page, and the
+// next append continues the running sum.
+func TestEventSizesUpgradeInPlace(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		ctx := context.Background()
+		const budget = 10_000
+		db := storetest.Open(t, cfg)
+		l, err := stream.Open(db, stream.Options{PageBytes: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newProject(t, l)
+		q := newProject(t, l)
+		appendN := func(from, n int) {
+			for i := from; i < from+n; i++ {
+				for _, pr := range []string{p, q} {
+					if _, err := l.Append(ctx, pr, stream.MessageReceived, map[string]any{"i": i, "pad": strings.Repeat("x", (i*977)%7000)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		// wrong counts the events whose size or pos is not what their bodies say.
+		wrong := func(db *store.DB) int {
+			var n int
+			if err := db.R.QueryRow(`SELECT count(*) FROM events WHERE pos IS NULL OR size IS NULL OR size <> octet_length(body)
+				OR pos <> (SELECT sum(octet_length(body)) FROM events AS e WHERE e.project_id = events.project_id AND e.seq <= events.seq)`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		// pages reads the project page by page and checks every page is as
+		// full as the budget allows.
+		pages := func(l *stream.Log, pr string, head int64) {
+			var after int64
+			for after < head {
+				envs, cut, err := l.ReadEnvelopesWithin(ctx, pr, after, 100, 0, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				js, err := l.ReadJSON(ctx, pr, after, 100, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var fromJSON []json.RawMessage
+				if err := json.Unmarshal(js, &fromJSON); err != nil || len(fromJSON) != len(envs) || len(envs) == 0 {
+					t.Fatalf("after %d: %d envelopes, %d from JSON (%v)", after, len(envs), len(fromJSON), err)
+				}
+				total := 0
+				for i, e := range envs {
+					if e.Seq != after+int64(i)+1 {
+						t.Fatalf("after %d: event %d has seq %d", after, i, e.Seq)
+					}
+					total += len(e.Body)
+				}
+				if len(envs) > 1 && total > budget {
+					t.Fatalf("after %d: %d events of %d bytes, budget %d", after, len(envs), total, budget)
+				}
+				last := envs[len(envs)-1].Seq
+				if last < head {
+					more, _, err := l.ReadEnvelopesWithin(ctx, pr, last, 1, 0, "")
+					if err != nil || len(more) != 1 {
+						t.Fatalf("after %d: %v", last, err)
+					}
+					if !cut && len(envs) < 100 {
+						t.Fatalf("after %d: a page of %d events not cut", after, len(envs))
+					}
+					if cut && total+len(more[0].Body) <= budget {
+						t.Fatalf("after %d: page cut at %d bytes, the next event (%d bytes) fits", after, total, len(more[0].Body))
+					}
+				}
+				after = last
+			}
+		}
+		appendN(0, 30)
+		if n := wrong(db); n != 0 {
+			t.Fatalf("%d events with a wrong size or pos", n)
+		}
+		pages(l, p, 30)
+		l.Close()
+
+		// Make it a log of before: no size or pos.
+		for _, stmt := range []string{"ALTER TABLE events DROP COLUMN size", "ALTER TABLE events DROP COLUMN pos"} {
+			if _, err := db.W.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db2 := storetest.Open(t, cfg) // migrates
+		if n := wrong(db2); n != 0 {
+			t.Fatalf("after the upgrade: %d events with a wrong size or pos", n)
+		}
+		l2, err := stream.Open(db2, stream.Options{PageBytes: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l2.Close()
+		l = l2
+		pages(l2, p, 30)
+		appendN(30, 10)
+		if n := wrong(db2); n != 0 {
+			t.Fatalf("after appending to the upgraded log: %d events with a wrong size or pos", n)
+		}
+		pages(l2, q, 40)
+
+		// Events an older replica wrote, without size or pos: they page
+		// (counted as fitting), and the next append heals the sum.
+		if _, err := db2.W.Exec(db2.Rebind("UPDATE events SET size = NULL, pos = NULL WHERE project_id = ? AND seq > 35"), p); err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for after := int64(0); after < 40; {
+			envs, _, err := l2.ReadEnvelopesWithin(ctx, p, after, 100, 0, "")
+			if err != nil || len(envs) == 0 {
+				t.Fatalf("after %d: %d events (%v)", after, len(envs), err)
+			}
+			for _, e := range envs {
+				got = append(got, e.Seq)
+			}
+			after = envs[len(envs)-1].Seq
+		}
+		for i, s := range got {
+			if s != int64(i)+1 {
+				t.Fatalf("events with NULL pos: read %v", got)
+			}
+		}
+		appendN(40, 5)
+		var pos, want int64
+		if err := db2.R.QueryRow(db2.Rebind(`SELECT pos, (SELECT sum(octet_length(body)) FROM events WHERE project_id = ?) FROM events WHERE project_id = ? AND seq = 45`), p, p).Scan(&pos, &want); err != nil {
+			t.Fatal(err)
+		}
+		if pos != want {
+			t.Fatalf("after events without pos, the next appends have pos %d, want %d", pos, want)
+		}
+	})
+}

@@ -84,6 +84,7 @@ func serve(args []string) error {
 	trustedProxies := s.add("trusted-proxies", "COMM_TRUSTED_PROXIES", "", "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For gives the client IP (rate limits, logs); empty: none, the peer address counts")
 	pageBytes := s.add("event-page-bytes", "COMM_EVENT_PAGE_BYTES", "4194304", "byte budget of a page of events (GET /v1/events, GraphQL events, websocket replay): a page stops before the event that would pass it; a larger event comes alone")
 	wsQueue := s.add("ws-queue-bytes", "COMM_WS_QUEUE_BYTES", "4194304", "most bytes of data messages waiting to be written to one websocket; subscribers past it page from the database")
+	wsTotal := s.add("ws-total-queue-bytes", "COMM_WS_TOTAL_QUEUE_BYTES", "268435456", "most bytes of data messages waiting to be written to all websockets together; subscribers past it page from the database when there is room, a query or mutation result waits for room (then fails with rate_limited), and while it is over three quarters full a socket holding over half of --ws-queue-bytes (or 1/64 of this, if less) without draining, or not reading at all, for 10 s is closed with 1008, the largest first")
 	wsControl := s.add("ws-control-queue", "COMM_WS_CONTROL_QUEUE", "256", "most control messages (pong, ka, complete, error) waiting to be written to one websocket; a socket past it (or past --ws-control-queue-bytes) is closed with 1008")
 	wsControlBytes := s.add("ws-control-queue-bytes", "COMM_WS_CONTROL_QUEUE_BYTES", "524288", "most bytes of control messages waiting to be written to one websocket")
 	wsPerKey := s.add("ws-max-per-key", "COMM_WS_MAX_PER_KEY", "50", "most open websockets of one API key (per replica); more are closed at connection_init with 4429")
@@ -104,7 +105,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	liveOpts, err := liveOptions(*wsQueue, *wsControl, *wsControlBytes, *wsPerKey, *wsPerIP, *wsKeyCheck)
+	liveOpts, err := liveOptions(*wsQueue, *wsTotal, *wsControl, *wsControlBytes, *wsPerKey, *wsPerIP, *wsKeyCheck)
 	if err != nil {
 		return err
 	}
@@ -410,7 +411,7 @@ func parseSMTPLimits(parts, depth, base64Errors, timeout, sessions, perIP string
 }
 
 // liveOptions parses the websocket settings.
-func liveOptions(queue, control, controlBytes, perKey, perIP, keyCheck string) (live.Options, error) {
+func liveOptions(queue, total, control, controlBytes, perKey, perIP, keyCheck string) (live.Options, error) {
 	var o live.Options
 	var err error
 	for _, f := range []struct {
@@ -428,6 +429,11 @@ func liveOptions(queue, control, controlBytes, perKey, perIP, keyCheck string) (
 			return o, err
 		}
 	}
+	n, err := parseInt("--ws-total-queue-bytes", total)
+	if err != nil {
+		return o, err
+	}
+	o.TotalQueueBytes = int64(n)
 	o.KeyCheckInterval, err = parseDuration("--ws-key-check-interval", keyCheck)
 	return o, err
 }
