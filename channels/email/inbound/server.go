@@ -75,6 +75,13 @@ type Server struct {
 	// base64 parts of a message (554 5.6.0 beyond; fewer are dropped with
 	// a warning); DefaultMaxBase64Errors when 0, none when negative.
 	MaxBase64Errors int
+	// MaxHeaderBytes caps each header section of a message (its own and
+	// each MIME part's) and MaxHeaderFieldBytes one header field, unfolded
+	// (552 5.3.4 beyond), checked before any header parser or sender check
+	// reads them; DefaultMaxHeaderBytes and DefaultMaxHeaderFieldBytes
+	// when 0.
+	MaxHeaderBytes      int
+	MaxHeaderFieldBytes int
 	// ParseTimeout bounds the parsing of one message (451 4.3.0 beyond,
 	// logged); DefaultParseTimeout when 0.
 	ParseTimeout time.Duration

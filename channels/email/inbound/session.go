@@ -79,7 +79,8 @@ func (s *session) Data(r io.Reader) error {
 	}
 
 	p := Parser{MaxBytes: limit, MaxAttachmentBytes: s.srv.MaxAttachmentBytes,
-		MaxParts: s.srv.MaxParts, MaxDepth: s.srv.MaxDepth, MaxBase64Errors: s.srv.MaxBase64Errors, Timeout: s.srv.ParseTimeout}
+		MaxParts: s.srv.MaxParts, MaxDepth: s.srv.MaxDepth, MaxBase64Errors: s.srv.MaxBase64Errors, Timeout: s.srv.ParseTimeout,
+		MaxHeaderBytes: s.srv.MaxHeaderBytes, MaxHeaderFieldBytes: s.srv.MaxHeaderFieldBytes}
 	msg, err := p.Parse(sp.reader())
 	if err != nil {
 		reply := parseReply(err)
@@ -134,7 +135,7 @@ func (s *session) Logout() error {
 // parseReply is the SMTP reply to a message Parse refused.
 func parseReply(err error) *smtp.SMTPError {
 	switch {
-	case errors.Is(err, ErrTooManyParts), errors.Is(err, ErrTooLarge):
+	case errors.Is(err, ErrTooManyParts), errors.Is(err, ErrTooLarge), errors.Is(err, ErrHeaderTooLarge):
 		return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: oneLine(err.Error())}
 	case errors.Is(err, ErrParseTimeout):
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: oneLine(err.Error()) + "; try again later"}
