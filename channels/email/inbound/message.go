@@ -95,9 +95,9 @@ type Parser struct {
 	// with a warning); DefaultMaxBase64Errors when 0, none when negative.
 	MaxBase64Errors int
 	// MaxHeaderBytes caps each header section (the message's and each
-	// MIME part's) and MaxHeaderFieldBytes one header field in them,
-	// unfolded (ErrHeaderTooLarge beyond); checked by the same scan, before
-	// any header parser runs. DefaultMaxHeaderBytes and
+	// MIME part's) and MaxHeaderFieldBytes one header field in them, with
+	// its continuation lines (ErrHeaderTooLarge beyond); checked by the
+	// same scan, before any header parser runs. DefaultMaxHeaderBytes and
 	// DefaultMaxHeaderFieldBytes when 0.
 	MaxHeaderBytes      int
 	MaxHeaderFieldBytes int

@@ -41,10 +41,11 @@ const (
 	// folded Subject took 12 s of CPU. 256 KiB holds any real header
 	// (long Received chains, ARC sets, big References) many times over.
 	DefaultMaxHeaderBytes = 256 << 10
-	// DefaultMaxHeaderFieldBytes caps one header field, unfolded (its
-	// continuation lines together, line breaks not counted). RFC 5322
-	// limits lines to 998 octets but not folded fields; the longest real
-	// fields are References of long threads, well below this.
+	// DefaultMaxHeaderFieldBytes caps one header field as received: its
+	// first line and its continuation lines, line breaks included. RFC
+	// 5322 limits lines to 998 octets but not folded fields; the longest
+	// real fields are the References of long threads (100 KB of them is
+	// accepted).
 	DefaultMaxHeaderFieldBytes = 128 << 10
 )
 
@@ -104,7 +105,7 @@ type scanner struct {
 	maxHeaderBytes, maxFieldBytes    int
 
 	hdrBytes   int // bytes of the header section being read, line breaks included
-	fieldBytes int // bytes of the header field being read, line breaks not
+	fieldBytes int // bytes of the header field being read, the same way
 
 	candidates trieNode
 	nCandidate int
@@ -146,7 +147,7 @@ func (s *scanner) segment(seg []byte, atStart bool) error {
 		}
 	}
 	if s.inHeader {
-		if err := s.countHeader(len(seg), len(line)); err != nil {
+		if err := s.countHeader(len(seg)); err != nil {
 			return err
 		}
 	}
@@ -252,12 +253,12 @@ func (s *scanner) checkParts() error {
 	return nil
 }
 
-// countHeader adds a header line (or a piece of one) of n bytes, text
-// bytes without the line break, to the header section and field being
-// read, and checks them against the limits.
-func (s *scanner) countHeader(n, text int) error {
+// countHeader adds a header line (or a piece of one) of n bytes, its line
+// break included, to the header section and field being read, and checks
+// them against the limits.
+func (s *scanner) countHeader(n int) error {
 	s.hdrBytes += n
-	s.fieldBytes += text
+	s.fieldBytes += n
 	which := "the message's header"
 	if !s.topLevel {
 		which = "a MIME part's header"

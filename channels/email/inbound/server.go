@@ -76,10 +76,11 @@ type Server struct {
 	// a warning); DefaultMaxBase64Errors when 0, none when negative.
 	MaxBase64Errors int
 	// MaxHeaderBytes caps each header section of a message (its own and
-	// each MIME part's) and MaxHeaderFieldBytes one header field, unfolded
-	// (552 5.3.4 beyond), checked before any header parser or sender check
-	// reads them; DefaultMaxHeaderBytes and DefaultMaxHeaderFieldBytes
-	// when 0.
+	// each MIME part's) and MaxHeaderFieldBytes one header field, with its
+	// continuation lines (552 5.3.4 beyond), checked before any header
+	// parser or sender check reads them; DefaultMaxHeaderBytes and
+	// DefaultMaxHeaderFieldBytes when 0. The DKIM check is bounded as well
+	// and stops reading after ParseTimeout.
 	MaxHeaderBytes      int
 	MaxHeaderFieldBytes int
 	// ParseTimeout bounds the parsing of one message (451 4.3.0 beyond,

@@ -99,7 +99,7 @@ func (s *session) Data(r io.Reader) error {
 	ctx, cancel := context.WithTimeout(s.ctx, orDur(s.srv.BackendTimeout, DefaultBackendTimeout))
 	defer cancel()
 	env := Envelope{ClientIP: s.remoteIP, Helo: s.helo, MailFrom: s.from}
-	msg.Auth = Authenticator{Resolver: s.srv.Resolver}.Check(ctx, sp.reader(), msg.From, env)
+	msg.Auth = Authenticator{Resolver: s.srv.Resolver, Timeout: s.srv.ParseTimeout}.Check(ctx, sp.reader(), msg.From, env)
 
 	rcpts := append([]string(nil), s.rcpts...)
 	err = s.srv.Backend.Deliver(ctx, rcpts, msg)
