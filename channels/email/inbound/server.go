@@ -27,6 +27,11 @@ const (
 	DefaultMaxSessionsPerIP = 10
 )
 
+// maxLineLength is the longest line go-smtp reads (its default); RFC 5321
+// allows 1000 octets. A longer line in DATA refuses the message with 554
+// 5.6.0.
+const maxLineLength = 2000
+
 // ErrServerClosed is returned by Serve and ListenAndServe after Close.
 var ErrServerClosed = smtp.ErrServerClosed
 
@@ -213,6 +218,7 @@ func (s *Server) server() (*smtp.Server, error) {
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
 	srv.Domain = or(s.Domain, DefaultDomain)
 	srv.MaxMessageBytes = s.maxBytes()
+	srv.MaxLineLength = maxLineLength
 	srv.MaxRecipients = s.MaxRecipients
 	if srv.MaxRecipients <= 0 {
 		srv.MaxRecipients = DefaultMaxRecipients

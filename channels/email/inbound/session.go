@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -72,10 +73,19 @@ func (s *session) Data(r io.Reader) error {
 	defer sp.close()
 	if _, err := io.Copy(sp, r); err != nil {
 		var smtpErr *smtp.SMTPError
-		if errors.As(err, &smtpErr) {
-			return smtpErr // 552 from the size limit
+		reply := &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Error reading message"}
+		switch {
+		case errors.As(err, &smtpErr):
+			reply = smtpErr // 552 from the size limit
+		case errors.Is(err, smtp.ErrTooLongLine):
+			// The same message would fail again: a permanent refusal,
+			// not the 451 it used to get.
+			reply = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0},
+				Message: fmt.Sprintf("Message refused: a line is longer than %d bytes (RFC 5321 allows 1000)", maxLineLength)}
 		}
-		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Error reading message"}
+		s.log().Info("smtp: message refused while reading it", "code", reply.Code, "reason", err.Error(),
+			"message_id", headerMessageID(sp.reader()), "remote", s.remote, "mail_from", s.from)
+		return reply
 	}
 
 	p := Parser{MaxBytes: limit, MaxAttachmentBytes: s.srv.MaxAttachmentBytes,
