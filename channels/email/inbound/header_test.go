@@ -3,6 +3,7 @@ package inbound
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -257,5 +258,22 @@ func TestSMTPLongLine(t *testing.T) {
 	}
 	if n := len(be.deliveries()); n != 0 {
 		t.Fatalf("%d messages delivered", n)
+	}
+}
+
+// TestDKIMDeadline: the DKIM check stops reading at its deadline (the
+// parse timeout in the server) with a temperror saying so; a backstop
+// behind the bounds above.
+func TestDKIMDeadline(t *testing.T) {
+	dns := fakeDNS{}
+	signed := newSigner(t, "example.com", dns).sign(t, plainMsg)
+	env := Envelope{MailFrom: "ann@example.com"}
+	got := Authenticator{Resolver: dns, Timeout: time.Nanosecond}.Check(context.Background(), strings.NewReader(signed), "ann@example.com", env)
+	if got.DKIM != TempError || !strings.Contains(got.Reason, "dkim: not verified within 1ns") {
+		t.Errorf("DKIM %s %q, want temperror naming the deadline", got.DKIM, got.Reason)
+	}
+	got = Authenticator{Resolver: dns, Timeout: time.Minute}.Check(context.Background(), strings.NewReader(signed), "ann@example.com", env)
+	if got.DKIM != Pass {
+		t.Errorf("DKIM %s %q, want pass", got.DKIM, got.Reason)
 	}
 }
