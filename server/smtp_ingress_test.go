@@ -314,3 +314,53 @@ func TestSMTPMalformedContent(t *testing.T) {
 		})
 	})
 }
+
+// TestSMTPHeaderBounds (the 2 MB folded Subject a helper found): over the
+// real SMTP listener into the service, on each database engine, a mail
+// whose folded Subject is 2 MB is refused with 552 5.3.4 before any header
+// parser or the sender checks read it, logged, and nothing is stored; a
+// reply with a 100 KB References header and a 60 KB Subject, within the
+// header limits, is stored with its Subject whole.
+func TestSMTPHeaderBounds(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		g := startMailGateway(t, cfg, func(s *inbound.Server) { s.MaxMessageBytes = 4 << 20 })
+		sb := g.newSandbox(t, "header bounds")
+		addr := g.inbox(t, sb.APIKey, "headers")
+		var seq int64
+
+		var big bytes.Buffer
+		big.WriteString("From: Alice <alice@example.org>\r\nTo: " + addr + "\r\nMessage-ID: <huge-subject@example.org>\r\nSubject: huge")
+		for big.Len() < 2<<20 {
+			big.WriteString("\r\n " + strings.Repeat("x", 77))
+		}
+		big.WriteString("\r\n\r\nbody\r\n")
+		err := smtpSendOne(g.smtp, addr, big.Bytes())
+		if smtpReply(err) != 552 || !strings.Contains(err.Error(), "5.3.4") || !strings.Contains(err.Error(), "header") {
+			t.Fatalf("2 MB folded Subject: %v, want 552 5.3.4 naming the header", err)
+		}
+		if !strings.Contains(g.log.String(), "huge-subject@example.org") {
+			t.Errorf("the refusal is not logged:\n%s", g.log.String())
+		}
+
+		var b strings.Builder
+		b.WriteString("From: Alice <alice@example.org>\r\nTo: " + addr + "\r\nMessage-ID: <long-thread@example.org>\r\nReferences:")
+		for i := range 2200 {
+			fmt.Fprintf(&b, "\r\n <message-%06d.xxxxxxxxxxxx@mail.example.org>", i)
+		}
+		subject := strings.TrimSpace(strings.Repeat("sixty kilobytes of subject ", 2300))
+		b.WriteString("\r\nSubject:")
+		for _, w := range strings.SplitAfter(subject, "subject ") {
+			b.WriteString("\r\n " + strings.TrimSpace(w))
+		}
+		b.WriteString("\r\n\r\nThe latest answer.\r\n")
+		if err := smtpSendOne(g.smtp, addr, []byte(b.String())); err != nil {
+			t.Fatalf("100 KB References: %v (code %d)", err, smtpReply(err))
+		}
+		m := receivedMessage(t, g, sb.APIKey, &seq)
+		if m["text"] != "The latest answer." || m["subject"] != subject {
+			t.Errorf("stored text %q, subject of %d bytes (want %d)", m["text"], len(fmt.Sprint(m["subject"])), len(subject))
+		}
+	})
+}

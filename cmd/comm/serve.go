@@ -59,6 +59,8 @@ func serve(args []string) error {
 	smtpMaxParts := s.add("smtp-max-parts", "COMM_SMTP_MAX_PARTS", "500", "most MIME parts an inbound email may have (552 5.3.4 beyond), checked before it is parsed")
 	smtpMaxDepth := s.add("smtp-max-depth", "COMM_SMTP_MAX_DEPTH", "20", "deepest nesting of multipart MIME parts in an inbound email (554 5.6.0 beyond)")
 	smtpMaxB64 := s.add("smtp-max-base64-errors", "COMM_SMTP_MAX_BASE64_ERRORS", "10000", "most bytes outside the base64 alphabet an inbound email's base64 parts may carry (dropped with a warning; 554 5.6.0 beyond)")
+	smtpMaxHdr := s.add("smtp-max-header-bytes", "COMM_SMTP_MAX_HEADER_BYTES", "262144", "largest header section of an inbound email, its own or a MIME part's, in bytes (552 5.3.4 beyond), checked before any header parser or the SPF/DKIM/DMARC checks read it")
+	smtpMaxField := s.add("smtp-max-header-field-bytes", "COMM_SMTP_MAX_HEADER_FIELD_BYTES", "131072", "longest header field of an inbound email, with its continuation lines, in bytes (552 5.3.4 beyond)")
 	smtpParseTimeout := s.add("smtp-parse-timeout", "COMM_SMTP_PARSE_TIMEOUT", "20s", "longest time parsing one inbound email may take (451 4.3.0 beyond, logged)")
 	smtpMaxSessions := s.add("smtp-max-sessions", "COMM_SMTP_MAX_SESSIONS", "100", "most SMTP connections open at once (421 4.7.0 at connect beyond); 0: no limit")
 	smtpMaxPerIP := s.add("smtp-max-sessions-per-ip", "COMM_SMTP_MAX_SESSIONS_PER_IP", "10", "most SMTP connections open at once from one client IP address (421 4.7.0 at connect beyond); 0: no limit")
@@ -176,6 +178,9 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	if smtpLim.MaxHeaderBytes, smtpLim.MaxHeaderFieldBytes, err = parseHeaderLimits(*smtpMaxHdr, *smtpMaxField); err != nil {
+		return err
+	}
 	verifyD, err := parseDuration("--domain-verify-interval", *verifyEvery)
 	if err != nil {
 		return err
@@ -266,6 +271,7 @@ func serve(args []string) error {
 		}
 		mx := &inbound.Server{Domain: *mailDomain, Backend: svc.MailBackend(), MaxMessageBytes: int64(maxMail), Resolver: resolver,
 			MaxParts: smtpLim.MaxParts, MaxDepth: smtpLim.MaxDepth, MaxBase64Errors: smtpLim.MaxBase64Errors, ParseTimeout: smtpLim.ParseTimeout,
+			MaxHeaderBytes: smtpLim.MaxHeaderBytes, MaxHeaderFieldBytes: smtpLim.MaxHeaderFieldBytes,
 			MaxSessions: smtpLim.MaxSessions, MaxSessionsPerIP: smtpLim.MaxSessionsPerIP, Logger: logger}
 		switch {
 		case *smtpCert != "" && *smtpKey != "":
@@ -367,6 +373,25 @@ type smtpLimits struct {
 	MaxParts, MaxDepth, MaxBase64Errors int
 	ParseTimeout                        time.Duration
 	MaxSessions, MaxSessionsPerIP       int
+	MaxHeaderBytes, MaxHeaderFieldBytes int
+}
+
+// parseHeaderLimits reads --smtp-max-header-bytes and
+// --smtp-max-header-field-bytes; both must be at least 1 KiB (a header
+// section needs room for its From, To, Date and Message-ID).
+func parseHeaderLimits(header, field string) (int, int, error) {
+	h, err := parseInt("--smtp-max-header-bytes", header)
+	if err != nil {
+		return 0, 0, err
+	}
+	f, err := parseInt("--smtp-max-header-field-bytes", field)
+	if err != nil {
+		return 0, 0, err
+	}
+	if h < 1024 || f < 1024 {
+		return 0, 0, errors.New("--smtp-max-header-bytes and --smtp-max-header-field-bytes must be at least 1024")
+	}
+	return h, f, nil
 }
 
 // parseSMTPLimits reads the limits of the SMTP listener; a session limit

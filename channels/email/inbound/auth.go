@@ -1,12 +1,15 @@
 package inbound
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"blitiri.com.ar/go/spf"
 	"github.com/emersion/go-msgauth/dkim"
@@ -89,8 +92,32 @@ type Envelope struct {
 	MailFrom string
 }
 
-// maxDKIMSignatures bounds the work a message can ask for.
-const maxDKIMSignatures = 5
+// Bounds on the work the DKIM check of one message can ask for. The header
+// section is already bounded (Parser.MaxHeaderBytes); these bound what
+// go-msgauth does with it, which is not linear:
+//   - it verifies the first maxDKIMSignatures signatures, the others get no
+//     verdict;
+//   - its header reader appends each continuation line to the field read so
+//     far, copying it: a 2 MB folded Subject cost 12 s of CPU. dkimHeader
+//     computes those copies beforehand and above maxDKIMHeaderCopy the
+//     message's DKIM verdict is permerror (a 128 KiB field folded into
+//     one-byte lines would copy 2.8 GB, 1.6 s of CPU; a 100 KB References
+//     folded at 50 bytes copies 100 MB);
+//   - it looks each name of a signature's h= tag up by walking every header
+//     field: the names of the verified signatures times the fields of the
+//     header may be at most maxDKIMPicks, and the names at most
+//     maxDKIMSignedNames.
+//
+// The reads of the check stop at a deadline (Authenticator.Timeout).
+const (
+	maxDKIMSignatures  = 5
+	maxDKIMHeaderCopy  = 256 << 20
+	maxDKIMPicks       = 1_000_000
+	maxDKIMSignedNames = 1000
+	// maxDKIMHeaderRead caps what dkimHeader reads when the header
+	// section was not bounded before.
+	maxDKIMHeaderRead = 1 << 20
+)
 
 // Authenticator checks the SPF verdict, DKIM signatures and DMARC
 // alignment of inbound mail.
@@ -99,6 +126,11 @@ type Authenticator struct {
 	// no check runs and every verdict is None. SPF needs more than TXT
 	// lookups (see Resolver); without them SPF is None.
 	Resolver Resolver
+	// Timeout bounds the reads of the DKIM check (the body hash and
+	// go-msgauth's header reader stop at it, the verdict is then
+	// temperror); DefaultParseTimeout when 0. DNS lookups are bounded by
+	// the context given to Check.
+	Timeout time.Duration
 }
 
 // Check verifies the raw message (read from raw) whose From address is
@@ -118,13 +150,47 @@ func (a Authenticator) Check(ctx context.Context, raw io.Reader, from string, en
 		reasons = append(reasons, "spf: "+spfReason)
 	}
 
-	verifs, err := dkim.VerifyWithOptions(raw, &dkim.VerifyOptions{
+	if reason := a.dkim(&res, raw, lookup); reason != "" {
+		reasons = append(reasons, "dkim: "+reason)
+	}
+	a.dmarc(&res, lookup, domainOf(from))
+	res.Reason = strings.Join(reasons, "; ")
+	return res
+}
+
+// dkim verifies the DKIM signatures of the raw message within the bounds
+// above, sets res.DKIM and res.DKIMSignatures and returns why a verdict is
+// not Pass or None when the whole check failed.
+func (a Authenticator) dkim(res *AuthResult, raw io.Reader, lookup func(string) ([]string, error)) string {
+	h, rest, err := readDKIMHeader(raw)
+	switch {
+	case err != nil:
+		res.DKIM = PermError
+		return err.Error()
+	case h.signatures == 0:
+		return "" // unsigned: None, nothing for go-msgauth to read
+	case h.copy > maxDKIMHeaderCopy:
+		res.DKIM = PermError
+		return fmt.Sprintf("not verified: the header is folded into too many lines (%d fields, %d lines)", h.fields, h.lines)
+	case h.names > maxDKIMSignedNames || h.names*h.fields > maxDKIMPicks:
+		res.DKIM = PermError
+		return fmt.Sprintf("not verified: the signatures name %d header fields, the header has %d", h.names, h.fields)
+	}
+	dr := &deadlineReader{r: io.MultiReader(bytes.NewReader(h.raw), rest), deadline: time.Now().Add(orDur(a.Timeout, DefaultParseTimeout))}
+	verifs, err := dkim.VerifyWithOptions(dr, &dkim.VerifyOptions{
 		LookupTXT:        lookup,
 		MaxVerifications: maxDKIMSignatures,
 	})
-	if err != nil && !errors.Is(err, dkim.ErrTooManySignatures) {
+	var reason string
+	switch {
+	case dr.expired:
+		res.DKIM = TempError
+		return fmt.Sprintf("not verified within %s", orDur(a.Timeout, DefaultParseTimeout))
+	case errors.Is(err, dkim.ErrTooManySignatures):
+		reason = fmt.Sprintf("%d signatures, the first %d verified", h.signatures, maxDKIMSignatures)
+	case err != nil:
 		res.DKIM = PermError
-		reasons = append(reasons, "dkim: "+err.Error())
+		return err.Error()
 	}
 	for _, v := range verifs {
 		r := DKIMResult{Domain: strings.ToLower(v.Domain), Verdict: Pass}
@@ -148,9 +214,90 @@ func (a Authenticator) Check(ctx context.Context, raw io.Reader, from string, en
 			}
 		}
 	}
-	a.dmarc(&res, lookup, domainOf(from))
-	res.Reason = strings.Join(reasons, "; ")
-	return res
+	return reason
+}
+
+// dkimHeader is what readDKIMHeader learnt about a header section.
+type dkimHeader struct {
+	raw        []byte // the header section as read, to be read again
+	fields     int    // header fields, as go-msgauth splits them
+	lines      int
+	signatures int   // DKIM-Signature fields
+	names      int   // the names in the h= tags of the first maxDKIMSignatures
+	copy       int64 // bytes go-msgauth's header reader copies
+}
+
+// readDKIMHeader reads the header section of a message from r, splitting
+// it into fields the way go-msgauth does (a line starting with a space or
+// tab continues the field before it; the header ends at the first empty
+// line), in time linear in its size. It reads at most maxDKIMHeaderRead
+// bytes.
+//
+// It returns the rest of the message (after what it read) too.
+func readDKIMHeader(r io.Reader) (dkimHeader, io.Reader, error) {
+	var h dkimHeader
+	br := bufio.NewReader(r)
+	var buf bytes.Buffer
+	var field int64   // length of the field being read, as go-msgauth holds it
+	var sig []byte    // the DKIM-Signature field being read, if it is one
+	var sigs [][]byte // the first maxDKIMSignatures of them
+	endField := func() {
+		if sig != nil && len(sigs) < maxDKIMSignatures {
+			sigs = append(sigs, sig)
+		}
+		sig = nil
+	}
+	for {
+		line, err := br.ReadSlice('\n')
+		for errors.Is(err, bufio.ErrBufferFull) && buf.Len() <= maxDKIMHeaderRead {
+			buf.Write(line)
+			line, err = br.ReadSlice('\n')
+		}
+		buf.Write(line)
+		if buf.Len() > maxDKIMHeaderRead {
+			return h, nil, fmt.Errorf("not verified: the header is larger than %d bytes", maxDKIMHeaderRead)
+		}
+		// The line as go-msgauth reads it: without "\n" or "\r\n".
+		text := buf.Bytes()[len(h.raw):]
+		h.raw = buf.Bytes()
+		text = bytes.TrimSuffix(bytes.TrimSuffix(text, []byte("\n")), []byte("\r"))
+		if err != nil && len(text) == 0 {
+			break // the end, without the empty line: go-msgauth says so
+		}
+		if len(text) == 0 && err == nil {
+			break
+		}
+		h.lines++
+		if h.fields > 0 && (text[0] == ' ' || text[0] == '\t') {
+			field += int64(len(text)) + 2
+			h.copy += field
+			if sig != nil {
+				sig = append(sig, text...)
+			}
+		} else {
+			endField()
+			h.fields++
+			field = int64(len(text)) + 2
+			name, value, _ := bytes.Cut(text, []byte(":"))
+			if bytes.EqualFold(bytes.TrimSpace(name), []byte("DKIM-Signature")) {
+				h.signatures++
+				sig = append([]byte(nil), value...)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	endField()
+	for _, s := range sigs {
+		for _, tag := range bytes.Split(s, []byte(";")) {
+			k, v, _ := bytes.Cut(tag, []byte("="))
+			if string(bytes.TrimSpace(k)) == "h" {
+				h.names += bytes.Count(v, []byte(":")) + 1
+			}
+		}
+	}
+	return h, br, nil
 }
 
 // spf runs check_host (RFC 7208) for the client address and the MAIL FROM

@@ -21,8 +21,15 @@
 // (prescan.go): more parts than MaxParts (552 5.3.4), multiparts nested
 // deeper than MaxDepth (554 5.6.0) or more stray bytes in base64 parts
 // than MaxBase64Errors (554 5.6.0) are refused before enmime runs, and
-// the parse itself stops at ParseTimeout (451 4.3.0). Connections are
-// capped overall and per client IP (421 4.7.0 at connect).
+// the parse itself stops at ParseTimeout (451 4.3.0). The same scan bounds
+// every header section (MaxHeaderBytes) and header field
+// (MaxHeaderFieldBytes), 552 5.3.4 beyond, before any header parser or the
+// sender checks read them: go-msgauth's DKIM header reader is quadratic in
+// a field's continuation lines. The DKIM check is bounded on top of that
+// (auth.go: five signatures, the copying and field lookups it would do,
+// its reads stop at ParseTimeout). A line over 2,000 bytes is refused with
+// 554 5.6.0 while DATA is read. Connections are capped overall and per
+// client IP (421 4.7.0 at connect).
 //
 // Storage: text fields reach the Backend as valid UTF-8 without NUL bytes
 // (replaced with U+FFFD, noted in Warnings); every message refused or

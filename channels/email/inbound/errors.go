@@ -45,4 +45,9 @@ var (
 	// ErrParseTimeout marks a message whose parsing took longer than the
 	// limit; the server answers 451 4.3.0 and logs it.
 	ErrParseTimeout = errors.New("email: parsing took too long")
+	// ErrHeaderTooLarge marks a message whose header section, or a MIME
+	// part's, or one header field in them, is above its limit; checked
+	// before any header parser or sender check reads it. The server
+	// answers 552 5.3.4.
+	ErrHeaderTooLarge = errors.New("email: header too large")
 )

@@ -94,6 +94,13 @@ type Parser struct {
 	// base64 parts of a message (ErrMalformed beyond; fewer are dropped
 	// with a warning); DefaultMaxBase64Errors when 0, none when negative.
 	MaxBase64Errors int
+	// MaxHeaderBytes caps each header section (the message's and each
+	// MIME part's) and MaxHeaderFieldBytes one header field in them, with
+	// its continuation lines (ErrHeaderTooLarge beyond); checked by the
+	// same scan, before any header parser runs. DefaultMaxHeaderBytes and
+	// DefaultMaxHeaderFieldBytes when 0.
+	MaxHeaderBytes      int
+	MaxHeaderFieldBytes int
 	// Timeout bounds the scan and the parse of one message
 	// (ErrParseTimeout beyond); DefaultParseTimeout when 0.
 	Timeout time.Duration
@@ -113,7 +120,8 @@ func Parse(r io.Reader, maxBytes int64) (*Message, error) {
 
 // Parse parses the raw RFC 5322 message read from r under p's limits. It
 // reads the message twice, at most MaxBytes+1 bytes each time: once to
-// check its MIME structure against MaxParts and MaxDepth (linear in its
+// check its MIME structure against MaxParts and MaxDepth and its header
+// sections against MaxHeaderBytes and MaxHeaderFieldBytes (linear in its
 // size), then to parse it with enmime, which holds it in memory while it
 // decodes. A reader that cannot seek is read into memory first.
 func (p Parser) Parse(r io.Reader) (msg *Message, err error) {
@@ -135,8 +143,9 @@ func (p Parser) Parse(r io.Reader) (msg *Message, err error) {
 	}
 	dr := &deadlineReader{r: rs, deadline: time.Now().Add(orDur(p.Timeout, DefaultParseTimeout))}
 	lr := &io.LimitedReader{R: dr, N: maxBytes + 1}
-	serr := prescan(lr, orInt(p.MaxParts, DefaultMaxParts), orInt(p.MaxDepth, DefaultMaxDepth),
-		max(limit(p.MaxBase64Errors, DefaultMaxBase64Errors), 0))
+	serr := prescan(lr, scanLimits{maxParts: orInt(p.MaxParts, DefaultMaxParts), maxDepth: orInt(p.MaxDepth, DefaultMaxDepth),
+		maxBase64Errors: max(limit(p.MaxBase64Errors, DefaultMaxBase64Errors), 0),
+		maxHeaderBytes:  orInt(p.MaxHeaderBytes, DefaultMaxHeaderBytes), maxFieldBytes: orInt(p.MaxHeaderFieldBytes, DefaultMaxHeaderFieldBytes)})
 	switch {
 	case dr.expired:
 		return nil, fmt.Errorf("%w: more than %s", ErrParseTimeout, orDur(p.Timeout, DefaultParseTimeout))

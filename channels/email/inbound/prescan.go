@@ -35,17 +35,37 @@ const (
 	// its own (about 170 bytes of memory each: 10 MB of them took 1.7 GB
 	// and 18 s), so more are refused.
 	DefaultMaxBase64Errors = 10000
+	// DefaultMaxHeaderBytes caps one header section: the message's own
+	// and each MIME part's. Header parsers are not all linear: go-msgauth's
+	// DKIM reader appends each continuation line to a string, so a 2 MB
+	// folded Subject took 12 s of CPU. 256 KiB holds any real header
+	// (long Received chains, ARC sets, big References) many times over.
+	DefaultMaxHeaderBytes = 256 << 10
+	// DefaultMaxHeaderFieldBytes caps one header field as received: its
+	// first line and its continuation lines, line breaks included. RFC
+	// 5322 limits lines to 998 octets but not folded fields; the longest
+	// real fields are the References of long threads (100 KB of them is
+	// accepted).
+	DefaultMaxHeaderFieldBytes = 128 << 10
 )
 
 // maxBoundaryLen caps a candidate boundary; a longer one is cut, which
 // matches more lines, never fewer.
 const maxBoundaryLen = 200
 
-// prescan reads r to its end and checks the MIME structure against the
-// limits; it returns an error wrapping ErrTooManyParts or ErrTooDeep, or
-// the read error.
-func prescan(r io.Reader, maxParts, maxDepth, maxBase64Errors int) error {
-	s := scanner{maxParts: maxParts, maxDepth: maxDepth, maxB64Errors: maxBase64Errors, inHeader: true, topLevel: true}
+// scanLimits are the limits prescan checks.
+type scanLimits struct {
+	maxParts, maxDepth, maxBase64Errors int
+	maxHeaderBytes, maxFieldBytes       int
+}
+
+// prescan reads r to its end and checks the MIME structure and the header
+// sections against the limits; it returns an error wrapping
+// ErrTooManyParts, ErrTooDeep, ErrHeaderTooLarge or ErrMalformed, or the
+// read error.
+func prescan(r io.Reader, l scanLimits) error {
+	s := scanner{maxParts: l.maxParts, maxDepth: l.maxDepth, maxB64Errors: l.maxBase64Errors,
+		maxHeaderBytes: l.maxHeaderBytes, maxFieldBytes: l.maxFieldBytes, inHeader: true, topLevel: true}
 	br := bufio.NewReaderSize(r, 64<<10)
 	atStart := true
 	for {
@@ -82,6 +102,10 @@ const (
 
 type scanner struct {
 	maxParts, maxDepth, maxB64Errors int
+	maxHeaderBytes, maxFieldBytes    int
+
+	hdrBytes   int // bytes of the header section being read, line breaks included
+	fieldBytes int // bytes of the header field being read, the same way
 
 	candidates trieNode
 	nCandidate int
@@ -119,6 +143,12 @@ func (s *scanner) segment(seg []byte, atStart bool) error {
 		if s.inHeader && !folded {
 			s.inCTE = len(line) >= len("content-transfer-encoding") &&
 				bytes.EqualFold(line[:len("content-transfer-encoding")], []byte("content-transfer-encoding"))
+			s.fieldBytes = 0
+		}
+	}
+	if s.inHeader {
+		if err := s.countHeader(len(seg)); err != nil {
+			return err
 		}
 	}
 	if s.inHeader && s.inCTE && indexFold(line, "base64") >= 0 {
@@ -223,12 +253,32 @@ func (s *scanner) checkParts() error {
 	return nil
 }
 
+// countHeader adds a header line (or a piece of one) of n bytes, its line
+// break included, to the header section and field being read, and checks
+// them against the limits.
+func (s *scanner) countHeader(n int) error {
+	s.hdrBytes += n
+	s.fieldBytes += n
+	which := "the message's header"
+	if !s.topLevel {
+		which = "a MIME part's header"
+	}
+	switch {
+	case s.fieldBytes > s.maxFieldBytes:
+		return fmt.Errorf("%w: a field of %s is longer than %d bytes", ErrHeaderTooLarge, which, s.maxFieldBytes)
+	case s.hdrBytes > s.maxHeaderBytes:
+		return fmt.Errorf("%w: %s is larger than %d bytes", ErrHeaderTooLarge, which, s.maxHeaderBytes)
+	}
+	return nil
+}
+
 // endHeader closes a header block: a part that declared a boundary opens a
 // multipart one level deeper.
 func (s *scanner) endHeader() error {
 	if !s.inHeader {
 		return nil
 	}
+	s.hdrBytes, s.fieldBytes = 0, 0
 	s.inHeader, s.topLevel, s.pending = false, false, paramNone
 	s.base64, s.hdrBase64, s.inCTE = s.hdrBase64, false, false
 	if !s.hasDecl {

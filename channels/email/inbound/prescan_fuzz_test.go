@@ -37,7 +37,7 @@ func FuzzPrescanCounts(f *testing.F) {
 		if n == 0 {
 			return
 		}
-		if err := prescan(bytes.NewReader(raw), n-1, 1000, 1<<30); err == nil {
+		if err := prescan(bytes.NewReader(raw), scanLimits{maxParts: n - 1, maxDepth: 1000, maxBase64Errors: 1 << 30, maxHeaderBytes: 1 << 30, maxFieldBytes: 1 << 30}); err == nil {
 			t.Fatalf("enmime reads %d parts; the pre-scan passed a limit of %d", n, n-1)
 		}
 	})

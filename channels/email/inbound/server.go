@@ -27,6 +27,11 @@ const (
 	DefaultMaxSessionsPerIP = 10
 )
 
+// maxLineLength is the longest line go-smtp reads (its default); RFC 5321
+// allows 1000 octets. A longer line in DATA refuses the message with 554
+// 5.6.0.
+const maxLineLength = 2000
+
 // ErrServerClosed is returned by Serve and ListenAndServe after Close.
 var ErrServerClosed = smtp.ErrServerClosed
 
@@ -75,6 +80,14 @@ type Server struct {
 	// base64 parts of a message (554 5.6.0 beyond; fewer are dropped with
 	// a warning); DefaultMaxBase64Errors when 0, none when negative.
 	MaxBase64Errors int
+	// MaxHeaderBytes caps each header section of a message (its own and
+	// each MIME part's) and MaxHeaderFieldBytes one header field, with its
+	// continuation lines (552 5.3.4 beyond), checked before any header
+	// parser or sender check reads them; DefaultMaxHeaderBytes and
+	// DefaultMaxHeaderFieldBytes when 0. The DKIM check is bounded as well
+	// and stops reading after ParseTimeout.
+	MaxHeaderBytes      int
+	MaxHeaderFieldBytes int
 	// ParseTimeout bounds the parsing of one message (451 4.3.0 beyond,
 	// logged); DefaultParseTimeout when 0.
 	ParseTimeout time.Duration
@@ -205,6 +218,7 @@ func (s *Server) server() (*smtp.Server, error) {
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
 	srv.Domain = or(s.Domain, DefaultDomain)
 	srv.MaxMessageBytes = s.maxBytes()
+	srv.MaxLineLength = maxLineLength
 	srv.MaxRecipients = s.MaxRecipients
 	if srv.MaxRecipients <= 0 {
 		srv.MaxRecipients = DefaultMaxRecipients

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -72,14 +73,24 @@ func (s *session) Data(r io.Reader) error {
 	defer sp.close()
 	if _, err := io.Copy(sp, r); err != nil {
 		var smtpErr *smtp.SMTPError
-		if errors.As(err, &smtpErr) {
-			return smtpErr // 552 from the size limit
+		reply := &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Error reading message"}
+		switch {
+		case errors.As(err, &smtpErr):
+			reply = smtpErr // 552 from the size limit
+		case errors.Is(err, smtp.ErrTooLongLine):
+			// The same message would fail again: a permanent refusal,
+			// not the 451 it used to get.
+			reply = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0},
+				Message: fmt.Sprintf("Message refused: a line is longer than %d bytes (RFC 5321 allows 1000)", maxLineLength)}
 		}
-		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Error reading message"}
+		s.log().Info("smtp: message refused while reading it", "code", reply.Code, "reason", err.Error(),
+			"message_id", headerMessageID(sp.reader()), "remote", s.remote, "mail_from", s.from)
+		return reply
 	}
 
 	p := Parser{MaxBytes: limit, MaxAttachmentBytes: s.srv.MaxAttachmentBytes,
-		MaxParts: s.srv.MaxParts, MaxDepth: s.srv.MaxDepth, MaxBase64Errors: s.srv.MaxBase64Errors, Timeout: s.srv.ParseTimeout}
+		MaxParts: s.srv.MaxParts, MaxDepth: s.srv.MaxDepth, MaxBase64Errors: s.srv.MaxBase64Errors, Timeout: s.srv.ParseTimeout,
+		MaxHeaderBytes: s.srv.MaxHeaderBytes, MaxHeaderFieldBytes: s.srv.MaxHeaderFieldBytes}
 	msg, err := p.Parse(sp.reader())
 	if err != nil {
 		reply := parseReply(err)
@@ -98,7 +109,7 @@ func (s *session) Data(r io.Reader) error {
 	ctx, cancel := context.WithTimeout(s.ctx, orDur(s.srv.BackendTimeout, DefaultBackendTimeout))
 	defer cancel()
 	env := Envelope{ClientIP: s.remoteIP, Helo: s.helo, MailFrom: s.from}
-	msg.Auth = Authenticator{Resolver: s.srv.Resolver}.Check(ctx, sp.reader(), msg.From, env)
+	msg.Auth = Authenticator{Resolver: s.srv.Resolver, Timeout: s.srv.ParseTimeout}.Check(ctx, sp.reader(), msg.From, env)
 
 	rcpts := append([]string(nil), s.rcpts...)
 	err = s.srv.Backend.Deliver(ctx, rcpts, msg)
@@ -134,7 +145,7 @@ func (s *session) Logout() error {
 // parseReply is the SMTP reply to a message Parse refused.
 func parseReply(err error) *smtp.SMTPError {
 	switch {
-	case errors.Is(err, ErrTooManyParts), errors.Is(err, ErrTooLarge):
+	case errors.Is(err, ErrTooManyParts), errors.Is(err, ErrTooLarge), errors.Is(err, ErrHeaderTooLarge):
 		return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: oneLine(err.Error())}
 	case errors.Is(err, ErrParseTimeout):
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: oneLine(err.Error()) + "; try again later"}
