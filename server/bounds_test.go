@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,6 +288,7 @@ func TestRevokedKeyClosesSocketsOnReplicas(t *testing.T) {
 type heapWatch struct {
 	base, peak uint64
 	stop, done chan struct{}
+	once       sync.Once
 }
 
 func heapNow() uint64 {
@@ -296,8 +298,11 @@ func heapNow() uint64 {
 	return ms.HeapAlloc
 }
 
-func watchHeap(bound uint64, abort func()) *heapWatch {
+// watchHeap samples the heap until end (or the test's end, so a test that
+// stops early leaves no sampler to call abort after it).
+func watchHeap(t *testing.T, bound uint64, abort func()) *heapWatch {
 	h := &heapWatch{base: heapNow(), stop: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(func() { h.end() })
 	h.peak = h.base
 	go func() {
 		defer close(h.done)
@@ -320,7 +325,7 @@ func watchHeap(bound uint64, abort func()) *heapWatch {
 }
 
 func (h *heapWatch) end() (base, peak uint64) {
-	close(h.stop)
+	h.once.Do(func() { close(h.stop) })
 	<-h.done
 	return h.base, h.peak
 }
@@ -368,7 +373,7 @@ func TestWebsocketFloodsStayBounded(t *testing.T) {
 	}
 
 	// 5 sockets × 20 eventBatches subscriptions, never read.
-	h := watchHeap(200*mb, abort)
+	h := watchHeap(t, 200*mb, abort)
 	for range 5 {
 		c, _, err := g.dialWS(t, 4096)
 		if err != nil {
@@ -395,7 +400,7 @@ func TestWebsocketFloodsStayBounded(t *testing.T) {
 
 	// 2,500 pings of ~60 KB over 5 sockets, the pongs never read.
 	clients = nil
-	h = watchHeap(64*mb, abort)
+	h = watchHeap(t, 64*mb, abort)
 	ping, _ := json.Marshal(wsMsg{Type: "ping", Payload: json.RawMessage(`{"pad":"` + strings.Repeat("p", 60_000) + `"}`)})
 	var sent, refused int
 	for range 5 {
@@ -450,6 +455,9 @@ func TestWebsocketFloodsStayBounded(t *testing.T) {
 // closed. A reading subscriber on another socket, started in the middle of
 // the attack, gets every event once, in order, live ones included.
 func TestWebsocketsShareABoundedSendBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("memory and send-budget bounds are measured without the race detector")
+	}
 	const mb = 1 << 20
 	const total = 8 * mb
 	g := start(t, storetest.SQLite(t), server.Options{Live: live.Options{
@@ -499,7 +507,7 @@ func TestWebsocketsShareABoundedSendBudget(t *testing.T) {
 	// 8 keys × 4 sockets × 5 eventBatches subscriptions, never read: alone
 	// each socket may queue 4 MiB (128 MiB in all), and read a page more.
 	// (The heap includes the test's clients: the reader keeps ~17 MB.)
-	h := watchHeap(128*mb, abort)
+	h := watchHeap(t, 128*mb, abort)
 	for _, k := range keys {
 		for range 4 {
 			c, _, err := g.dialWS(t, 4096)
@@ -564,6 +572,9 @@ func TestWebsocketsShareABoundedSendBudget(t *testing.T) {
 // queued past the budget); once the budget has room again, the same query
 // is answered.
 func TestWebsocketResultWaitsForTheSendBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("memory and send-budget bounds are measured without the race detector")
+	}
 	const total = 1 << 20
 	g := start(t, storetest.SQLite(t), server.Options{Live: live.Options{
 		WriteTimeout: time.Minute, StallTimeout: time.Minute, // nothing frees the budget by itself
