@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/smtp"
 	"net/textproto"
 	"runtime"
 	"strings"
@@ -93,34 +92,10 @@ func (g *mailGateway) inbox(t *testing.T, key, local string) string {
 	return c.Address
 }
 
-// smtpSend runs one SMTP session with net/smtp: raw is sent as it is
-// (CRLF line ends expected). It returns the first error.
+// smtpSendOne sends raw (CRLF line ends expected) from alice@example.org
+// to rcpt in one SMTP session.
 func smtpSendOne(addr, rcpt string, raw []byte) error {
-	c, err := smtp.Dial(addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.Hello("client.test"); err != nil {
-		return err
-	}
-	if err := c.Mail("alice@example.org"); err != nil {
-		return err
-	}
-	if err := c.Rcpt(rcpt); err != nil {
-		return err
-	}
-	w, err := c.Data()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(raw); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return c.Quit()
+	return smtpSend(addr, "alice@example.org", []string{rcpt}, raw)
 }
 
 // smtpReply is the code of an SMTP error reply, 0 for other errors.
