@@ -329,11 +329,11 @@ func (w *writer) try(batch []*unit) (err error) {
 		projects = append(projects, p)
 	}
 	slices.Sort(projects)
-	next, err := w.advance(ctx, tx, projects, counts)
+	next, prev, err := w.advance(ctx, tx, projects, counts)
 	if err != nil {
 		return err
 	}
-	pos, err := w.positions(ctx, tx, projects, next)
+	pos, err := w.positions(ctx, tx, projects, next, prev)
 	if err != nil {
 		return err
 	}
@@ -359,9 +359,12 @@ func (w *writer) try(batch []*unit) (err error) {
 }
 
 // advance moves the counter rows of projects (sorted) forward by their
-// counts and returns each project's first new seq.
-func (w *writer) advance(ctx context.Context, tx *sql.Tx, projects []string, counts map[string]int64) (map[string]int64, error) {
+// counts and returns each project's first new seq, and the pos of the
+// event before it (NULL for none, or one stored without pos), read in the
+// same statement so an append costs no round trip more.
+func (w *writer) advance(ctx context.Context, tx *sql.Tx, projects []string, counts map[string]int64) (map[string]int64, map[string]sql.NullInt64, error) {
 	next := make(map[string]int64, len(projects))
+	prev := make(map[string]sql.NullInt64, len(projects))
 	if w.log.db.IsPostgres() && len(projects) > 1 {
 		// Two round trips whatever the number of projects: lock the rows in
 		// id order (so replicas cannot deadlock), then advance them all.
@@ -371,48 +374,54 @@ func (w *writer) advance(ctx context.Context, tx *sql.Tx, projects []string, cou
 		}
 		rows, err := tx.QueryContext(ctx, "SELECT id FROM projects WHERE id = ANY($1) ORDER BY id FOR UPDATE", pq.Array(projects))
 		if err != nil {
-			return nil, fmt.Errorf("stream: lock counters: %w", err)
+			return nil, nil, fmt.Errorf("stream: lock counters: %w", err)
 		}
 		rows.Close()
 		rows, err = tx.QueryContext(ctx, `UPDATE projects AS p SET last_seq = p.last_seq + v.n
 			FROM unnest($1::text[], $2::bigint[]) AS v(id, n) WHERE p.id = v.id
-			RETURNING p.id, p.last_seq`, pq.Array(projects), pq.Array(ns))
+			RETURNING p.id, p.last_seq,
+				(SELECT e.pos FROM events AS e WHERE e.project_id = p.id AND e.seq = p.last_seq - v.n)`, pq.Array(projects), pq.Array(ns))
 		if err != nil {
-			return nil, fmt.Errorf("stream: advance counters: %w", err)
+			return nil, nil, fmt.Errorf("stream: advance counters: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var (
 				id   string
 				head int64
+				pos  sql.NullInt64
 			)
-			if err := rows.Scan(&id, &head); err != nil {
-				return nil, fmt.Errorf("stream: advance counters: %w", err)
+			if err := rows.Scan(&id, &head, &pos); err != nil {
+				return nil, nil, fmt.Errorf("stream: advance counters: %w", err)
 			}
-			next[id] = head - counts[id] + 1
+			next[id], prev[id] = head-counts[id]+1, pos
 		}
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("stream: advance counters: %w", err)
+			return nil, nil, fmt.Errorf("stream: advance counters: %w", err)
 		}
 		for _, p := range projects {
 			if _, ok := next[p]; !ok {
-				return nil, fmt.Errorf("%w: %s", ErrNoProject, p)
+				return nil, nil, fmt.Errorf("%w: %s", ErrNoProject, p)
 			}
 		}
-		return next, nil
+		return next, prev, nil
 	}
-	bump := w.log.db.Rebind("UPDATE projects SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq")
+	bump := w.log.db.Rebind(`UPDATE projects SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq,
+		(SELECT pos FROM events WHERE events.project_id = projects.id AND events.seq = projects.last_seq - ?)`)
 	for _, p := range projects {
-		var head int64
-		if err := tx.QueryRowContext(ctx, bump, counts[p], p).Scan(&head); err != nil {
+		var (
+			head int64
+			pos  sql.NullInt64
+		)
+		if err := tx.QueryRowContext(ctx, bump, counts[p], p, counts[p]).Scan(&head, &pos); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
-				return nil, fmt.Errorf("%w: %s", ErrNoProject, p)
+				return nil, nil, fmt.Errorf("%w: %s", ErrNoProject, p)
 			}
-			return nil, fmt.Errorf("stream: advance %s: %w", p, err)
+			return nil, nil, fmt.Errorf("stream: advance %s: %w", p, err)
 		}
-		next[p] = head - counts[p] + 1
+		next[p], prev[p] = head-counts[p]+1, pos
 	}
-	return next, nil
+	return next, prev, nil
 }
 
 type row struct {
@@ -424,52 +433,20 @@ const insertChunk = 200
 
 // positions returns, for each project of the batch, the pos of the event
 // before its first new one (next-1): the sum of the sizes of the events
-// already stored, which the new events' pos continue. The previous event is
-// committed (its project's counter row is locked by this transaction). A
-// log upgraded in place while an older replica still appended may hold
-// events without pos; then the sum is computed from the bodies, once.
-func (w *writer) positions(ctx context.Context, tx *sql.Tx, projects []string, next map[string]int64) (map[string]int64, error) {
+// already stored, which the new events' pos continue. advance read it
+// (prev). A log upgraded in place while an older replica still appended
+// may hold events without pos; then the sum is computed from the bodies,
+// once.
+func (w *writer) positions(ctx context.Context, tx *sql.Tx, projects []string, next map[string]int64, prev map[string]sql.NullInt64) (map[string]int64, error) {
 	db := w.log.db
 	pos := make(map[string]int64, len(projects))
 	known := make(map[string]bool, len(projects))
-	if db.IsPostgres() && len(projects) > 1 {
-		seqs := make([]int64, len(projects))
-		for i, p := range projects {
-			seqs[i] = next[p] - 1
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT e.project_id, e.pos FROM events AS e
-			JOIN unnest($1::text[], $2::bigint[]) AS v(id, seq) ON e.project_id = v.id AND e.seq = v.seq
-			WHERE e.pos IS NOT NULL`, pq.Array(projects), pq.Array(seqs))
-		if err != nil {
-			return nil, fmt.Errorf("stream: read positions: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				id string
-				p  int64
-			)
-			if err := rows.Scan(&id, &p); err != nil {
-				return nil, fmt.Errorf("stream: read positions: %w", err)
-			}
-			pos[id], known[id] = p, true
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("stream: read positions: %w", err)
-		}
-	} else {
-		q := db.Rebind("SELECT pos FROM events WHERE project_id = ? AND seq = ?")
-		for _, p := range projects {
-			if next[p] <= 1 {
-				pos[p], known[p] = 0, true
-				continue
-			}
-			var v sql.NullInt64
-			err := tx.QueryRowContext(ctx, q, p, next[p]-1).Scan(&v)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return nil, fmt.Errorf("stream: read position: %w", err)
-			}
-			pos[p], known[p] = v.Int64, v.Valid
+	for _, p := range projects {
+		switch {
+		case next[p] <= 1:
+			pos[p], known[p] = 0, true
+		case prev[p].Valid:
+			pos[p], known[p] = prev[p].Int64, true
 		}
 	}
 	sum := db.Rebind("SELECT coalesce(sum(octet_length(body)), 0) FROM events WHERE project_id = ? AND seq < ?")
