@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/comm-gateway/comm/ent"
 	entmsg "github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/ratelimit"
 )
 
 // Default budgets of outbound mail to addresses outside the gateway, per
@@ -19,47 +19,17 @@ const (
 	DefaultSignedInMailPerHour = 1000
 )
 
-// sendWindow is the period the outbound mail budgets count over.
-const sendWindow = time.Hour
+// sendBudgets are the hourly outbound mail budgets per project, one token
+// bucket for sandbox keys and one for signed-in keys (ratelimit, as every
+// other limit). They are per process: with several replicas each grants
+// the budget.
+type sendBudgets struct{ sandbox, signedIn *ratelimit.Bucket }
 
-// sendCounter counts a project's outbound mail to outside addresses in
-// fixed windows of sendWindow. It is per process: with several replicas
-// each grants the budget.
-type sendCounter struct {
-	mu sync.Mutex
-	m  map[string]*sendCount
-}
-
-type sendCount struct {
-	start time.Time
-	n     int
-}
-
-// take counts one send of project against limit, or says how long until
-// the window ends.
-func (c *sendCounter) take(project string, limit int, now time.Time) (bool, time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]*sendCount{}
+func newSendBudgets(o MailOptions) sendBudgets {
+	return sendBudgets{
+		sandbox:  ratelimit.New(o.SandboxMailPerHour, time.Hour, o.SandboxMailPerHour),
+		signedIn: ratelimit.New(o.SignedInMailPerHour, time.Hour, o.SignedInMailPerHour),
 	}
-	e := c.m[project]
-	if e == nil || now.Sub(e.start) >= sendWindow {
-		if len(c.m) > 10_000 {
-			for k, v := range c.m {
-				if now.Sub(v.start) >= sendWindow {
-					delete(c.m, k)
-				}
-			}
-		}
-		e = &sendCount{start: now}
-		c.m[project] = e
-	}
-	if e.n >= limit {
-		return false, e.start.Add(sendWindow).Sub(now)
-	}
-	e.n++
-	return true, 0
 }
 
 // checkOutboundMail decides whether p may queue mail from connection c to
@@ -98,13 +68,13 @@ func (s *Service) checkOutboundMail(ctx context.Context, p *Principal, c *ent.Co
 				addr, s.mail.Domain)}
 		}
 	}
-	limit := s.mail.SandboxMailPerHour
+	limit, budget := s.mail.SandboxMailPerHour, s.sends.sandbox
 	if p.SignedIn() {
-		limit = s.mail.SignedInMailPerHour
+		limit, budget = s.mail.SignedInMailPerHour, s.sends.signedIn
 	}
-	if ok, wait := s.sends.take(p.ProjectID, limit, s.now()); !ok {
+	if ok, wait := budget.Allow(p.ProjectID); !ok {
 		return &Error{Code: ErrRateLimited.Code, RetryAfter: wait, Message: fmt.Sprintf(
-			"this project has sent its %d emails to outside addresses for this hour; try again in %d s",
+			"this project has sent its %d emails an hour to outside addresses; try again in %d s",
 			limit, int(wait.Seconds())+1)}
 	}
 	return nil

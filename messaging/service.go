@@ -42,7 +42,7 @@ type Service struct {
 	sandboxConnections  int
 	mail                MailOptions
 	eventBody           int
-	sends               sendCounter
+	sends               sendBudgets
 	keys                sync.Map // domain id -> *email.SigningKey
 
 	touchMu sync.Mutex
@@ -147,7 +147,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	s := &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
-		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail, eventBody: opts.EventBodyBytes,
+		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail, sends: newSendBudgets(opts.Mail), eventBody: opts.EventBodyBytes,
 		sandboxConnections: opts.SandboxConnections,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
