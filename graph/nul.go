@@ -28,7 +28,7 @@ func (noNUL) Validate(graphql.ExecutableSchema) error { return nil }
 
 func (noNUL) MutateOperationContext(_ context.Context, rc *graphql.OperationContext) *gqlerror.Error {
 	for name, v := range rc.Variables {
-		if path, ok := nulIn(v, name); ok {
+		if path, ok := messaging.NULPath(v, name); ok {
 			return nulError(path)
 		}
 	}
@@ -44,31 +44,6 @@ func (noNUL) MutateOperationContext(_ context.Context, rc *graphql.OperationCont
 func nulError(path string) *gqlerror.Error {
 	e := messaging.Invalid(path, "must not contain NUL (U+0000) characters")
 	return &gqlerror.Error{Message: e.Message, Extensions: map[string]any{"code": e.Code, "param": e.Param}}
-}
-
-// nulIn finds a string containing NUL in a decoded JSON value (keys
-// included) and returns its path.
-func nulIn(v any, path string) (string, bool) {
-	switch v := v.(type) {
-	case string:
-		return path, strings.ContainsRune(v, 0)
-	case map[string]any:
-		for k, e := range v {
-			if strings.ContainsRune(k, 0) {
-				return path, true
-			}
-			if p, ok := nulIn(e, path+"."+k); ok {
-				return p, true
-			}
-		}
-	case []any:
-		for i, e := range v {
-			if p, ok := nulIn(e, fmt.Sprintf("%s[%d]", path, i)); ok {
-				return p, true
-			}
-		}
-	}
-	return "", false
 }
 
 func nulInSelections(doc *ast.QueryDocument, set ast.SelectionSet, depth int) (string, bool) {

@@ -61,40 +61,7 @@ func nulPath(body []byte) (string, bool) {
 	if json.Unmarshal(body, &v) != nil {
 		return "", false
 	}
-	return walkNUL(v, "")
-}
-
-func walkNUL(v any, path string) (string, bool) {
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
-	switch v := v.(type) {
-	case string:
-		return path, strings.ContainsRune(v, 0)
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		for _, k := range sorted(keys) {
-			if strings.ContainsRune(k, 0) {
-				return join(strings.ReplaceAll(k, "\x00", `\u0000`)), true
-			}
-			if p, ok := walkNUL(v[k], join(k)); ok {
-				return p, true
-			}
-		}
-	case []any:
-		for i, e := range v {
-			if p, ok := walkNUL(e, fmt.Sprintf("%s[%d]", path, i)); ok {
-				return p, true
-			}
-		}
-	}
-	return "", false
+	return messaging.NULPath(v, "")
 }
 
 // checkJSON refuses a body that is not declared as JSON.
