@@ -310,8 +310,13 @@ func (s *Service) Keys(ctx context.Context, p *Principal) ([]*Key, error) {
 	return out, nil
 }
 
-// MaxKeysPerProject bounds the live keys of a project.
-const MaxKeysPerProject = 50
+// MaxKeysPerProject bounds the live keys of a project, and MaxKeysEver
+// all its keys, revoked ones included, so the list of a project's keys
+// (REST and GraphQL) stays bounded however often keys are made and revoked.
+const (
+	MaxKeysPerProject = 50
+	MaxKeysEver       = 1000
+)
 
 // CreateKey makes another key of the caller's project, of the caller's
 // kind: a sandbox key makes sandbox keys, a signed-in key signed-in ones.
@@ -329,6 +334,13 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*Ne
 	}
 	if live >= MaxKeysPerProject {
 		return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf("a project has at most %d live keys: revoke one first", MaxKeysPerProject)}
+	}
+	all, err := s.read.APIKey.Query().Count(p.Context(ctx))
+	if err != nil {
+		return nil, err
+	}
+	if all >= MaxKeysEver {
+		return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf("a project makes at most %d keys in its life (revoked ones count): use a new project", MaxKeysEver)}
 	}
 	prefix, kind := apikey.SandboxPrefix, entapikey.KindSandbox
 	if p.SignedIn() {

@@ -454,3 +454,29 @@ func TestNULInAPIText(t *testing.T) {
 		}
 	})
 }
+
+// TestKeysEverBounded: a project cannot grow its list of keys without
+// bound by making and revoking keys: after MaxKeysEver keys (revoked ones
+// count) another is refused with 409, and the list stays that long.
+func TestKeysEverBounded(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), server.Options{})
+	sb := g.newSandbox(t, "many keys")
+	// Revoked keys made earlier, written straight to the database.
+	if _, err := g.DB.W.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO api_keys (id, created_at, project_id, hash, kind, display, revoked_at)
+		SELECT printf('key_old%06d', i), datetime('now'), ?, randomblob(32), 'sandbox', 'comm_sandbox_...old', datetime('now') FROM n`,
+		messaging.MaxKeysEver-2, sb.ProjectID); err != nil {
+		t.Fatal(err)
+	}
+	g.newKey(t, sb.APIKey) // the last one allowed
+	r := g.do(t, request{Method: "POST", Path: "/v1/keys", Key: sb.APIKey, ContentType: "application/json", Body: `{}`})
+	if r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "revoked ones count") {
+		t.Fatalf("key %d: %d %s, want 409", messaging.MaxKeysEver+1, r.Status, r.Body)
+	}
+	r = g.do(t, request{Method: "GET", Path: "/v1/keys", Key: sb.APIKey})
+	var ks []json.RawMessage
+	if err := json.Unmarshal(r.Body, &ks); err != nil || len(ks) != messaging.MaxKeysEver {
+		t.Fatalf("the list: %d keys (%v), want %d", len(ks), err, messaging.MaxKeysEver)
+	}
+}
