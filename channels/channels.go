@@ -4,11 +4,23 @@
 // A provider is a Descriptor (channel, provider, tier, constructor). Its
 // constructor turns a connection's typed configuration into an Adapter. An
 // Adapter must send (Sender); everything else is optional and found by type
-// assertion: Typer shows a typing indicator, WebhookReceiver parses signed
-// provider webhooks, Poller pulls messages, Closer releases resources.
+// assertion: Provisioner contacts the provider once when the connection is
+// made, Typer shows a typing indicator, Responder answers handshakes,
+// WebhookReceiver parses signed provider webhooks, Poller runs a long-lived
+// inbound session, Injector takes messages from the API caller (the test
+// channel), Deprovisioner undoes the provider-side setup when the
+// connection is deleted, Closer releases resources at shutdown.
 //
-// Lifecycle: New (validate the configuration and provision) -> Send, Typing,
-// ParseWebhook, Poll, any number of times, concurrently -> Close.
+// Lifecycle: New (validate the configuration; no network) -> Provision
+// (only when the connection is made) -> Send, Typing, Respond,
+// ParseWebhook, Poll, any number of times, concurrently -> Deprovision
+// (the connection was deleted) -> Close (this process lets go of it). New
+// runs again in every process that serves the connection (after a restart,
+// on another replica) with the configuration Provision returned.
+//
+// Failures of provider calls are *Error values (or wrap ErrTransient or
+// ErrPermanent): the class decides whether the outbox retries, and
+// RetryAfter, when the provider names it, when.
 //
 // Every adapter passes the conformance suite in channels/channeltest.
 package channels
@@ -17,7 +29,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 )
 
 // Tier is who may connect a channel: any key (free) or a signed-in key
@@ -50,7 +64,16 @@ type Descriptor struct {
 type Connection struct {
 	ID        string
 	ProjectID string
-	Config    json.RawMessage
+	// Config is the connection's configuration: what the caller sent, as
+	// Provision amended it. It holds credentials; the gateway keeps it
+	// sealed at rest and never shows it.
+	Config json.RawMessage
+	// WebhookURL is the public URL of this connection's provider ingress
+	// (https://<base>/hooks/<channel>/<connection id>), built from the
+	// operator's base URL, never from a request's Host. Empty when the
+	// gateway has no public base URL; an adapter that can poll instead
+	// polls then.
+	WebhookURL string
 }
 
 // Adapter is a provisioned connection of one provider.
@@ -66,21 +89,86 @@ type Sender interface {
 	Send(ctx context.Context, msg Outbound) (SendResult, error)
 }
 
+// Provisioner sets a new connection up at the provider (checks the
+// credentials, registers the webhook URL) when the connection is made; it
+// is not called again when another process builds an adapter for the same
+// connection.
+type Provisioner interface {
+	// Provision returns what the gateway stores: the configuration to keep
+	// (secrets Provision made up, such as a webhook secret, included) and
+	// the connection's channel-native address. A rejected credential is a
+	// *ConfigError naming the field.
+	Provision(ctx context.Context) (Provisioned, error)
+}
+
+// Provisioned is what Provision set up.
+type Provisioned struct {
+	// Config replaces the stored configuration when not nil; the next New
+	// of this connection gets it.
+	Config json.RawMessage
+	// Address is the connection's own address on the channel (a bot's
+	// @username, a phone number), shown on the connection.
+	Address string
+}
+
+// Deprovisioner undoes Provision when the connection is deleted (deletes
+// the webhook, unsubscribes the app). Close, in contrast, only lets go of
+// process resources at shutdown; the connection lives on.
+type Deprovisioner interface {
+	Deprovision(ctx context.Context) error
+}
+
 // Typer shows a typing indicator in a conversation.
 type Typer interface {
 	Typing(ctx context.Context, t Typing) error
 }
 
+// Responder answers provider requests that carry no message (a
+// verification handshake, a challenge, a ping), GET requests included. The
+// gateway calls it before ParseWebhook for every request to the
+// connection's ingress; it verifies what the provider signs first.
+type Responder interface {
+	// Respond returns the answer, or nil when r is not a handshake and
+	// goes on to ParseWebhook. Errors are as ParseWebhook's.
+	Respond(r *http.Request, body []byte) (*Response, error)
+}
+
+// Response is an answer to a provider request.
+type Response struct {
+	Status int // 200 if 0
+	Header http.Header
+	Body   []byte
+}
+
 // WebhookReceiver parses a provider's webhook request. It verifies the
 // signature over the raw body before parsing and returns ErrSignature when
-// it does not verify.
+// it does not verify. A request that carries nothing to store (an update
+// of a kind comm does not keep) returns no Inbound and no error.
+// Inbound.ProviderID must be unique per connection (Telegram
+// "<chat_id>:<message_id>", Slack "<channel>:<ts>").
 type WebhookReceiver interface {
 	ParseWebhook(r *http.Request, body []byte) ([]Inbound, error)
 }
 
-// Poller pulls inbound messages (providers without webhooks).
+// Poller runs a long-lived inbound session (Telegram getUpdates, a
+// gateway websocket, a stream). The gateway runs at most one per
+// connection across all replicas, under a database lease, and restarts it
+// with a backoff when it returns while the lease is held. Poll blocks until
+// ctx ends (return nil then) or the session fails: an error wrapping
+// ErrPermanent or ErrRevoked stops the session until the connection is
+// changed. emit stores a message and returns only once it is committed;
+// the session acknowledges to the provider only what emit accepted, so a
+// new owner re-reads the rest (inbound is idempotent by ProviderID).
 type Poller interface {
 	Poll(ctx context.Context, emit func(Inbound) error) error
+}
+
+// Injector takes inbound messages from the API caller itself (POST
+// /v1/connections/{id}/inbound): the test channel. There is no signature;
+// the API key authenticated the caller. Errors naming a field are
+// *ConfigError values.
+type Injector interface {
+	Inject(body []byte) ([]Inbound, error)
 }
 
 // Inbox is an adapter whose connection receives at an address this gateway
@@ -163,11 +251,79 @@ type SendResult struct {
 type Typing struct {
 	ThreadKey string
 	To        string
+	// InReplyTo is the provider id of the inbound message being answered
+	// (WhatsApp and Twilio show typing on a message, Slack in its thread);
+	// empty when there is none.
+	InReplyTo string
 }
 
-// Failure classes; adapters wrap them.
+// Failure classes; adapters wrap them (or return an *Error of the class).
 var (
 	ErrTransient = errors.New("transient provider failure")
 	ErrPermanent = errors.New("permanent provider failure")
+	// ErrRevoked is a permanent failure because the provider rejected the
+	// connection's credentials (a revoked token): the connection is
+	// revoked until it is made again.
+	ErrRevoked   = errors.New("provider rejected the credentials")
 	ErrSignature = errors.New("webhook signature does not verify")
 )
+
+// Error is a provider call that failed. errors.Is(err, ErrTransient) (or
+// ErrPermanent, ErrRevoked) tells the class; a revoked credential is also
+// permanent.
+type Error struct {
+	// Class is ErrTransient, ErrPermanent or ErrRevoked.
+	Class error
+	// RetryAfter is how long the provider asked to wait (Telegram and
+	// Discord retry_after, HTTP Retry-After); 0 when it did not say.
+	RetryAfter time.Duration
+	// Msg says what failed, naming the channel and the provider's reason.
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns the class (and ErrPermanent for a revoked credential).
+func (e *Error) Unwrap() []error {
+	if e.Class == ErrRevoked {
+		return []error{ErrRevoked, ErrPermanent}
+	}
+	return []error{e.Class}
+}
+
+// Transient returns a retryable failure, to retry no sooner than after
+// (0: the gateway's backoff decides).
+func Transient(after time.Duration, format string, args ...any) *Error {
+	return &Error{Class: ErrTransient, RetryAfter: after, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Permanent returns a failure no retry fixes.
+func Permanent(format string, args ...any) *Error {
+	return &Error{Class: ErrPermanent, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Revoked returns a failure because the provider rejected the
+// credentials.
+func Revoked(format string, args ...any) *Error {
+	return &Error{Class: ErrRevoked, Msg: fmt.Sprintf(format, args...)}
+}
+
+// RetryAfter returns how long the provider asked to wait before a retry of
+// what failed with err, or 0.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// ConfigError is a connection configuration (or an injected message) that
+// is wrong, naming the field: "bot_token", "address". New, Provision and
+// Inject return it so the caller hears which field to fix.
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
