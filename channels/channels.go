@@ -89,6 +89,21 @@ type Sender interface {
 	Send(ctx context.Context, msg Outbound) (SendResult, error)
 }
 
+// SendGate applies a channel's own rules before an outbound message is
+// queued (email: who may write to outside addresses, and how much). Its
+// error reaches the caller as it is, so it should be one of the core's
+// errors naming the field ("to").
+type SendGate interface {
+	AllowSend(ctx context.Context, r SendRequest) error
+}
+
+// SendRequest is an outbound message about to be queued.
+type SendRequest struct {
+	To string
+	// SignedIn says the caller's key is a signed-in one (not a sandbox).
+	SignedIn bool
+}
+
 // Provisioner sets a new connection up at the provider (checks the
 // credentials, registers the webhook URL) when the connection is made; it
 // is not called again when another process builds an adapter for the same
@@ -121,6 +136,13 @@ type Deprovisioner interface {
 // Typer shows a typing indicator in a conversation.
 type Typer interface {
 	Typing(ctx context.Context, t Typing) error
+}
+
+// TypingRefresher is a Typer whose indicator fades on its own before
+// comm's typing lease ends (Telegram's after about 5 s): the gateway calls
+// Typing again every TypingEvery while the lease lasts.
+type TypingRefresher interface {
+	TypingEvery() time.Duration
 }
 
 // Responder answers provider requests that carry no message (a
@@ -158,7 +180,8 @@ type WebhookReceiver interface {
 // ErrPermanent or ErrRevoked stops the session until the connection is
 // changed. emit stores a message and returns only once it is committed;
 // the session acknowledges to the provider only what emit accepted, so a
-// new owner re-reads the rest (inbound is idempotent by ProviderID).
+// new owner re-reads the rest (inbound is idempotent by ProviderID). Call
+// emit from one goroutine at a time.
 type Poller interface {
 	Poll(ctx context.Context, emit func(Inbound) error) error
 }

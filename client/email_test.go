@@ -16,14 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
+	gw "github.com/comm-gateway/comm/gateway"
+
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/domain"
-	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/client"
 	"github.com/comm-gateway/comm/delivery"
-	"github.com/comm-gateway/comm/messaging"
-	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
 	"github.com/comm-gateway/comm/stream"
@@ -45,18 +44,13 @@ func startEmail(t *testing.T, cfg store.Config) *gateway {
 		db.Close()
 		t.Fatalf("stream.Open: %v", err)
 	}
-	ch := email.New(email.Options{MailDomain: "mail.test"})
-	reg := channels.NewRegistry(channels.Known()...)
-	reg.Add(testchan.Descriptor())
-	reg.Add(ch.Descriptor())
-	svc, err := messaging.New(log, messaging.Options{Channels: reg, Logger: logger,
-		Mail: messaging.MailOptions{Domain: ch.MailDomain(), Resolver: domain.NewResolver("127.0.0.1:1")}})
+	wired, err := gw.New(log, gw.Config{Logger: logger, Email: email.Options{MailDomain: "mail.test"},
+		Mail: mailhost.Options{Resolver: domain.NewResolver("127.0.0.1:1")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch.Bind(svc)
-	front := server.New(svc, server.Options{Logger: logger})
-	g := &gateway{DB: db, Log: log, Svc: svc, Front: front, hs: httptest.NewServer(front)}
+	svc, front := wired.Svc, wired.Front
+	g := &gateway{DB: db, Log: log, Svc: svc, Mail: wired.Mail, Front: front, hs: httptest.NewServer(front)}
 	g.URL = g.hs.URL
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
@@ -226,7 +220,7 @@ func TestAttachment(t *testing.T) {
 		}
 		data := append([]byte("%PDF-1.4\n"), bytes.Repeat([]byte{0, 0xff, 0x10, '\r', '\n'}, 300)...)
 		raw := emailWithAttachment(*conn.Address, "Q3 report.pdf", "application/pdf", data)
-		if ok, err := g.Svc.DeliverLocal(ctx, "alice@example.org", *conn.Address, raw); err != nil || !ok {
+		if ok, err := g.Mail.DeliverLocal(ctx, "alice@example.org", *conn.Address, raw); err != nil || !ok {
 			t.Fatalf("DeliverLocal: %v, %v", ok, err)
 		}
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"io"
 	"log/slog"
 	"net"
@@ -38,6 +39,7 @@ type gateway struct {
 	DB    *store.DB
 	Log   *stream.Log
 	Svc   *messaging.Service
+	Mail  *mailhost.Host
 	Front *server.Server
 
 	hs      *httptest.Server

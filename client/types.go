@@ -13,6 +13,8 @@ const (
 	EventMessageFailed        = "message.failed"
 	EventConnectionActive     = "connection.active"
 	EventConnectionAuthorized = "connection.authorized"
+	EventConnectionDegraded   = "connection.degraded"
+	EventConnectionRevoked    = "connection.revoked"
 	EventDomainVerified       = "domain.verified"
 	EventDomainUnverified     = "domain.unverified"
 	EventWebhookDisabled      = "webhook.disabled"
@@ -85,14 +87,19 @@ type MessageEvent struct {
 
 // Connection is a channel connection (an inbox, a bot, an app).
 type Connection struct {
-	ID         string    `json:"id"`
-	Channel    string    `json:"channel"`
-	Provider   *string   `json:"provider"`
-	Status     string    `json:"status"`
-	CustomerID string    `json:"customer_id"`
-	AgentID    string    `json:"agent_id"`
-	Name       *string   `json:"name"`
-	Address    *string   `json:"address"`
+	ID         string  `json:"id"`
+	Channel    string  `json:"channel"`
+	Provider   *string `json:"provider"`
+	Status     string  `json:"status"`
+	CustomerID string  `json:"customer_id"`
+	AgentID    string  `json:"agent_id"`
+	Name       *string `json:"name"`
+	// Address is the connection's own address on its channel: an inbox
+	// address, a bot's @username.
+	Address *string `json:"address"`
+	// WebhookURL is where the provider sends this connection's events,
+	// for the channels where it is given to the provider by hand.
+	WebhookURL *string   `json:"webhook_url"`
 	CreatedAt  time.Time `json:"created_at"`
 }
 

@@ -25,8 +25,10 @@ type Connection struct {
 	Channel string `json:"channel,omitempty"`
 	// where a medium has several providers
 	Provider string `json:"provider,omitempty"`
-	// Status holds the value of the "status" field.
+	// pending, authorized, active, degraded (the provider is failing), revoked (credentials rejected), deleted
 	Status string `json:"status,omitempty"`
+	// why the connection is degraded or revoked
+	StatusReason string `json:"status_reason,omitempty"`
 	// CustomerID holds the value of the "customer_id" field.
 	CustomerID string `json:"customer_id,omitempty"`
 	// AgentID holds the value of the "agent_id" field.
@@ -39,6 +41,12 @@ type Connection struct {
 	Address string `json:"address,omitempty"`
 	// channel:address of an inbox this gateway hosts (email); globally unique, cleared on delete
 	InboxKey *string `json:"inbox_key,omitempty"`
+	// the URL the provider sends this connection's events to, when the customer gives it to the provider
+	WebhookURL string `json:"webhook_url,omitempty"`
+	// the replica running the connection's long-lived inbound session (a lease)
+	SessionOwner string `json:"session_owner,omitempty"`
+	// when the session lease lapses unless renewed
+	SessionUntil *time.Time `json:"session_until,omitempty"`
 	// DeletedAt holds the value of the "deleted_at" field.
 	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
 	selectValues sql.SelectValues
@@ -51,9 +59,9 @@ func (*Connection) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case connection.FieldConfig:
 			values[i] = new([]byte)
-		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress, connection.FieldInboxKey:
+		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldStatusReason, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress, connection.FieldInboxKey, connection.FieldWebhookURL, connection.FieldSessionOwner:
 			values[i] = new(sql.NullString)
-		case connection.FieldCreatedAt, connection.FieldDeletedAt:
+		case connection.FieldCreatedAt, connection.FieldSessionUntil, connection.FieldDeletedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -106,6 +114,12 @@ func (_m *Connection) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Status = value.String
 			}
+		case connection.FieldStatusReason:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field status_reason", values[i])
+			} else if value.Valid {
+				_m.StatusReason = value.String
+			}
 		case connection.FieldCustomerID:
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field customer_id", values[i])
@@ -142,6 +156,25 @@ func (_m *Connection) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.InboxKey = new(string)
 				*_m.InboxKey = value.String
+			}
+		case connection.FieldWebhookURL:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field webhook_url", values[i])
+			} else if value.Valid {
+				_m.WebhookURL = value.String
+			}
+		case connection.FieldSessionOwner:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field session_owner", values[i])
+			} else if value.Valid {
+				_m.SessionOwner = value.String
+			}
+		case connection.FieldSessionUntil:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field session_until", values[i])
+			} else if value.Valid {
+				_m.SessionUntil = new(time.Time)
+				*_m.SessionUntil = value.Time
 			}
 		case connection.FieldDeletedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -201,6 +234,9 @@ func (_m *Connection) String() string {
 	builder.WriteString("status=")
 	builder.WriteString(_m.Status)
 	builder.WriteString(", ")
+	builder.WriteString("status_reason=")
+	builder.WriteString(_m.StatusReason)
+	builder.WriteString(", ")
 	builder.WriteString("customer_id=")
 	builder.WriteString(_m.CustomerID)
 	builder.WriteString(", ")
@@ -218,6 +254,17 @@ func (_m *Connection) String() string {
 	if v := _m.InboxKey; v != nil {
 		builder.WriteString("inbox_key=")
 		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	builder.WriteString("webhook_url=")
+	builder.WriteString(_m.WebhookURL)
+	builder.WriteString(", ")
+	builder.WriteString("session_owner=")
+	builder.WriteString(_m.SessionOwner)
+	builder.WriteString(", ")
+	if v := _m.SessionUntil; v != nil {
+		builder.WriteString("session_until=")
+		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteString(", ")
 	if v := _m.DeletedAt; v != nil {

@@ -77,6 +77,20 @@ func (_c *ConnectionCreate) SetNillableStatus(v *string) *ConnectionCreate {
 	return _c
 }
 
+// SetStatusReason sets the "status_reason" field.
+func (_c *ConnectionCreate) SetStatusReason(v string) *ConnectionCreate {
+	_c.mutation.SetStatusReason(v)
+	return _c
+}
+
+// SetNillableStatusReason sets the "status_reason" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableStatusReason(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetStatusReason(*v)
+	}
+	return _c
+}
+
 // SetCustomerID sets the "customer_id" field.
 func (_c *ConnectionCreate) SetCustomerID(v string) *ConnectionCreate {
 	_c.mutation.SetCustomerID(v)
@@ -133,6 +147,48 @@ func (_c *ConnectionCreate) SetInboxKey(v string) *ConnectionCreate {
 func (_c *ConnectionCreate) SetNillableInboxKey(v *string) *ConnectionCreate {
 	if v != nil {
 		_c.SetInboxKey(*v)
+	}
+	return _c
+}
+
+// SetWebhookURL sets the "webhook_url" field.
+func (_c *ConnectionCreate) SetWebhookURL(v string) *ConnectionCreate {
+	_c.mutation.SetWebhookURL(v)
+	return _c
+}
+
+// SetNillableWebhookURL sets the "webhook_url" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableWebhookURL(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetWebhookURL(*v)
+	}
+	return _c
+}
+
+// SetSessionOwner sets the "session_owner" field.
+func (_c *ConnectionCreate) SetSessionOwner(v string) *ConnectionCreate {
+	_c.mutation.SetSessionOwner(v)
+	return _c
+}
+
+// SetNillableSessionOwner sets the "session_owner" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableSessionOwner(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetSessionOwner(*v)
+	}
+	return _c
+}
+
+// SetSessionUntil sets the "session_until" field.
+func (_c *ConnectionCreate) SetSessionUntil(v time.Time) *ConnectionCreate {
+	_c.mutation.SetSessionUntil(v)
+	return _c
+}
+
+// SetNillableSessionUntil sets the "session_until" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableSessionUntil(v *time.Time) *ConnectionCreate {
+	if v != nil {
+		_c.SetSessionUntil(*v)
 	}
 	return _c
 }
@@ -242,6 +298,11 @@ func (_c *ConnectionCreate) check() error {
 	if _, ok := _c.mutation.Status(); !ok {
 		return &ValidationError{Name: "status", err: errors.New(`ent: missing required field "Connection.status"`)}
 	}
+	if v, ok := _c.mutation.StatusReason(); ok {
+		if err := connection.StatusReasonValidator(v); err != nil {
+			return &ValidationError{Name: "status_reason", err: fmt.Errorf(`ent: validator failed for field "Connection.status_reason": %w`, err)}
+		}
+	}
 	if _, ok := _c.mutation.CustomerID(); !ok {
 		return &ValidationError{Name: "customer_id", err: errors.New(`ent: missing required field "Connection.customer_id"`)}
 	}
@@ -314,6 +375,10 @@ func (_c *ConnectionCreate) createSpec() (*Connection, *sqlgraph.CreateSpec) {
 		_spec.SetField(connection.FieldStatus, field.TypeString, value)
 		_node.Status = value
 	}
+	if value, ok := _c.mutation.StatusReason(); ok {
+		_spec.SetField(connection.FieldStatusReason, field.TypeString, value)
+		_node.StatusReason = value
+	}
 	if value, ok := _c.mutation.CustomerID(); ok {
 		_spec.SetField(connection.FieldCustomerID, field.TypeString, value)
 		_node.CustomerID = value
@@ -337,6 +402,18 @@ func (_c *ConnectionCreate) createSpec() (*Connection, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.InboxKey(); ok {
 		_spec.SetField(connection.FieldInboxKey, field.TypeString, value)
 		_node.InboxKey = &value
+	}
+	if value, ok := _c.mutation.WebhookURL(); ok {
+		_spec.SetField(connection.FieldWebhookURL, field.TypeString, value)
+		_node.WebhookURL = value
+	}
+	if value, ok := _c.mutation.SessionOwner(); ok {
+		_spec.SetField(connection.FieldSessionOwner, field.TypeString, value)
+		_node.SessionOwner = value
+	}
+	if value, ok := _c.mutation.SessionUntil(); ok {
+		_spec.SetField(connection.FieldSessionUntil, field.TypeTime, value)
+		_node.SessionUntil = &value
 	}
 	if value, ok := _c.mutation.DeletedAt(); ok {
 		_spec.SetField(connection.FieldDeletedAt, field.TypeTime, value)
@@ -403,6 +480,24 @@ func (u *ConnectionUpsert) SetStatus(v string) *ConnectionUpsert {
 // UpdateStatus sets the "status" field to the value that was provided on create.
 func (u *ConnectionUpsert) UpdateStatus() *ConnectionUpsert {
 	u.SetExcluded(connection.FieldStatus)
+	return u
+}
+
+// SetStatusReason sets the "status_reason" field.
+func (u *ConnectionUpsert) SetStatusReason(v string) *ConnectionUpsert {
+	u.Set(connection.FieldStatusReason, v)
+	return u
+}
+
+// UpdateStatusReason sets the "status_reason" field to the value that was provided on create.
+func (u *ConnectionUpsert) UpdateStatusReason() *ConnectionUpsert {
+	u.SetExcluded(connection.FieldStatusReason)
+	return u
+}
+
+// ClearStatusReason clears the value of the "status_reason" field.
+func (u *ConnectionUpsert) ClearStatusReason() *ConnectionUpsert {
+	u.SetNull(connection.FieldStatusReason)
 	return u
 }
 
@@ -475,6 +570,60 @@ func (u *ConnectionUpsert) UpdateInboxKey() *ConnectionUpsert {
 // ClearInboxKey clears the value of the "inbox_key" field.
 func (u *ConnectionUpsert) ClearInboxKey() *ConnectionUpsert {
 	u.SetNull(connection.FieldInboxKey)
+	return u
+}
+
+// SetWebhookURL sets the "webhook_url" field.
+func (u *ConnectionUpsert) SetWebhookURL(v string) *ConnectionUpsert {
+	u.Set(connection.FieldWebhookURL, v)
+	return u
+}
+
+// UpdateWebhookURL sets the "webhook_url" field to the value that was provided on create.
+func (u *ConnectionUpsert) UpdateWebhookURL() *ConnectionUpsert {
+	u.SetExcluded(connection.FieldWebhookURL)
+	return u
+}
+
+// ClearWebhookURL clears the value of the "webhook_url" field.
+func (u *ConnectionUpsert) ClearWebhookURL() *ConnectionUpsert {
+	u.SetNull(connection.FieldWebhookURL)
+	return u
+}
+
+// SetSessionOwner sets the "session_owner" field.
+func (u *ConnectionUpsert) SetSessionOwner(v string) *ConnectionUpsert {
+	u.Set(connection.FieldSessionOwner, v)
+	return u
+}
+
+// UpdateSessionOwner sets the "session_owner" field to the value that was provided on create.
+func (u *ConnectionUpsert) UpdateSessionOwner() *ConnectionUpsert {
+	u.SetExcluded(connection.FieldSessionOwner)
+	return u
+}
+
+// ClearSessionOwner clears the value of the "session_owner" field.
+func (u *ConnectionUpsert) ClearSessionOwner() *ConnectionUpsert {
+	u.SetNull(connection.FieldSessionOwner)
+	return u
+}
+
+// SetSessionUntil sets the "session_until" field.
+func (u *ConnectionUpsert) SetSessionUntil(v time.Time) *ConnectionUpsert {
+	u.Set(connection.FieldSessionUntil, v)
+	return u
+}
+
+// UpdateSessionUntil sets the "session_until" field to the value that was provided on create.
+func (u *ConnectionUpsert) UpdateSessionUntil() *ConnectionUpsert {
+	u.SetExcluded(connection.FieldSessionUntil)
+	return u
+}
+
+// ClearSessionUntil clears the value of the "session_until" field.
+func (u *ConnectionUpsert) ClearSessionUntil() *ConnectionUpsert {
+	u.SetNull(connection.FieldSessionUntil)
 	return u
 }
 
@@ -576,6 +725,27 @@ func (u *ConnectionUpsertOne) UpdateStatus() *ConnectionUpsertOne {
 	})
 }
 
+// SetStatusReason sets the "status_reason" field.
+func (u *ConnectionUpsertOne) SetStatusReason(v string) *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetStatusReason(v)
+	})
+}
+
+// UpdateStatusReason sets the "status_reason" field to the value that was provided on create.
+func (u *ConnectionUpsertOne) UpdateStatusReason() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateStatusReason()
+	})
+}
+
+// ClearStatusReason clears the value of the "status_reason" field.
+func (u *ConnectionUpsertOne) ClearStatusReason() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearStatusReason()
+	})
+}
+
 // SetName sets the "name" field.
 func (u *ConnectionUpsertOne) SetName(v string) *ConnectionUpsertOne {
 	return u.Update(func(s *ConnectionUpsert) {
@@ -657,6 +827,69 @@ func (u *ConnectionUpsertOne) UpdateInboxKey() *ConnectionUpsertOne {
 func (u *ConnectionUpsertOne) ClearInboxKey() *ConnectionUpsertOne {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearInboxKey()
+	})
+}
+
+// SetWebhookURL sets the "webhook_url" field.
+func (u *ConnectionUpsertOne) SetWebhookURL(v string) *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetWebhookURL(v)
+	})
+}
+
+// UpdateWebhookURL sets the "webhook_url" field to the value that was provided on create.
+func (u *ConnectionUpsertOne) UpdateWebhookURL() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateWebhookURL()
+	})
+}
+
+// ClearWebhookURL clears the value of the "webhook_url" field.
+func (u *ConnectionUpsertOne) ClearWebhookURL() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearWebhookURL()
+	})
+}
+
+// SetSessionOwner sets the "session_owner" field.
+func (u *ConnectionUpsertOne) SetSessionOwner(v string) *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetSessionOwner(v)
+	})
+}
+
+// UpdateSessionOwner sets the "session_owner" field to the value that was provided on create.
+func (u *ConnectionUpsertOne) UpdateSessionOwner() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateSessionOwner()
+	})
+}
+
+// ClearSessionOwner clears the value of the "session_owner" field.
+func (u *ConnectionUpsertOne) ClearSessionOwner() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearSessionOwner()
+	})
+}
+
+// SetSessionUntil sets the "session_until" field.
+func (u *ConnectionUpsertOne) SetSessionUntil(v time.Time) *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetSessionUntil(v)
+	})
+}
+
+// UpdateSessionUntil sets the "session_until" field to the value that was provided on create.
+func (u *ConnectionUpsertOne) UpdateSessionUntil() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateSessionUntil()
+	})
+}
+
+// ClearSessionUntil clears the value of the "session_until" field.
+func (u *ConnectionUpsertOne) ClearSessionUntil() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearSessionUntil()
 	})
 }
 
@@ -928,6 +1161,27 @@ func (u *ConnectionUpsertBulk) UpdateStatus() *ConnectionUpsertBulk {
 	})
 }
 
+// SetStatusReason sets the "status_reason" field.
+func (u *ConnectionUpsertBulk) SetStatusReason(v string) *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetStatusReason(v)
+	})
+}
+
+// UpdateStatusReason sets the "status_reason" field to the value that was provided on create.
+func (u *ConnectionUpsertBulk) UpdateStatusReason() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateStatusReason()
+	})
+}
+
+// ClearStatusReason clears the value of the "status_reason" field.
+func (u *ConnectionUpsertBulk) ClearStatusReason() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearStatusReason()
+	})
+}
+
 // SetName sets the "name" field.
 func (u *ConnectionUpsertBulk) SetName(v string) *ConnectionUpsertBulk {
 	return u.Update(func(s *ConnectionUpsert) {
@@ -1009,6 +1263,69 @@ func (u *ConnectionUpsertBulk) UpdateInboxKey() *ConnectionUpsertBulk {
 func (u *ConnectionUpsertBulk) ClearInboxKey() *ConnectionUpsertBulk {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearInboxKey()
+	})
+}
+
+// SetWebhookURL sets the "webhook_url" field.
+func (u *ConnectionUpsertBulk) SetWebhookURL(v string) *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetWebhookURL(v)
+	})
+}
+
+// UpdateWebhookURL sets the "webhook_url" field to the value that was provided on create.
+func (u *ConnectionUpsertBulk) UpdateWebhookURL() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateWebhookURL()
+	})
+}
+
+// ClearWebhookURL clears the value of the "webhook_url" field.
+func (u *ConnectionUpsertBulk) ClearWebhookURL() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearWebhookURL()
+	})
+}
+
+// SetSessionOwner sets the "session_owner" field.
+func (u *ConnectionUpsertBulk) SetSessionOwner(v string) *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetSessionOwner(v)
+	})
+}
+
+// UpdateSessionOwner sets the "session_owner" field to the value that was provided on create.
+func (u *ConnectionUpsertBulk) UpdateSessionOwner() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateSessionOwner()
+	})
+}
+
+// ClearSessionOwner clears the value of the "session_owner" field.
+func (u *ConnectionUpsertBulk) ClearSessionOwner() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearSessionOwner()
+	})
+}
+
+// SetSessionUntil sets the "session_until" field.
+func (u *ConnectionUpsertBulk) SetSessionUntil(v time.Time) *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetSessionUntil(v)
+	})
+}
+
+// UpdateSessionUntil sets the "session_until" field to the value that was provided on create.
+func (u *ConnectionUpsertBulk) UpdateSessionUntil() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateSessionUntil()
+	})
+}
+
+// ClearSessionUntil clears the value of the "session_until" field.
+func (u *ConnectionUpsertBulk) ClearSessionUntil() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearSessionUntil()
 	})
 }
 

@@ -42,6 +42,26 @@ func (_u *ConnectionUpdate) SetNillableStatus(v *string) *ConnectionUpdate {
 	return _u
 }
 
+// SetStatusReason sets the "status_reason" field.
+func (_u *ConnectionUpdate) SetStatusReason(v string) *ConnectionUpdate {
+	_u.mutation.SetStatusReason(v)
+	return _u
+}
+
+// SetNillableStatusReason sets the "status_reason" field if the given value is not nil.
+func (_u *ConnectionUpdate) SetNillableStatusReason(v *string) *ConnectionUpdate {
+	if v != nil {
+		_u.SetStatusReason(*v)
+	}
+	return _u
+}
+
+// ClearStatusReason clears the value of the "status_reason" field.
+func (_u *ConnectionUpdate) ClearStatusReason() *ConnectionUpdate {
+	_u.mutation.ClearStatusReason()
+	return _u
+}
+
 // SetName sets the "name" field.
 func (_u *ConnectionUpdate) SetName(v string) *ConnectionUpdate {
 	_u.mutation.SetName(v)
@@ -114,6 +134,66 @@ func (_u *ConnectionUpdate) ClearInboxKey() *ConnectionUpdate {
 	return _u
 }
 
+// SetWebhookURL sets the "webhook_url" field.
+func (_u *ConnectionUpdate) SetWebhookURL(v string) *ConnectionUpdate {
+	_u.mutation.SetWebhookURL(v)
+	return _u
+}
+
+// SetNillableWebhookURL sets the "webhook_url" field if the given value is not nil.
+func (_u *ConnectionUpdate) SetNillableWebhookURL(v *string) *ConnectionUpdate {
+	if v != nil {
+		_u.SetWebhookURL(*v)
+	}
+	return _u
+}
+
+// ClearWebhookURL clears the value of the "webhook_url" field.
+func (_u *ConnectionUpdate) ClearWebhookURL() *ConnectionUpdate {
+	_u.mutation.ClearWebhookURL()
+	return _u
+}
+
+// SetSessionOwner sets the "session_owner" field.
+func (_u *ConnectionUpdate) SetSessionOwner(v string) *ConnectionUpdate {
+	_u.mutation.SetSessionOwner(v)
+	return _u
+}
+
+// SetNillableSessionOwner sets the "session_owner" field if the given value is not nil.
+func (_u *ConnectionUpdate) SetNillableSessionOwner(v *string) *ConnectionUpdate {
+	if v != nil {
+		_u.SetSessionOwner(*v)
+	}
+	return _u
+}
+
+// ClearSessionOwner clears the value of the "session_owner" field.
+func (_u *ConnectionUpdate) ClearSessionOwner() *ConnectionUpdate {
+	_u.mutation.ClearSessionOwner()
+	return _u
+}
+
+// SetSessionUntil sets the "session_until" field.
+func (_u *ConnectionUpdate) SetSessionUntil(v time.Time) *ConnectionUpdate {
+	_u.mutation.SetSessionUntil(v)
+	return _u
+}
+
+// SetNillableSessionUntil sets the "session_until" field if the given value is not nil.
+func (_u *ConnectionUpdate) SetNillableSessionUntil(v *time.Time) *ConnectionUpdate {
+	if v != nil {
+		_u.SetSessionUntil(*v)
+	}
+	return _u
+}
+
+// ClearSessionUntil clears the value of the "session_until" field.
+func (_u *ConnectionUpdate) ClearSessionUntil() *ConnectionUpdate {
+	_u.mutation.ClearSessionUntil()
+	return _u
+}
+
 // SetDeletedAt sets the "deleted_at" field.
 func (_u *ConnectionUpdate) SetDeletedAt(v time.Time) *ConnectionUpdate {
 	_u.mutation.SetDeletedAt(v)
@@ -168,6 +248,11 @@ func (_u *ConnectionUpdate) ExecX(ctx context.Context) {
 
 // check runs all checks and user-defined validators on the builder.
 func (_u *ConnectionUpdate) check() error {
+	if v, ok := _u.mutation.StatusReason(); ok {
+		if err := connection.StatusReasonValidator(v); err != nil {
+			return &ValidationError{Name: "status_reason", err: fmt.Errorf(`ent: validator failed for field "Connection.status_reason": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.Name(); ok {
 		if err := connection.NameValidator(v); err != nil {
 			return &ValidationError{Name: "name", err: fmt.Errorf(`ent: validator failed for field "Connection.name": %w`, err)}
@@ -194,6 +279,12 @@ func (_u *ConnectionUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	if value, ok := _u.mutation.Status(); ok {
 		_spec.SetField(connection.FieldStatus, field.TypeString, value)
 	}
+	if value, ok := _u.mutation.StatusReason(); ok {
+		_spec.SetField(connection.FieldStatusReason, field.TypeString, value)
+	}
+	if _u.mutation.StatusReasonCleared() {
+		_spec.ClearField(connection.FieldStatusReason, field.TypeString)
+	}
 	if value, ok := _u.mutation.Name(); ok {
 		_spec.SetField(connection.FieldName, field.TypeString, value)
 	}
@@ -217,6 +308,24 @@ func (_u *ConnectionUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	}
 	if _u.mutation.InboxKeyCleared() {
 		_spec.ClearField(connection.FieldInboxKey, field.TypeString)
+	}
+	if value, ok := _u.mutation.WebhookURL(); ok {
+		_spec.SetField(connection.FieldWebhookURL, field.TypeString, value)
+	}
+	if _u.mutation.WebhookURLCleared() {
+		_spec.ClearField(connection.FieldWebhookURL, field.TypeString)
+	}
+	if value, ok := _u.mutation.SessionOwner(); ok {
+		_spec.SetField(connection.FieldSessionOwner, field.TypeString, value)
+	}
+	if _u.mutation.SessionOwnerCleared() {
+		_spec.ClearField(connection.FieldSessionOwner, field.TypeString)
+	}
+	if value, ok := _u.mutation.SessionUntil(); ok {
+		_spec.SetField(connection.FieldSessionUntil, field.TypeTime, value)
+	}
+	if _u.mutation.SessionUntilCleared() {
+		_spec.ClearField(connection.FieldSessionUntil, field.TypeTime)
 	}
 	if value, ok := _u.mutation.DeletedAt(); ok {
 		_spec.SetField(connection.FieldDeletedAt, field.TypeTime, value)
@@ -255,6 +364,26 @@ func (_u *ConnectionUpdateOne) SetNillableStatus(v *string) *ConnectionUpdateOne
 	if v != nil {
 		_u.SetStatus(*v)
 	}
+	return _u
+}
+
+// SetStatusReason sets the "status_reason" field.
+func (_u *ConnectionUpdateOne) SetStatusReason(v string) *ConnectionUpdateOne {
+	_u.mutation.SetStatusReason(v)
+	return _u
+}
+
+// SetNillableStatusReason sets the "status_reason" field if the given value is not nil.
+func (_u *ConnectionUpdateOne) SetNillableStatusReason(v *string) *ConnectionUpdateOne {
+	if v != nil {
+		_u.SetStatusReason(*v)
+	}
+	return _u
+}
+
+// ClearStatusReason clears the value of the "status_reason" field.
+func (_u *ConnectionUpdateOne) ClearStatusReason() *ConnectionUpdateOne {
+	_u.mutation.ClearStatusReason()
 	return _u
 }
 
@@ -330,6 +459,66 @@ func (_u *ConnectionUpdateOne) ClearInboxKey() *ConnectionUpdateOne {
 	return _u
 }
 
+// SetWebhookURL sets the "webhook_url" field.
+func (_u *ConnectionUpdateOne) SetWebhookURL(v string) *ConnectionUpdateOne {
+	_u.mutation.SetWebhookURL(v)
+	return _u
+}
+
+// SetNillableWebhookURL sets the "webhook_url" field if the given value is not nil.
+func (_u *ConnectionUpdateOne) SetNillableWebhookURL(v *string) *ConnectionUpdateOne {
+	if v != nil {
+		_u.SetWebhookURL(*v)
+	}
+	return _u
+}
+
+// ClearWebhookURL clears the value of the "webhook_url" field.
+func (_u *ConnectionUpdateOne) ClearWebhookURL() *ConnectionUpdateOne {
+	_u.mutation.ClearWebhookURL()
+	return _u
+}
+
+// SetSessionOwner sets the "session_owner" field.
+func (_u *ConnectionUpdateOne) SetSessionOwner(v string) *ConnectionUpdateOne {
+	_u.mutation.SetSessionOwner(v)
+	return _u
+}
+
+// SetNillableSessionOwner sets the "session_owner" field if the given value is not nil.
+func (_u *ConnectionUpdateOne) SetNillableSessionOwner(v *string) *ConnectionUpdateOne {
+	if v != nil {
+		_u.SetSessionOwner(*v)
+	}
+	return _u
+}
+
+// ClearSessionOwner clears the value of the "session_owner" field.
+func (_u *ConnectionUpdateOne) ClearSessionOwner() *ConnectionUpdateOne {
+	_u.mutation.ClearSessionOwner()
+	return _u
+}
+
+// SetSessionUntil sets the "session_until" field.
+func (_u *ConnectionUpdateOne) SetSessionUntil(v time.Time) *ConnectionUpdateOne {
+	_u.mutation.SetSessionUntil(v)
+	return _u
+}
+
+// SetNillableSessionUntil sets the "session_until" field if the given value is not nil.
+func (_u *ConnectionUpdateOne) SetNillableSessionUntil(v *time.Time) *ConnectionUpdateOne {
+	if v != nil {
+		_u.SetSessionUntil(*v)
+	}
+	return _u
+}
+
+// ClearSessionUntil clears the value of the "session_until" field.
+func (_u *ConnectionUpdateOne) ClearSessionUntil() *ConnectionUpdateOne {
+	_u.mutation.ClearSessionUntil()
+	return _u
+}
+
 // SetDeletedAt sets the "deleted_at" field.
 func (_u *ConnectionUpdateOne) SetDeletedAt(v time.Time) *ConnectionUpdateOne {
 	_u.mutation.SetDeletedAt(v)
@@ -397,6 +586,11 @@ func (_u *ConnectionUpdateOne) ExecX(ctx context.Context) {
 
 // check runs all checks and user-defined validators on the builder.
 func (_u *ConnectionUpdateOne) check() error {
+	if v, ok := _u.mutation.StatusReason(); ok {
+		if err := connection.StatusReasonValidator(v); err != nil {
+			return &ValidationError{Name: "status_reason", err: fmt.Errorf(`ent: validator failed for field "Connection.status_reason": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.Name(); ok {
 		if err := connection.NameValidator(v); err != nil {
 			return &ValidationError{Name: "name", err: fmt.Errorf(`ent: validator failed for field "Connection.name": %w`, err)}
@@ -440,6 +634,12 @@ func (_u *ConnectionUpdateOne) sqlSave(ctx context.Context) (_node *Connection, 
 	if value, ok := _u.mutation.Status(); ok {
 		_spec.SetField(connection.FieldStatus, field.TypeString, value)
 	}
+	if value, ok := _u.mutation.StatusReason(); ok {
+		_spec.SetField(connection.FieldStatusReason, field.TypeString, value)
+	}
+	if _u.mutation.StatusReasonCleared() {
+		_spec.ClearField(connection.FieldStatusReason, field.TypeString)
+	}
 	if value, ok := _u.mutation.Name(); ok {
 		_spec.SetField(connection.FieldName, field.TypeString, value)
 	}
@@ -463,6 +663,24 @@ func (_u *ConnectionUpdateOne) sqlSave(ctx context.Context) (_node *Connection, 
 	}
 	if _u.mutation.InboxKeyCleared() {
 		_spec.ClearField(connection.FieldInboxKey, field.TypeString)
+	}
+	if value, ok := _u.mutation.WebhookURL(); ok {
+		_spec.SetField(connection.FieldWebhookURL, field.TypeString, value)
+	}
+	if _u.mutation.WebhookURLCleared() {
+		_spec.ClearField(connection.FieldWebhookURL, field.TypeString)
+	}
+	if value, ok := _u.mutation.SessionOwner(); ok {
+		_spec.SetField(connection.FieldSessionOwner, field.TypeString, value)
+	}
+	if _u.mutation.SessionOwnerCleared() {
+		_spec.ClearField(connection.FieldSessionOwner, field.TypeString)
+	}
+	if value, ok := _u.mutation.SessionUntil(); ok {
+		_spec.SetField(connection.FieldSessionUntil, field.TypeTime, value)
+	}
+	if _u.mutation.SessionUntilCleared() {
+		_spec.ClearField(connection.FieldSessionUntil, field.TypeTime)
 	}
 	if value, ok := _u.mutation.DeletedAt(); ok {
 		_spec.SetField(connection.FieldDeletedAt, field.TypeTime, value)

@@ -153,6 +153,23 @@ type ConnectionWhereInput struct {
 	AddressNotNil       bool     `json:"addressNotNil,omitempty"`
 	AddressEqualFold    *string  `json:"addressEqualFold,omitempty"`
 	AddressContainsFold *string  `json:"addressContainsFold,omitempty"`
+
+	// "webhook_url" field predicates.
+	WebhookURL             *string  `json:"webhookURL,omitempty"`
+	WebhookURLNEQ          *string  `json:"webhookURLNEQ,omitempty"`
+	WebhookURLIn           []string `json:"webhookURLIn,omitempty"`
+	WebhookURLNotIn        []string `json:"webhookURLNotIn,omitempty"`
+	WebhookURLGT           *string  `json:"webhookURLGT,omitempty"`
+	WebhookURLGTE          *string  `json:"webhookURLGTE,omitempty"`
+	WebhookURLLT           *string  `json:"webhookURLLT,omitempty"`
+	WebhookURLLTE          *string  `json:"webhookURLLTE,omitempty"`
+	WebhookURLContains     *string  `json:"webhookURLContains,omitempty"`
+	WebhookURLHasPrefix    *string  `json:"webhookURLHasPrefix,omitempty"`
+	WebhookURLHasSuffix    *string  `json:"webhookURLHasSuffix,omitempty"`
+	WebhookURLIsNil        bool     `json:"webhookURLIsNil,omitempty"`
+	WebhookURLNotNil       bool     `json:"webhookURLNotNil,omitempty"`
+	WebhookURLEqualFold    *string  `json:"webhookURLEqualFold,omitempty"`
+	WebhookURLContainsFold *string  `json:"webhookURLContainsFold,omitempty"`
 }
 
 // AddPredicates adds custom predicates to the where input to be used during the filtering phase.
@@ -570,6 +587,51 @@ func (i *ConnectionWhereInput) P() (predicate.Connection, error) {
 	}
 	if i.AddressContainsFold != nil {
 		predicates = append(predicates, connection.AddressContainsFold(*i.AddressContainsFold))
+	}
+	if i.WebhookURL != nil {
+		predicates = append(predicates, connection.WebhookURLEQ(*i.WebhookURL))
+	}
+	if i.WebhookURLNEQ != nil {
+		predicates = append(predicates, connection.WebhookURLNEQ(*i.WebhookURLNEQ))
+	}
+	if len(i.WebhookURLIn) > 0 {
+		predicates = append(predicates, connection.WebhookURLIn(i.WebhookURLIn...))
+	}
+	if len(i.WebhookURLNotIn) > 0 {
+		predicates = append(predicates, connection.WebhookURLNotIn(i.WebhookURLNotIn...))
+	}
+	if i.WebhookURLGT != nil {
+		predicates = append(predicates, connection.WebhookURLGT(*i.WebhookURLGT))
+	}
+	if i.WebhookURLGTE != nil {
+		predicates = append(predicates, connection.WebhookURLGTE(*i.WebhookURLGTE))
+	}
+	if i.WebhookURLLT != nil {
+		predicates = append(predicates, connection.WebhookURLLT(*i.WebhookURLLT))
+	}
+	if i.WebhookURLLTE != nil {
+		predicates = append(predicates, connection.WebhookURLLTE(*i.WebhookURLLTE))
+	}
+	if i.WebhookURLContains != nil {
+		predicates = append(predicates, connection.WebhookURLContains(*i.WebhookURLContains))
+	}
+	if i.WebhookURLHasPrefix != nil {
+		predicates = append(predicates, connection.WebhookURLHasPrefix(*i.WebhookURLHasPrefix))
+	}
+	if i.WebhookURLHasSuffix != nil {
+		predicates = append(predicates, connection.WebhookURLHasSuffix(*i.WebhookURLHasSuffix))
+	}
+	if i.WebhookURLIsNil {
+		predicates = append(predicates, connection.WebhookURLIsNil())
+	}
+	if i.WebhookURLNotNil {
+		predicates = append(predicates, connection.WebhookURLNotNil())
+	}
+	if i.WebhookURLEqualFold != nil {
+		predicates = append(predicates, connection.WebhookURLEqualFold(*i.WebhookURLEqualFold))
+	}
+	if i.WebhookURLContainsFold != nil {
+		predicates = append(predicates, connection.WebhookURLContainsFold(*i.WebhookURLContainsFold))
 	}
 
 	switch len(predicates) {

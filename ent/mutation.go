@@ -2887,12 +2887,16 @@ type ConnectionMutation struct {
 	channel       *string
 	provider      *string
 	status        *string
+	status_reason *string
 	customer_id   *string
 	agent_id      *string
 	name          *string
 	_config       *[]byte
 	address       *string
 	inbox_key     *string
+	webhook_url   *string
+	session_owner *string
+	session_until *time.Time
 	deleted_at    *time.Time
 	clearedFields map[string]struct{}
 	done          bool
@@ -3197,6 +3201,55 @@ func (m *ConnectionMutation) ResetStatus() {
 	m.status = nil
 }
 
+// SetStatusReason sets the "status_reason" field.
+func (m *ConnectionMutation) SetStatusReason(s string) {
+	m.status_reason = &s
+}
+
+// StatusReason returns the value of the "status_reason" field in the mutation.
+func (m *ConnectionMutation) StatusReason() (r string, exists bool) {
+	v := m.status_reason
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStatusReason returns the old "status_reason" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldStatusReason(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStatusReason is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStatusReason requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStatusReason: %w", err)
+	}
+	return oldValue.StatusReason, nil
+}
+
+// ClearStatusReason clears the value of the "status_reason" field.
+func (m *ConnectionMutation) ClearStatusReason() {
+	m.status_reason = nil
+	m.clearedFields[connection.FieldStatusReason] = struct{}{}
+}
+
+// StatusReasonCleared returns if the "status_reason" field was cleared in this mutation.
+func (m *ConnectionMutation) StatusReasonCleared() bool {
+	_, ok := m.clearedFields[connection.FieldStatusReason]
+	return ok
+}
+
+// ResetStatusReason resets all changes to the "status_reason" field.
+func (m *ConnectionMutation) ResetStatusReason() {
+	m.status_reason = nil
+	delete(m.clearedFields, connection.FieldStatusReason)
+}
+
 // SetCustomerID sets the "customer_id" field.
 func (m *ConnectionMutation) SetCustomerID(s string) {
 	m.customer_id = &s
@@ -3465,6 +3518,153 @@ func (m *ConnectionMutation) ResetInboxKey() {
 	delete(m.clearedFields, connection.FieldInboxKey)
 }
 
+// SetWebhookURL sets the "webhook_url" field.
+func (m *ConnectionMutation) SetWebhookURL(s string) {
+	m.webhook_url = &s
+}
+
+// WebhookURL returns the value of the "webhook_url" field in the mutation.
+func (m *ConnectionMutation) WebhookURL() (r string, exists bool) {
+	v := m.webhook_url
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWebhookURL returns the old "webhook_url" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldWebhookURL(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWebhookURL is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWebhookURL requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWebhookURL: %w", err)
+	}
+	return oldValue.WebhookURL, nil
+}
+
+// ClearWebhookURL clears the value of the "webhook_url" field.
+func (m *ConnectionMutation) ClearWebhookURL() {
+	m.webhook_url = nil
+	m.clearedFields[connection.FieldWebhookURL] = struct{}{}
+}
+
+// WebhookURLCleared returns if the "webhook_url" field was cleared in this mutation.
+func (m *ConnectionMutation) WebhookURLCleared() bool {
+	_, ok := m.clearedFields[connection.FieldWebhookURL]
+	return ok
+}
+
+// ResetWebhookURL resets all changes to the "webhook_url" field.
+func (m *ConnectionMutation) ResetWebhookURL() {
+	m.webhook_url = nil
+	delete(m.clearedFields, connection.FieldWebhookURL)
+}
+
+// SetSessionOwner sets the "session_owner" field.
+func (m *ConnectionMutation) SetSessionOwner(s string) {
+	m.session_owner = &s
+}
+
+// SessionOwner returns the value of the "session_owner" field in the mutation.
+func (m *ConnectionMutation) SessionOwner() (r string, exists bool) {
+	v := m.session_owner
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionOwner returns the old "session_owner" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldSessionOwner(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionOwner is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionOwner requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionOwner: %w", err)
+	}
+	return oldValue.SessionOwner, nil
+}
+
+// ClearSessionOwner clears the value of the "session_owner" field.
+func (m *ConnectionMutation) ClearSessionOwner() {
+	m.session_owner = nil
+	m.clearedFields[connection.FieldSessionOwner] = struct{}{}
+}
+
+// SessionOwnerCleared returns if the "session_owner" field was cleared in this mutation.
+func (m *ConnectionMutation) SessionOwnerCleared() bool {
+	_, ok := m.clearedFields[connection.FieldSessionOwner]
+	return ok
+}
+
+// ResetSessionOwner resets all changes to the "session_owner" field.
+func (m *ConnectionMutation) ResetSessionOwner() {
+	m.session_owner = nil
+	delete(m.clearedFields, connection.FieldSessionOwner)
+}
+
+// SetSessionUntil sets the "session_until" field.
+func (m *ConnectionMutation) SetSessionUntil(t time.Time) {
+	m.session_until = &t
+}
+
+// SessionUntil returns the value of the "session_until" field in the mutation.
+func (m *ConnectionMutation) SessionUntil() (r time.Time, exists bool) {
+	v := m.session_until
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionUntil returns the old "session_until" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldSessionUntil(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionUntil is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionUntil requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionUntil: %w", err)
+	}
+	return oldValue.SessionUntil, nil
+}
+
+// ClearSessionUntil clears the value of the "session_until" field.
+func (m *ConnectionMutation) ClearSessionUntil() {
+	m.session_until = nil
+	m.clearedFields[connection.FieldSessionUntil] = struct{}{}
+}
+
+// SessionUntilCleared returns if the "session_until" field was cleared in this mutation.
+func (m *ConnectionMutation) SessionUntilCleared() bool {
+	_, ok := m.clearedFields[connection.FieldSessionUntil]
+	return ok
+}
+
+// ResetSessionUntil resets all changes to the "session_until" field.
+func (m *ConnectionMutation) ResetSessionUntil() {
+	m.session_until = nil
+	delete(m.clearedFields, connection.FieldSessionUntil)
+}
+
 // SetDeletedAt sets the "deleted_at" field.
 func (m *ConnectionMutation) SetDeletedAt(t time.Time) {
 	m.deleted_at = &t
@@ -3548,7 +3748,7 @@ func (m *ConnectionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConnectionMutation) Fields() []string {
-	fields := make([]string, 0, 12)
+	fields := make([]string, 0, 16)
 	if m.created_at != nil {
 		fields = append(fields, connection.FieldCreatedAt)
 	}
@@ -3563,6 +3763,9 @@ func (m *ConnectionMutation) Fields() []string {
 	}
 	if m.status != nil {
 		fields = append(fields, connection.FieldStatus)
+	}
+	if m.status_reason != nil {
+		fields = append(fields, connection.FieldStatusReason)
 	}
 	if m.customer_id != nil {
 		fields = append(fields, connection.FieldCustomerID)
@@ -3581,6 +3784,15 @@ func (m *ConnectionMutation) Fields() []string {
 	}
 	if m.inbox_key != nil {
 		fields = append(fields, connection.FieldInboxKey)
+	}
+	if m.webhook_url != nil {
+		fields = append(fields, connection.FieldWebhookURL)
+	}
+	if m.session_owner != nil {
+		fields = append(fields, connection.FieldSessionOwner)
+	}
+	if m.session_until != nil {
+		fields = append(fields, connection.FieldSessionUntil)
 	}
 	if m.deleted_at != nil {
 		fields = append(fields, connection.FieldDeletedAt)
@@ -3603,6 +3815,8 @@ func (m *ConnectionMutation) Field(name string) (ent.Value, bool) {
 		return m.Provider()
 	case connection.FieldStatus:
 		return m.Status()
+	case connection.FieldStatusReason:
+		return m.StatusReason()
 	case connection.FieldCustomerID:
 		return m.CustomerID()
 	case connection.FieldAgentID:
@@ -3615,6 +3829,12 @@ func (m *ConnectionMutation) Field(name string) (ent.Value, bool) {
 		return m.Address()
 	case connection.FieldInboxKey:
 		return m.InboxKey()
+	case connection.FieldWebhookURL:
+		return m.WebhookURL()
+	case connection.FieldSessionOwner:
+		return m.SessionOwner()
+	case connection.FieldSessionUntil:
+		return m.SessionUntil()
 	case connection.FieldDeletedAt:
 		return m.DeletedAt()
 	}
@@ -3636,6 +3856,8 @@ func (m *ConnectionMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldProvider(ctx)
 	case connection.FieldStatus:
 		return m.OldStatus(ctx)
+	case connection.FieldStatusReason:
+		return m.OldStatusReason(ctx)
 	case connection.FieldCustomerID:
 		return m.OldCustomerID(ctx)
 	case connection.FieldAgentID:
@@ -3648,6 +3870,12 @@ func (m *ConnectionMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldAddress(ctx)
 	case connection.FieldInboxKey:
 		return m.OldInboxKey(ctx)
+	case connection.FieldWebhookURL:
+		return m.OldWebhookURL(ctx)
+	case connection.FieldSessionOwner:
+		return m.OldSessionOwner(ctx)
+	case connection.FieldSessionUntil:
+		return m.OldSessionUntil(ctx)
 	case connection.FieldDeletedAt:
 		return m.OldDeletedAt(ctx)
 	}
@@ -3694,6 +3922,13 @@ func (m *ConnectionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetStatus(v)
 		return nil
+	case connection.FieldStatusReason:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStatusReason(v)
+		return nil
 	case connection.FieldCustomerID:
 		v, ok := value.(string)
 		if !ok {
@@ -3736,6 +3971,27 @@ func (m *ConnectionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetInboxKey(v)
 		return nil
+	case connection.FieldWebhookURL:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWebhookURL(v)
+		return nil
+	case connection.FieldSessionOwner:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionOwner(v)
+		return nil
+	case connection.FieldSessionUntil:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionUntil(v)
+		return nil
 	case connection.FieldDeletedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -3776,6 +4032,9 @@ func (m *ConnectionMutation) ClearedFields() []string {
 	if m.FieldCleared(connection.FieldProvider) {
 		fields = append(fields, connection.FieldProvider)
 	}
+	if m.FieldCleared(connection.FieldStatusReason) {
+		fields = append(fields, connection.FieldStatusReason)
+	}
 	if m.FieldCleared(connection.FieldName) {
 		fields = append(fields, connection.FieldName)
 	}
@@ -3787,6 +4046,15 @@ func (m *ConnectionMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(connection.FieldInboxKey) {
 		fields = append(fields, connection.FieldInboxKey)
+	}
+	if m.FieldCleared(connection.FieldWebhookURL) {
+		fields = append(fields, connection.FieldWebhookURL)
+	}
+	if m.FieldCleared(connection.FieldSessionOwner) {
+		fields = append(fields, connection.FieldSessionOwner)
+	}
+	if m.FieldCleared(connection.FieldSessionUntil) {
+		fields = append(fields, connection.FieldSessionUntil)
 	}
 	if m.FieldCleared(connection.FieldDeletedAt) {
 		fields = append(fields, connection.FieldDeletedAt)
@@ -3808,6 +4076,9 @@ func (m *ConnectionMutation) ClearField(name string) error {
 	case connection.FieldProvider:
 		m.ClearProvider()
 		return nil
+	case connection.FieldStatusReason:
+		m.ClearStatusReason()
+		return nil
 	case connection.FieldName:
 		m.ClearName()
 		return nil
@@ -3819,6 +4090,15 @@ func (m *ConnectionMutation) ClearField(name string) error {
 		return nil
 	case connection.FieldInboxKey:
 		m.ClearInboxKey()
+		return nil
+	case connection.FieldWebhookURL:
+		m.ClearWebhookURL()
+		return nil
+	case connection.FieldSessionOwner:
+		m.ClearSessionOwner()
+		return nil
+	case connection.FieldSessionUntil:
+		m.ClearSessionUntil()
 		return nil
 	case connection.FieldDeletedAt:
 		m.ClearDeletedAt()
@@ -3846,6 +4126,9 @@ func (m *ConnectionMutation) ResetField(name string) error {
 	case connection.FieldStatus:
 		m.ResetStatus()
 		return nil
+	case connection.FieldStatusReason:
+		m.ResetStatusReason()
+		return nil
 	case connection.FieldCustomerID:
 		m.ResetCustomerID()
 		return nil
@@ -3863,6 +4146,15 @@ func (m *ConnectionMutation) ResetField(name string) error {
 		return nil
 	case connection.FieldInboxKey:
 		m.ResetInboxKey()
+		return nil
+	case connection.FieldWebhookURL:
+		m.ResetWebhookURL()
+		return nil
+	case connection.FieldSessionOwner:
+		m.ResetSessionOwner()
+		return nil
+	case connection.FieldSessionUntil:
+		m.ResetSessionUntil()
 		return nil
 	case connection.FieldDeletedAt:
 		m.ResetDeletedAt()

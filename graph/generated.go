@@ -15,6 +15,7 @@ import (
 	"entgo.io/contrib/entgql"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/messaging"
@@ -91,6 +92,7 @@ type ComplexityRoot struct {
 		Name       func(childComplexity int) int
 		Provider   func(childComplexity int) int
 		Status     func(childComplexity int) int
+		WebhookURL func(childComplexity int) int
 	}
 
 	ConnectionConnection struct {
@@ -350,11 +352,11 @@ type ConversationResolver interface {
 	TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error)
 }
 type DomainRecordResolver interface {
-	Kind(ctx context.Context, obj *messaging.DomainRecord) (string, error)
+	Kind(ctx context.Context, obj *mailhost.DomainRecord) (string, error)
 
-	Priority(ctx context.Context, obj *messaging.DomainRecord) (*int, error)
+	Priority(ctx context.Context, obj *mailhost.DomainRecord) (*int, error)
 
-	Detail(ctx context.Context, obj *messaging.DomainRecord) (*string, error)
+	Detail(ctx context.Context, obj *mailhost.DomainRecord) (*string, error)
 }
 type MessageResolver interface {
 	Recipient(ctx context.Context, obj *ent.Message) (*string, error)
@@ -372,8 +374,8 @@ type MutationResolver interface {
 	SetWebhook(ctx context.Context, input WebhookInput) (*messaging.Webhook, error)
 	DeleteWebhook(ctx context.Context) (bool, error)
 	ReplayWebhook(ctx context.Context, fromSeq int) (*messaging.Webhook, error)
-	AddDomain(ctx context.Context, domain string) (*messaging.Domain, error)
-	VerifyDomain(ctx context.Context, id string) (*messaging.Domain, error)
+	AddDomain(ctx context.Context, domain string) (*mailhost.Domain, error)
+	VerifyDomain(ctx context.Context, id string) (*mailhost.Domain, error)
 	DeleteDomain(ctx context.Context, id string) (bool, error)
 	CreateAPIKey(ctx context.Context, name *string) (*messaging.NewKey, error)
 	RevokeAPIKey(ctx context.Context, id string) (*messaging.Key, error)
@@ -388,8 +390,8 @@ type QueryResolver interface {
 	Events(ctx context.Context, afterSeq *int, first *int, typeArg *string) (*EventConnection, error)
 	Webhook(ctx context.Context) (*messaging.Webhook, error)
 	WebhookAttempts(ctx context.Context, after *string, first *int) ([]*messaging.WebhookAttempt, error)
-	Domains(ctx context.Context, after *string, limit *int) ([]*messaging.Domain, error)
-	Domain(ctx context.Context, id string) (*messaging.Domain, error)
+	Domains(ctx context.Context, after *string, limit *int) ([]*mailhost.Domain, error)
+	Domain(ctx context.Context, id string) (*mailhost.Domain, error)
 	Account(ctx context.Context) (*messaging.AccountView, error)
 	APIKeys(ctx context.Context) ([]*messaging.Key, error)
 }
@@ -629,6 +631,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Connection.Status(childComplexity), true
+	case "Connection.webhookURL":
+		if e.ComplexityRoot.Connection.WebhookURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.WebhookURL(childComplexity), true
 
 	case "ConnectionConnection.edges":
 		if e.ComplexityRoot.ConnectionConnection.Edges == nil {
@@ -2239,6 +2247,9 @@ type Connection implements Node {
   where a medium has several providers
   """
   provider: String
+  """
+  pending, authorized, active, degraded (the provider is failing), revoked (credentials rejected), deleted
+  """
   status: String!
   customerID: String!
   agentID: String!
@@ -2247,6 +2258,10 @@ type Connection implements Node {
   channel-native address of the connection, if any
   """
   address: String
+  """
+  the URL the provider sends this connection's events to, when the customer gives it to the provider
+  """
+  webhookURL: String
 }
 """
 A connection to a list of items.
@@ -2447,6 +2462,24 @@ input ConnectionWhereInput {
   addressNotNil: Boolean
   addressEqualFold: String
   addressContainsFold: String
+  """
+  webhook_url field predicates
+  """
+  webhookURL: String
+  webhookURLNEQ: String
+  webhookURLIn: [String!]
+  webhookURLNotIn: [String!]
+  webhookURLGT: String
+  webhookURLGTE: String
+  webhookURLLT: String
+  webhookURLLTE: String
+  webhookURLContains: String
+  webhookURLHasPrefix: String
+  webhookURLHasSuffix: String
+  webhookURLIsNil: Boolean
+  webhookURLNotNil: Boolean
+  webhookURLEqualFold: String
+  webhookURLContainsFold: String
 }
 type Conversation implements Node {
   id: ID!
@@ -3419,6 +3452,8 @@ func (ec *executionContext) childFields_Connection(ctx context.Context, field gr
 		return ec.fieldContext_Connection_name(ctx, field)
 	case "address":
 		return ec.fieldContext_Connection_address(ctx, field)
+	case "webhookURL":
+		return ec.fieldContext_Connection_webhookURL(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Connection", field.Name)
 }
@@ -5370,6 +5405,29 @@ func (ec *executionContext) fieldContext_Connection_address(_ context.Context, f
 	return graphql.NewScalarFieldContext("Connection", field, true, true, "String")
 }
 
+func (ec *executionContext) _Connection_webhookURL(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_webhookURL(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WebhookURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_webhookURL(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, false, false, "String")
+}
+
 func (ec *executionContext) _ConnectionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ConnectionConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5999,7 +6057,7 @@ func (ec *executionContext) fieldContext_CreditEntry_createdAt(_ context.Context
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Domain_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_id(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6022,7 +6080,7 @@ func (ec *executionContext) fieldContext_Domain_id(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "ID")
 }
 
-func (ec *executionContext) _Domain_domain(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_domain(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6045,7 +6103,7 @@ func (ec *executionContext) fieldContext_Domain_domain(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
 }
 
-func (ec *executionContext) _Domain_inboundDomain(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_inboundDomain(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6068,7 +6126,7 @@ func (ec *executionContext) fieldContext_Domain_inboundDomain(_ context.Context,
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
 }
 
-func (ec *executionContext) _Domain_status(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_status(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6091,7 +6149,7 @@ func (ec *executionContext) fieldContext_Domain_status(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
 }
 
-func (ec *executionContext) _Domain_records(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_records(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6103,8 +6161,8 @@ func (ec *executionContext) _Domain_records(ctx context.Context, field graphql.C
 			return obj.Records, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []messaging.DomainRecord) graphql.Marshaler {
-			return ec.marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainRecordᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []mailhost.DomainRecord) graphql.Marshaler {
+			return ec.marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainRecordᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6123,7 +6181,7 @@ func (ec *executionContext) fieldContext_Domain_records(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _Domain_lastError(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_lastError(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6146,7 +6204,7 @@ func (ec *executionContext) fieldContext_Domain_lastError(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
 }
 
-func (ec *executionContext) _Domain_checkedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_checkedAt(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6169,7 +6227,7 @@ func (ec *executionContext) fieldContext_Domain_checkedAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Domain_verifiedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_verifiedAt(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6192,7 +6250,7 @@ func (ec *executionContext) fieldContext_Domain_verifiedAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Domain_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_createdAt(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6215,7 +6273,7 @@ func (ec *executionContext) fieldContext_Domain_createdAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "Time")
 }
 
-func (ec *executionContext) _DomainRecord_kind(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_kind(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6238,7 +6296,7 @@ func (ec *executionContext) fieldContext_DomainRecord_kind(_ context.Context, fi
 	return graphql.NewScalarFieldContext("DomainRecord", field, true, true, "String")
 }
 
-func (ec *executionContext) _DomainRecord_type(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_type(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6261,7 +6319,7 @@ func (ec *executionContext) fieldContext_DomainRecord_type(_ context.Context, fi
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_name(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_name(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6284,7 +6342,7 @@ func (ec *executionContext) fieldContext_DomainRecord_name(_ context.Context, fi
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_value(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_value(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6307,7 +6365,7 @@ func (ec *executionContext) fieldContext_DomainRecord_value(_ context.Context, f
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_priority(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_priority(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6330,7 +6388,7 @@ func (ec *executionContext) fieldContext_DomainRecord_priority(_ context.Context
 	return graphql.NewScalarFieldContext("DomainRecord", field, true, true, "Int")
 }
 
-func (ec *executionContext) _DomainRecord_required(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_required(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6353,7 +6411,7 @@ func (ec *executionContext) fieldContext_DomainRecord_required(_ context.Context
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _DomainRecord_purpose(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_purpose(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6376,7 +6434,7 @@ func (ec *executionContext) fieldContext_DomainRecord_purpose(_ context.Context,
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_state(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_state(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6399,7 +6457,7 @@ func (ec *executionContext) fieldContext_DomainRecord_state(_ context.Context, f
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_seen(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_seen(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6422,7 +6480,7 @@ func (ec *executionContext) fieldContext_DomainRecord_seen(_ context.Context, fi
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_detail(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_detail(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6445,7 +6503,7 @@ func (ec *executionContext) fieldContext_DomainRecord_detail(_ context.Context, 
 	return graphql.NewScalarFieldContext("DomainRecord", field, true, true, "String")
 }
 
-func (ec *executionContext) _DomainRecord_zone(ctx context.Context, field graphql.CollectedField, obj *messaging.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_zone(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7756,8 +7814,8 @@ func (ec *executionContext) _Mutation_addDomain(ctx context.Context, field graph
 			return ec.Resolvers.Mutation().AddDomain(ctx, fc.Args["domain"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
-			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
+			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7800,8 +7858,8 @@ func (ec *executionContext) _Mutation_verifyDomain(ctx context.Context, field gr
 			return ec.Resolvers.Mutation().VerifyDomain(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
-			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
+			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8923,8 +8981,8 @@ func (ec *executionContext) _Query_domains(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Query().Domains(ctx, fc.Args["after"].(*string), fc.Args["limit"].(*int))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*messaging.Domain) graphql.Marshaler {
-			return ec.marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*mailhost.Domain) graphql.Marshaler {
+			return ec.marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8967,8 +9025,8 @@ func (ec *executionContext) _Query_domain(ctx context.Context, field graphql.Col
 			return ec.Resolvers.Query().Domain(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
-			return ec.marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
+			return ec.marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx, selections, v)
 		},
 		true,
 		false,
@@ -10923,7 +10981,7 @@ func (ec *executionContext) unmarshalInputConnectionWhereInput(ctx context.Conte
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "channel", "channelNEQ", "channelIn", "channelNotIn", "channelGT", "channelGTE", "channelLT", "channelLTE", "channelContains", "channelHasPrefix", "channelHasSuffix", "channelEqualFold", "channelContainsFold", "provider", "providerNEQ", "providerIn", "providerNotIn", "providerGT", "providerGTE", "providerLT", "providerLTE", "providerContains", "providerHasPrefix", "providerHasSuffix", "providerIsNil", "providerNotNil", "providerEqualFold", "providerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "statusContains", "statusHasPrefix", "statusHasSuffix", "statusEqualFold", "statusContainsFold", "customerID", "customerIDNEQ", "customerIDIn", "customerIDNotIn", "customerIDGT", "customerIDGTE", "customerIDLT", "customerIDLTE", "customerIDContains", "customerIDHasPrefix", "customerIDHasSuffix", "customerIDEqualFold", "customerIDContainsFold", "agentID", "agentIDNEQ", "agentIDIn", "agentIDNotIn", "agentIDGT", "agentIDGTE", "agentIDLT", "agentIDLTE", "agentIDContains", "agentIDHasPrefix", "agentIDHasSuffix", "agentIDEqualFold", "agentIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameIsNil", "nameNotNil", "nameEqualFold", "nameContainsFold", "address", "addressNEQ", "addressIn", "addressNotIn", "addressGT", "addressGTE", "addressLT", "addressLTE", "addressContains", "addressHasPrefix", "addressHasSuffix", "addressIsNil", "addressNotNil", "addressEqualFold", "addressContainsFold"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "channel", "channelNEQ", "channelIn", "channelNotIn", "channelGT", "channelGTE", "channelLT", "channelLTE", "channelContains", "channelHasPrefix", "channelHasSuffix", "channelEqualFold", "channelContainsFold", "provider", "providerNEQ", "providerIn", "providerNotIn", "providerGT", "providerGTE", "providerLT", "providerLTE", "providerContains", "providerHasPrefix", "providerHasSuffix", "providerIsNil", "providerNotNil", "providerEqualFold", "providerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "statusContains", "statusHasPrefix", "statusHasSuffix", "statusEqualFold", "statusContainsFold", "customerID", "customerIDNEQ", "customerIDIn", "customerIDNotIn", "customerIDGT", "customerIDGTE", "customerIDLT", "customerIDLTE", "customerIDContains", "customerIDHasPrefix", "customerIDHasSuffix", "customerIDEqualFold", "customerIDContainsFold", "agentID", "agentIDNEQ", "agentIDIn", "agentIDNotIn", "agentIDGT", "agentIDGTE", "agentIDLT", "agentIDLTE", "agentIDContains", "agentIDHasPrefix", "agentIDHasSuffix", "agentIDEqualFold", "agentIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameIsNil", "nameNotNil", "nameEqualFold", "nameContainsFold", "address", "addressNEQ", "addressIn", "addressNotIn", "addressGT", "addressGTE", "addressLT", "addressLTE", "addressContains", "addressHasPrefix", "addressHasSuffix", "addressIsNil", "addressNotNil", "addressEqualFold", "addressContainsFold", "webhookURL", "webhookURLNEQ", "webhookURLIn", "webhookURLNotIn", "webhookURLGT", "webhookURLGTE", "webhookURLLT", "webhookURLLTE", "webhookURLContains", "webhookURLHasPrefix", "webhookURLHasSuffix", "webhookURLIsNil", "webhookURLNotNil", "webhookURLEqualFold", "webhookURLContainsFold"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -11756,6 +11814,111 @@ func (ec *executionContext) unmarshalInputConnectionWhereInput(ctx context.Conte
 				return it, err
 			}
 			it.AddressContainsFold = data
+		case "webhookURL":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURL"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURL = data
+		case "webhookURLNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLNEQ = data
+		case "webhookURLIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLIn = data
+		case "webhookURLNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLNotIn = data
+		case "webhookURLGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLGT = data
+		case "webhookURLGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLGTE = data
+		case "webhookURLLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLLT = data
+		case "webhookURLLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLLTE = data
+		case "webhookURLContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLContains = data
+		case "webhookURLHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLHasPrefix = data
+		case "webhookURLHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLHasSuffix = data
+		case "webhookURLIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLIsNil = data
+		case "webhookURLNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLNotNil = data
+		case "webhookURLEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLEqualFold = data
+		case "webhookURLContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURLContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebhookURLContainsFold = data
 		}
 	}
 	return it, nil
@@ -15339,6 +15502,11 @@ func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSe
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Connection_address(ctx, field, obj)
 				})
+		case "webhookURL":
+			out.Values[i] = ec._Connection_webhookURL(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -15652,7 +15820,7 @@ func (ec *executionContext) _CreditEntry(ctx context.Context, sel ast.SelectionS
 
 var domainImplementors = []string{"Domain"}
 
-func (ec *executionContext) _Domain(ctx context.Context, sel ast.SelectionSet, obj *messaging.Domain) graphql.Marshaler {
+func (ec *executionContext) _Domain(ctx context.Context, sel ast.SelectionSet, obj *mailhost.Domain) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, domainImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15725,7 +15893,7 @@ func (ec *executionContext) _Domain(ctx context.Context, sel ast.SelectionSet, o
 
 var domainRecordImplementors = []string{"DomainRecord"}
 
-func (ec *executionContext) _DomainRecord(ctx context.Context, sel ast.SelectionSet, obj *messaging.DomainRecord) graphql.Marshaler {
+func (ec *executionContext) _DomainRecord(ctx context.Context, sel ast.SelectionSet, obj *mailhost.DomainRecord) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, domainRecordImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -17447,11 +17615,11 @@ func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCurso
 	return v
 }
 
-func (ec *executionContext) marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainᚄ(ctx context.Context, sel ast.SelectionSet, v []*messaging.Domain) graphql.Marshaler {
+func (ec *executionContext) marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainᚄ(ctx context.Context, sel ast.SelectionSet, v []*mailhost.Domain) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx, sel, v[i])
+		return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17463,7 +17631,7 @@ func (ec *executionContext) marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgateway�
 	return ret
 }
 
-func (ec *executionContext) marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx context.Context, sel ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
+func (ec *executionContext) marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx context.Context, sel ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Domain!")
 		return graphql.Null
@@ -17471,15 +17639,15 @@ func (ec *executionContext) marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋco
 	return ec._Domain(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainRecord(ctx context.Context, sel ast.SelectionSet, v messaging.DomainRecord) graphql.Marshaler {
+func (ec *executionContext) marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainRecord(ctx context.Context, sel ast.SelectionSet, v mailhost.DomainRecord) graphql.Marshaler {
 	return ec._DomainRecord(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.DomainRecord) graphql.Marshaler {
+func (ec *executionContext) marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []mailhost.DomainRecord) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomainRecord(ctx, sel, v[i])
+		return ec.marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainRecord(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -18236,7 +18404,7 @@ func (ec *executionContext) marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCu
 	return v
 }
 
-func (ec *executionContext) marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐDomain(ctx context.Context, sel ast.SelectionSet, v *messaging.Domain) graphql.Marshaler {
+func (ec *executionContext) marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx context.Context, sel ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

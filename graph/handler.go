@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"log/slog"
 	"net/http"
 
@@ -39,13 +40,16 @@ type Options struct {
 	// Writes, when set, is the write budget of each API key: every
 	// mutation field takes a token (the same bucket as REST writes).
 	Writes *ratelimit.Bucket
+	// Mail serves the custom email domains; without it they answer
+	// not_implemented.
+	Mail *mailhost.Host
 }
 
 // NewHandler returns the GraphQL endpoint (POST, and GET for queries). The
 // caller authenticates the request and puts the principal in its context
 // (messaging.WithPrincipal).
 func NewHandler(svc *messaging.Service, client *ent.Client, opts Options) http.Handler {
-	srv := handler.New(schema(svc, client))
+	srv := handler.New(schema(svc, client, opts))
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	configure(srv, opts)
@@ -55,13 +59,13 @@ func NewHandler(svc *messaging.Service, client *ent.Client, opts Options) http.H
 // NewExecutor returns an executor configured like the endpoint, for
 // operations arriving over other transports (the websocket in package live).
 func NewExecutor(svc *messaging.Service, client *ent.Client, opts Options) *executor.Executor {
-	x := executor.New(schema(svc, client))
+	x := executor.New(schema(svc, client, opts))
 	configure(x, opts)
 	return x
 }
 
-func schema(svc *messaging.Service, client *ent.Client) graphql.ExecutableSchema {
-	return NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client}})
+func schema(svc *messaging.Service, client *ent.Client, opts Options) graphql.ExecutableSchema {
+	return NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client, Mail: opts.Mail}})
 }
 
 // configurable is what handler.Server and executor.Executor share.

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"strings"
 
 	"github.com/comm-gateway/comm/ent"
@@ -26,6 +27,16 @@ type Resolver struct {
 	Service *messaging.Service
 	// Ent reads; the tenant interceptor scopes every query to the caller.
 	Ent *ent.Client
+	// Mail serves custom email domains (nil: not available).
+	Mail *mailhost.Host
+}
+
+// mail returns the email side of the gateway, or not_implemented.
+func (r *Resolver) mail() (*mailhost.Host, error) {
+	if r.Mail == nil {
+		return nil, &messaging.Error{Code: messaging.ErrNotImplemented.Code, Message: "email is not available on this gateway"}
+	}
+	return r.Mail, nil
 }
 
 // principal returns the authenticated caller.

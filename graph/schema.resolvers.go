@@ -11,6 +11,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/messaging"
 )
@@ -46,12 +47,12 @@ func (r *accountResolver) CreatedAt(ctx context.Context, obj *messaging.AccountV
 }
 
 // Kind is the resolver for the kind field.
-func (r *domainRecordResolver) Kind(ctx context.Context, obj *messaging.DomainRecord) (string, error) {
+func (r *domainRecordResolver) Kind(ctx context.Context, obj *mailhost.DomainRecord) (string, error) {
 	return string(obj.Kind), nil
 }
 
 // Priority is the resolver for the priority field.
-func (r *domainRecordResolver) Priority(ctx context.Context, obj *messaging.DomainRecord) (*int, error) {
+func (r *domainRecordResolver) Priority(ctx context.Context, obj *mailhost.DomainRecord) (*int, error) {
 	if obj.Priority == 0 {
 		return nil, nil
 	}
@@ -59,7 +60,7 @@ func (r *domainRecordResolver) Priority(ctx context.Context, obj *messaging.Doma
 }
 
 // Detail is the resolver for the detail field.
-func (r *domainRecordResolver) Detail(ctx context.Context, obj *messaging.DomainRecord) (*string, error) {
+func (r *domainRecordResolver) Detail(ctx context.Context, obj *mailhost.DomainRecord) (*string, error) {
 	return nullable(obj.Detail), nil
 }
 
@@ -202,21 +203,29 @@ func (r *mutationResolver) ReplayWebhook(ctx context.Context, fromSeq int) (*mes
 }
 
 // AddDomain is the resolver for the addDomain field.
-func (r *mutationResolver) AddDomain(ctx context.Context, domain string) (*messaging.Domain, error) {
+func (r *mutationResolver) AddDomain(ctx context.Context, domain string) (*mailhost.Domain, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.CreateDomain(ctx, p, domain)
+	mail, err := r.mail()
+	if err != nil {
+		return nil, err
+	}
+	return mail.CreateDomain(ctx, p, domain)
 }
 
 // VerifyDomain is the resolver for the verifyDomain field.
-func (r *mutationResolver) VerifyDomain(ctx context.Context, id string) (*messaging.Domain, error) {
+func (r *mutationResolver) VerifyDomain(ctx context.Context, id string) (*mailhost.Domain, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.Service.VerifyDomain(ctx, p, id)
+	mail, err := r.mail()
+	if err != nil {
+		return nil, err
+	}
+	return mail.VerifyDomain(ctx, p, id)
 }
 
 // DeleteDomain is the resolver for the deleteDomain field.
@@ -225,7 +234,11 @@ func (r *mutationResolver) DeleteDomain(ctx context.Context, id string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	if err := r.Service.DeleteDomain(ctx, p, id); err != nil {
+	mail, err := r.mail()
+	if err != nil {
+		return false, err
+	}
+	if err := mail.DeleteDomain(ctx, p, id); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -306,7 +319,7 @@ func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, firs
 }
 
 // Domains is the resolver for the domains field.
-func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) ([]*messaging.Domain, error) {
+func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) ([]*mailhost.Domain, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -314,16 +327,24 @@ func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) 
 	if limit != nil && *limit == 0 {
 		return nil, messaging.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
 	}
-	return r.Service.Domains(ctx, p, messaging.Page{After: deref(after), Limit: derefInt(limit)})
+	mail, err := r.mail()
+	if err != nil {
+		return nil, err
+	}
+	return mail.Domains(ctx, p, messaging.Page{After: deref(after), Limit: derefInt(limit)})
 }
 
 // Domain is the resolver for the domain field.
-func (r *queryResolver) Domain(ctx context.Context, id string) (*messaging.Domain, error) {
+func (r *queryResolver) Domain(ctx context.Context, id string) (*mailhost.Domain, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	d, err := r.Service.Domain(ctx, p, id)
+	mail, err := r.mail()
+	if err != nil {
+		return nil, err
+	}
+	d, err := mail.Domain(ctx, p, id)
 	if errors.Is(err, messaging.ErrNotFound) {
 		return nil, nil
 	}

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
-	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ident"
@@ -26,14 +25,17 @@ const (
 
 // Connection is a connection as the API shows it.
 type Connection struct {
-	ID         string    `json:"id"`
-	Channel    string    `json:"channel"`
-	Provider   *string   `json:"provider"`
-	Status     string    `json:"status"`
-	CustomerID string    `json:"customer_id"`
-	AgentID    string    `json:"agent_id"`
-	Name       *string   `json:"name"`
-	Address    *string   `json:"address"`
+	ID         string  `json:"id"`
+	Channel    string  `json:"channel"`
+	Provider   *string `json:"provider"`
+	Status     string  `json:"status"`
+	CustomerID string  `json:"customer_id"`
+	AgentID    string  `json:"agent_id"`
+	Name       *string `json:"name"`
+	Address    *string `json:"address"`
+	// WebhookURL is where the provider sends this connection's events,
+	// for the channels where the customer gives it to the provider.
+	WebhookURL *string   `json:"webhook_url"`
 	CreatedAt  time.Time `json:"created_at"`
 }
 
@@ -41,7 +43,7 @@ func connectionOf(c *ent.Connection) *Connection {
 	return &Connection{
 		ID: c.ID, Channel: c.Channel, Provider: nonEmpty(c.Provider), Status: c.Status,
 		CustomerID: c.CustomerID, AgentID: c.AgentID, Name: nonEmpty(c.Name), Address: nonEmpty(c.Address),
-		CreatedAt: c.CreatedAt.UTC(),
+		WebhookURL: nonEmpty(c.WebhookURL), CreatedAt: c.CreatedAt.UTC(),
 	}
 }
 
@@ -118,30 +120,46 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		}
 	}
 	id := ident.New(ident.Connection)
-	adapter, err := d.New(ctx, channels.Connection{ID: id, ProjectID: p.ProjectID, Config: in.Config})
+	conn := channels.Connection{ID: id, ProjectID: p.ProjectID, Config: in.Config, WebhookURL: s.webhookURL(d.Channel, id)}
+	adapter, err := d.New(ctx, conn)
 	if err != nil {
-		return nil, Invalid("config", "%v", err)
+		return nil, configError(err)
 	}
-	var created *ent.Connection
-	var address string
+	config, address := in.Config, ""
+	if pv, ok := adapter.(channels.Provisioner); ok {
+		got, err := pv.Provision(ctx)
+		if err != nil {
+			closeAdapter(adapter)
+			return nil, provisionError(d, err)
+		}
+		if got.Config != nil {
+			config = got.Config
+		}
+		address = got.Address
+	}
+	inbox := ""
 	if ib, ok := adapter.(channels.Inbox); ok {
 		address = ib.InboxAddress()
+		inbox = InboxKey(d.Channel, address)
 	}
 	now := s.now()
-	if address != "" {
-		if err := s.claimable(ctx, p, d.Channel, address, now); err != nil {
-			if c, ok := adapter.(channels.Closer); ok {
-				c.Close()
-			}
-			return nil, err
-		}
-	}
+	var created *ent.Connection
 	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
 		create := tx.Client().Connection.Create().SetID(id).SetChannel(d.Channel).SetProvider(d.Provider).
 			SetStatus(StatusActive).SetCustomerID(in.CustomerID).SetAgentID(in.AgentID).
-			SetName(in.Name).SetConfig(in.Config).SetCreatedAt(now)
+			SetName(in.Name).SetConfig(s.sealConfig(config)).SetCreatedAt(now)
 		if address != "" {
-			create.SetAddress(address).SetInboxKey(inboxKey(d.Channel, address))
+			create.SetAddress(address)
+		}
+		if inbox != "" {
+			create.SetInboxKey(inbox)
+		}
+		if receivesHooks(adapter) {
+			create.SetWebhookURL(conn.WebhookURL)
+		}
+		if _, ok := adapter.(channels.Poller); ok {
+			// Due at once: a replica's session worker takes it.
+			create.SetSessionUntil(time.Unix(0, 0).UTC())
 		}
 		created, err = create.Save(tx.Context())
 		if err != nil {
@@ -152,10 +170,13 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		})
 	})
 	if err != nil {
-		if c, ok := adapter.(channels.Closer); ok {
-			c.Close()
+		if dp, ok := adapter.(channels.Deprovisioner); ok {
+			if derr := dp.Deprovision(context.WithoutCancel(ctx)); derr != nil {
+				s.logger.Warn("connect: undo provider setup", "connection", id, "err", derr)
+			}
 		}
-		if address != "" && ent.IsConstraintError(err) {
+		closeAdapter(adapter)
+		if inbox != "" && ent.IsConstraintError(err) {
 			return nil, &Error{Code: ErrConflict.Code, Param: "config.address",
 				Message: fmt.Sprintf("the address %s is taken; choose another", address)}
 		}
@@ -165,40 +186,83 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 	return connectionOf(created), nil
 }
 
-// DefaultAddressQuarantine is how long a deleted inbox's address on the
-// gateway's mail domain stays out of reach of other projects.
-const DefaultAddressQuarantine = 30 * 24 * time.Hour
+// InboxKey is the gateway-wide key of an address a connection receives at
+// on this gateway (channels.Inbox): unique among live connections.
+func InboxKey(channel, address string) string {
+	return channel + ":" + strings.ToLower(address)
+}
 
-// claimable refuses an inbox address on the gateway's shared mail domain
-// that is a reserved role name, or that another project's inbox released
-// within the quarantine period. The project that released an address may
-// take it back at once. Custom domains are their owners' to arrange.
-func (s *Service) claimable(ctx context.Context, p *Principal, channel, address string, now time.Time) error {
-	local, dom, _ := strings.Cut(address, "@")
-	if channel != "email" || dom != s.mail.Domain {
+// configError turns an adapter's refusal of a configuration into the
+// caller's error, naming the field when the adapter did.
+func configError(err error) error {
+	var ce *channels.ConfigError
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &ce):
+		return Invalid("config."+ce.Field, "%s", ce.Msg)
+	}
+	return Invalid("config", "%v", err)
+}
+
+// provisionError is configError for Provision, which also talks to the
+// provider: a provider that cannot be reached is not the caller's fault.
+func provisionError(d channels.Descriptor, err error) error {
+	var ce *channels.ConfigError
+	var e *Error
+	if !errors.As(err, &ce) && !errors.As(err, &e) && errors.Is(err, channels.ErrTransient) {
+		return &Error{Code: ErrUnavailable.Code, Message: fmt.Sprintf("%s did not answer the connection set-up; try again: %v", label(d), err)}
+	}
+	return configError(err)
+}
+
+// receivesHooks reports whether the provider calls the connection's
+// ingress (the test channel's inbound comes through the API instead).
+func receivesHooks(a channels.Adapter) bool {
+	if _, ok := a.(channels.Injector); ok {
+		return false
+	}
+	_, wr := a.(channels.WebhookReceiver)
+	_, rs := a.(channels.Responder)
+	return wr || rs
+}
+
+func closeAdapter(a channels.Adapter) {
+	if c, ok := a.(channels.Closer); ok {
+		c.Close()
+	}
+}
+
+// sealConfig seals a connection's configuration (it holds credentials)
+// for storage.
+func (s *Service) sealConfig(config []byte) []byte {
+	if len(config) == 0 {
 		return nil
 	}
-	if email.ReservedLocal(local) {
-		return &Error{Code: ErrConflict.Code, Param: "config.address", Message: fmt.Sprintf(
-			"%s is a role address reserved for the operator of this gateway (RFC 2142, CA/Browser Forum domain validation); choose another local part", address)}
+	return s.box.Seal(config)
+}
+
+// openConfig opens a stored configuration. Connections made before
+// configurations were sealed hold plain JSON, which reads as it is.
+func (s *Service) openConfig(c *ent.Connection) ([]byte, error) {
+	if len(c.Config) == 0 || c.Config[0] == '{' || c.Config[0] == 'n' {
+		return c.Config, nil
 	}
-	q := s.mail.AddressQuarantine
-	if q <= 0 {
-		return nil
-	}
-	last, err := s.read.Connection.Query().
-		Where(entconn.Channel(channel), entconn.Address(address), entconn.DeletedAtGT(now.Add(-q)),
-			entconn.ProjectIDNEQ(p.ProjectID)).
-		Order(ent.Desc(entconn.FieldDeletedAt)).First(tenant.System(ctx))
-	if ent.IsNotFound(err) {
-		return nil
-	}
+	b, err := s.box.Open(c.Config)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("connection %s: open config: %w", c.ID, err)
 	}
-	return &Error{Code: ErrConflict.Code, Param: "config.address", Message: fmt.Sprintf(
-		"the address %s was released recently and is held back until %s; choose another",
-		address, last.DeletedAt.Add(q).UTC().Format(time.RFC3339))}
+	return b, nil
+}
+
+// webhookURL is the public URL of a connection's provider ingress, from the
+// operator's base URL; empty without one.
+func (s *Service) webhookURL(channel, id string) string {
+	if s.baseURL == "" {
+		return ""
+	}
+	return s.baseURL + "/hooks/" + channel + "/" + id
 }
 
 // connectionEvent is the data of connection.active: the scope, like
@@ -288,12 +352,40 @@ func (s *Service) DeleteConnection(ctx context.Context, p *Principal, id string)
 	if err != nil {
 		return err
 	}
-	if a, ok := s.adapters.take(id); ok {
-		if c, ok := a.(channels.Closer); ok {
-			c.Close()
+	s.release(ctx, id)
+	return nil
+}
+
+// Release lets go of the adapters of deleted connections: what each set
+// up at its provider is undone (Deprovision), then it is closed. Features
+// that delete connections (a custom domain's inboxes) call it after
+// their transaction.
+func (s *Service) Release(ctx context.Context, ids ...string) {
+	for _, id := range ids {
+		s.release(ctx, id)
+	}
+}
+
+func (s *Service) release(ctx context.Context, id string) {
+	a, ok := s.adapters.take(id)
+	if !ok {
+		c, err := s.read.Connection.Query().Where(entconn.ID(id)).Only(tenant.System(ctx))
+		if err != nil {
+			return
+		}
+		if a, err = s.provision(ctx, c); err != nil {
+			s.logger.Warn("deleted connection: cannot undo its provider setup", "connection", id, "err", err)
+			return
 		}
 	}
-	return nil
+	if dp, ok := a.(channels.Deprovisioner); ok {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if err := dp.Deprovision(dctx); err != nil {
+			s.logger.Warn("deleted connection: undo its provider setup", "connection", id, "err", err)
+		}
+		cancel()
+	}
+	closeAdapter(a)
 }
 
 // adapter returns the provisioned adapter of a connection, provisioning it
@@ -303,13 +395,26 @@ func (s *Service) adapter(ctx context.Context, c *ent.Connection) (channels.Adap
 	if a, ok := s.adapters.get(c.ID); ok {
 		return a, nil
 	}
+	a, err := s.provision(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return s.adapters.putIfAbsent(c.ID, a), nil
+}
+
+// provision builds an adapter of a stored connection.
+func (s *Service) provision(ctx context.Context, c *ent.Connection) (channels.Adapter, error) {
 	d, err := s.channels.Lookup(c.Channel, c.Provider)
 	if err != nil || d.New == nil {
 		return nil, fmt.Errorf("connection %s: channel %s is not available", c.ID, c.Channel)
 	}
-	a, err := d.New(ctx, channels.Connection{ID: c.ID, ProjectID: c.ProjectID, Config: c.Config})
+	config, err := s.openConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.New(ctx, channels.Connection{ID: c.ID, ProjectID: c.ProjectID, Config: config, WebhookURL: s.webhookURL(c.Channel, c.ID)})
 	if err != nil {
 		return nil, fmt.Errorf("connection %s: provision: %w", c.ID, err)
 	}
-	return s.adapters.putIfAbsent(c.ID, a), nil
+	return a, nil
 }

@@ -45,6 +45,9 @@ var (
 	ErrConflict        = &Error{Code: "conflict"}
 	ErrRateLimited     = &Error{Code: "rate_limited"}
 	ErrNotImplemented  = &Error{Code: "not_implemented"}
+	// ErrUnavailable is a provider that did not answer (a connection's
+	// set-up could not reach it); retrying later may succeed.
+	ErrUnavailable = &Error{Code: "provider_unavailable"}
 )
 
 // Invalid reports a bad request parameter.

@@ -9,13 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
-	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/ent"
 	entatt "github.com/comm-gateway/comm/ent/attachment"
 	entblob "github.com/comm-gateway/comm/ent/blob"
@@ -326,27 +324,42 @@ func (s *Service) touchConversation(ctx context.Context, cl *ent.Client, c *ent.
 		UpdateLastMessageAt().ID(ctx)
 }
 
-// Inject delivers a message into a test connection as if a person had sent
-// it (POST /v1/connections/{id}/inbound).
+// allowSend applies the channel's own rules (channels.SendGate) to an
+// outbound message before it is queued. A connection whose adapter cannot
+// be built here queues anyway: its delivery reports why.
+func (s *Service) allowSend(ctx context.Context, p *Principal, c *ent.Connection, to string) error {
+	a, err := s.adapter(ctx, c)
+	if err != nil {
+		return nil
+	}
+	if g, ok := a.(channels.SendGate); ok {
+		return g.AllowSend(p.Context(ctx), channels.SendRequest{To: to, SignedIn: p.SignedIn()})
+	}
+	return nil
+}
+
+// Inject delivers a message into a connection whose channel takes
+// messages from the API caller (channels.Injector: the test channel) as if
+// a person had sent it (POST /v1/connections/{id}/inbound).
 func (s *Service) Inject(ctx context.Context, p *Principal, connID string, body []byte) (*Message, bool, error) {
 	c, err := s.connection(ctx, connID)
 	if err != nil {
 		return nil, false, err
 	}
-	if c.Channel != "test" {
-		return nil, false, Invalid("connection", "inbound injection works only on test connections; %s is a %s connection", c.ID, c.Channel)
-	}
 	a, err := s.adapter(ctx, c)
 	if err != nil {
 		return nil, false, err
 	}
-	wr, ok := a.(channels.WebhookReceiver)
+	inj, ok := a.(channels.Injector)
 	if !ok {
-		return nil, false, fmt.Errorf("test adapter takes no inbound")
+		return nil, false, Invalid("connection", "inbound injection works only on test connections; %s is a %s connection", c.ID, c.Channel)
 	}
-	ins, err := wr.ParseWebhook(&http.Request{}, body)
+	ins, err := inj.Inject(body)
 	if err != nil {
 		return nil, false, injectError(err)
+	}
+	if len(ins) != 1 {
+		return nil, false, Invalid("body", "one message per request")
 	}
 	return s.Receive(ctx, c, ins[0])
 }
@@ -356,7 +369,7 @@ func (s *Service) Inject(ctx context.Context, p *Principal, connID string, body 
 // unknown fields.
 func injectError(err error) error {
 	var (
-		fe  *testchan.FieldError
+		fe  *channels.ConfigError
 		typ *json.UnmarshalTypeError
 	)
 	switch {
@@ -466,7 +479,7 @@ func (s *Service) Reply(ctx context.Context, p *Principal, msgID string, in Send
 		return nil, err
 	}
 	to := counterpart(orig)
-	if err := s.checkOutboundMail(ctx, p, c, to); err != nil {
+	if err := s.allowSend(ctx, p, c, to); err != nil {
 		return nil, err
 	}
 	if in.Subject == nil && orig.Subject != nil && *orig.Subject != "" {
@@ -507,7 +520,7 @@ func (s *Service) Send(ctx context.Context, p *Principal, in SendInput) (*Messag
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
-	if err := s.checkOutboundMail(ctx, p, c, in.To); err != nil {
+	if err := s.allowSend(ctx, p, c, in.To); err != nil {
 		return nil, err
 	}
 	return s.enqueue(ctx, p, c, nil, in.To, "", nil, in)
@@ -579,12 +592,47 @@ func (s *Service) Typing(ctx context.Context, p *Principal, msgID string) (*Typi
 	}
 	if a, err := s.adapter(ctx, c); err == nil {
 		if t, ok := a.(channels.Typer); ok {
-			if err := t.Typing(ctx, channels.Typing{ThreadKey: conv.ThreadKey, To: counterpart(orig)}); err != nil {
+			ty := channels.Typing{ThreadKey: conv.ThreadKey, To: counterpart(orig)}
+			if orig.Direction == entmsg.DirectionInbound && orig.ProviderMessageID != nil {
+				ty.InReplyTo = *orig.ProviderMessageID
+			}
+			if err := t.Typing(ctx, ty); err != nil {
 				s.logger.Warn("typing indicator", "connection", c.ID, "err", err)
+			}
+			if r, ok := a.(channels.TypingRefresher); ok {
+				s.refreshTyping(p.Context(ctx), t, ty, conv.ID, r.TypingEvery())
 			}
 		}
 	}
 	return &TypingState{ConversationID: conv.ID, TypingUntil: until}, nil
+}
+
+// refreshTyping shows the indicator again every so often while the
+// conversation's typing lease lasts (a reply ends it), one refresher per
+// conversation in this process.
+func (s *Service) refreshTyping(ctx context.Context, t channels.Typer, ty channels.Typing, convID string, every time.Duration) {
+	if every <= 0 {
+		return
+	}
+	if _, running := s.typing.LoadOrStore(convID, true); running {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer s.typing.Delete(convID)
+		for {
+			time.Sleep(every)
+			conv, err := s.read.Conversation.Get(ctx, convID)
+			if err != nil || conv.TypingUntil == nil || !conv.TypingUntil.After(s.now().Add(every/2)) {
+				return
+			}
+			tctx, cancel := context.WithTimeout(ctx, every)
+			if err := t.Typing(tctx, ty); err != nil {
+				s.logger.Warn("typing indicator", "conversation", convID, "err", err)
+			}
+			cancel()
+		}
+	}()
 }
 
 // Attachment is a stored attachment with its bytes.

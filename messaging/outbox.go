@@ -113,10 +113,15 @@ func (s *Service) Deliver(ctx context.Context, c *Claim) error {
 	switch {
 	case err == nil:
 		return s.sent(tctx, m, conn, res)
+	case errors.Is(err, channels.ErrRevoked):
+		if serr := s.SetConnectionStatus(ctx, conn, StatusRevoked, err.Error()); serr != nil {
+			s.logger.Warn("connection status", "connection", conn.ID, "err", serr)
+		}
+		return s.fail(tctx, m, conn, err.Error())
 	case errors.Is(err, channels.ErrPermanent) || m.Attempts >= MaxAttempts:
 		return s.fail(tctx, m, conn, err.Error())
 	default:
-		return s.retry(tctx, m, err.Error())
+		return s.retry(tctx, m, err.Error(), channels.RetryAfter(err))
 	}
 }
 
@@ -143,8 +148,14 @@ func (s *Service) sent(ctx context.Context, m *ent.Message, conn *ent.Connection
 	return err
 }
 
-func (s *Service) retry(ctx context.Context, m *ent.Message, reason string) error {
-	wait := backoff(m.Attempts)
+// MaxRetryAfter caps how long a provider's Retry-After may hold a message
+// back.
+const MaxRetryAfter = time.Hour
+
+// retry queues m again after the backoff of its attempts, or after as
+// long as the provider asked (after), whichever is longer.
+func (s *Service) retry(ctx context.Context, m *ent.Message, reason string, after time.Duration) error {
+	wait := max(backoff(m.Attempts), min(after, MaxRetryAfter))
 	_, err := s.log.Write(ctx, m.ProjectID, func(tx *stream.Tx) error {
 		return tx.Client().Message.UpdateOneID(m.ID).SetStatus(entmsg.StatusQueued).
 			SetError(fmt.Sprintf("attempt %d failed, retrying: %s", m.Attempts, reason)).

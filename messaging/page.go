@@ -1,6 +1,7 @@
 package messaging
 
 import (
+	"time"
 	"unicode"
 
 	"github.com/comm-gateway/comm/ident"
@@ -20,6 +21,10 @@ type Page struct {
 	Limit int
 }
 
+// Validate fills the default limit and checks the page of a list of ids
+// with the given prefix.
+func (pg *Page) Validate(prefix string) error { return pg.validate(prefix) }
+
 func (pg *Page) validate(prefix string) error {
 	if pg.Limit == 0 {
 		pg.Limit = DefaultPageLimit
@@ -36,3 +41,12 @@ func (pg *Page) validate(prefix string) error {
 }
 
 func isControl(r rune) bool { return unicode.IsControl(r) }
+
+// utcPtr returns *t in UTC, or nil.
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -46,12 +46,6 @@ var sizedMessageColumns = []string{
 // are counted from.
 var sizedConversationColumns = []string{entconv.FieldSubject, entconv.FieldThreadKey, entconv.FieldParticipant}
 
-// sizedDomainColumns are the domain columns a page's bytes are counted
-// from: what DNS answered at the last verification (the TXT strings seen,
-// which the domain's owner publishes) and the plan.
-var sizedDomainColumns = []string{entdomain.FieldDomain, entdomain.FieldInboundDomain, entdomain.FieldPlan,
-	entdomain.FieldChecks, entdomain.FieldLastError}
-
 // jsonColumns are stored as jsonb on PostgreSQL, which has no octet_length
 // of its own.
 var jsonColumns = map[string]bool{entmsg.FieldDetails: true, entmsg.FieldAttachments: true, entmsg.FieldReferences: true,
@@ -127,10 +121,18 @@ func fitConversations(ctx context.Context, q *ent.ConversationQuery, n, budget i
 	return ids, cut, nil
 }
 
-// fitDomains is fitMessages for custom domains.
-func fitDomains(ctx context.Context, q *ent.DomainQuery, n, budget int) ([]string, bool, error) {
+// Fit reads the ids and byte sizes of up to n rows of a query (filtered,
+// ordered and past its cursors; limit it to n), counting the given
+// columns, and returns the ids of the leading rows within budget (at
+// least one) and whether rows past them were measured and did not fit.
+// Features outside the core page their own rows with it:
+//
+//	ids, cut, err := messaging.Fit(func(agg func(*sql.Selector) string, rows any) error {
+//		return q.Limit(n).Aggregate(agg).Scan(ctx, rows)
+//	}, budget, columns)
+func Fit(scan func(agg func(*sql.Selector) string, rows any) error, budget int, columns []string) ([]string, bool, error) {
 	var rows []sized
-	if err := q.Limit(n).Aggregate(sizing(sizedDomainColumns)).Scan(ctx, &rows); err != nil {
+	if err := scan(sizing(columns), &rows); err != nil {
 		return nil, false, err
 	}
 	ids, cut := fit(rows, budget)

@@ -10,12 +10,11 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
-	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
-	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/sealed"
 	"github.com/comm-gateway/comm/store"
@@ -39,11 +38,11 @@ type Service struct {
 	box        *sealed.Box
 
 	webhookAllowPrivate bool
+	baseURL             string
 	sandboxConnections  int
-	mail                MailOptions
 	eventBody           int
-	sends               sendBudgets
-	keys                sync.Map // domain id -> *email.SigningKey
+
+	typing sync.Map // conversation id -> refresher running
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last recorded use
@@ -63,8 +62,11 @@ type Options struct {
 	// WebhookAllowPrivate accepts webhook URLs on loopback and private
 	// networks, and plain http (tests, LAN installs).
 	WebhookAllowPrivate bool
-	// Mail configures email: the mail domain, custom domain plans, DNS.
-	Mail MailOptions
+	// BaseURL is the gateway's public URL (scheme, host, optional path
+	// prefix, no trailing slash); connections' provider ingress URLs are
+	// built from it. Empty: no provider can reach the gateway, and
+	// adapters that can poll do.
+	BaseURL string
 	// Now is the clock (tests move it to expire sign-ins); time.Now if nil.
 	Now func() time.Time
 	// MessagePageBytes is the byte budget of a page of messages or of
@@ -101,35 +103,11 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 		rand.Read(key)
 		box, _ = sealed.New(key)
 	}
-	if opts.Mail.Domain == "" {
-		opts.Mail.Domain = email.DefaultMailDomain
-	}
-	if opts.Mail.Plan.SPFInclude == "" {
-		opts.Mail.Plan.SPFInclude = "spf." + opts.Mail.Domain
-	}
-	if opts.Mail.Resolver == nil {
-		opts.Mail.Resolver = net.DefaultResolver
-	}
-	if opts.Mail.Plan.MXHost == "" {
-		opts.Mail.Plan.MXHost = "mx." + opts.Mail.Domain
-	}
 	if opts.MessagePageBytes <= 0 {
 		opts.MessagePageBytes = DefaultMessagePageBytes
 	}
 	if opts.SandboxConnections == 0 {
 		opts.SandboxConnections = DefaultSandboxConnections
-	}
-	if opts.Mail.AddressQuarantine == 0 {
-		opts.Mail.AddressQuarantine = DefaultAddressQuarantine
-	}
-	if opts.Mail.SandboxMailPerHour <= 0 {
-		opts.Mail.SandboxMailPerHour = DefaultSandboxMailPerHour
-	}
-	if opts.Mail.SignedInMailPerHour <= 0 {
-		opts.Mail.SignedInMailPerHour = DefaultSignedInMailPerHour
-	}
-	if opts.Mail.OwnershipGrace <= 0 {
-		opts.Mail.OwnershipGrace = DefaultOwnershipGrace
 	}
 	if opts.EventBodyBytes <= 0 {
 		opts.EventBodyBytes = DefaultEventBodyBytes
@@ -147,7 +125,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	s := &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
 		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
-		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, mail: opts.Mail, sends: newSendBudgets(opts.Mail), eventBody: opts.EventBodyBytes,
+		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, baseURL: strings.TrimRight(opts.BaseURL, "/"), eventBody: opts.EventBodyBytes,
 		sandboxConnections: opts.SandboxConnections,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
@@ -168,6 +146,16 @@ func (s *Service) Close() error { return s.keyByHash.Close() }
 // Ent returns the ent client for reads; queries are scoped by the tenant
 // in their context.
 func (s *Service) Ent() *ent.Client { return s.read }
+
+// Now is the service's clock, as it stamps resources (UTC, microseconds).
+func (s *Service) Now() time.Time { return s.now() }
+
+// PageBytes is the byte budget of a page of messages, conversations or
+// other rows whose size outsiders set (Options.MessagePageBytes).
+func (s *Service) PageBytes() int { return s.messagePageBytes }
+
+// Box seals secrets at rest.
+func (s *Service) Box() *sealed.Box { return s.box }
 
 // Log returns the event log.
 func (s *Service) Log() *stream.Log { return s.log }

@@ -21,6 +21,7 @@ var statusOf = map[string]int{
 	messaging.ErrConflict.Code:        http.StatusConflict,
 	messaging.ErrRateLimited.Code:     http.StatusTooManyRequests,
 	messaging.ErrNotImplemented.Code:  http.StatusNotImplemented,
+	messaging.ErrUnavailable.Code:     http.StatusBadGateway,
 	codeMalformedJSON:                 http.StatusBadRequest,
 	codeUnsupportedMedia:              http.StatusUnsupportedMediaType,
 	codeTooLarge:                      http.StatusRequestEntityTooLarge,

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/comm-gateway/comm/channels/email/domain"
 	"github.com/comm-gateway/comm/ident"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
 )
@@ -138,7 +138,7 @@ type gqlMailMessage struct {
 func startEmailGateway(t *testing.T, cfg store.Config) *gateway {
 	t.Helper()
 	return startGateway(t, cfg, setup{outbox: true, email: true,
-		svc: messaging.Options{Mail: messaging.MailOptions{Resolver: domain.NewResolver("127.0.0.1:1")}}})
+		mail: mailhost.Options{Resolver: domain.NewResolver("127.0.0.1:1")}})
 }
 
 // mailAttachment is a part of a test email.
@@ -411,7 +411,7 @@ func TestGraphQLMessageAttachments(t *testing.T) {
 		raw := mimeMessage(*addr, "invoice-7@example.org", "Invoice 7",
 			mailAttachment{filename: "invoice.pdf", contentType: "application/pdf", data: pdf},
 			mailAttachment{filename: "logo.png", contentType: "image/png", contentID: "logo@example.org", inline: true, data: png})
-		ok, err := g.Svc.DeliverLocal(context.Background(), "alice@example.org", *addr, raw)
+		ok, err := g.Mail.DeliverLocal(context.Background(), "alice@example.org", *addr, raw)
 		if err != nil || !ok {
 			t.Fatalf("DeliverLocal: %v, %v", ok, err)
 		}

@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
+	gw "github.com/comm-gateway/comm/gateway"
+
 	"github.com/comm-gateway/comm/channels/email"
-	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/delivery"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/messaging"
@@ -36,6 +37,8 @@ type gateway struct {
 	DB  *store.DB
 
 	Svc *messaging.Service
+	// Mail is the email side of the gateway.
+	Mail *mailhost.Host
 	// Front is the gateway's HTTP handler (its websockets: Front.Live()).
 	Front *server.Server
 
@@ -70,7 +73,9 @@ func startWith(t *testing.T, cfg store.Config, opts server.Options, svcOpts mess
 type setup struct {
 	server server.Options
 	// svc are the messaging options; Channels and Logger are filled in.
-	svc    messaging.Options
+	svc messaging.Options
+	// mail are the options of the email side (custom domains, budgets).
+	mail   mailhost.Options
 	outbox bool
 	// email adds the email channel on the mail domain "mail.test", bound
 	// to the service, as main does.
@@ -106,28 +111,21 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 	if opts.BaseURL == "" {
 		opts.BaseURL = "http://" + ln.Addr().String()
 	}
-	svcOpts := su.svc
-	svcOpts.Channels, svcOpts.Logger = registry(), logger
-	var mail *email.Channel
-	if su.email {
-		mail = email.New(email.Options{MailDomain: "mail.test", Relay: su.relay, Logger: logger})
-		svcOpts.Channels.Add(mail.Descriptor())
-		svcOpts.Mail.Domain = mail.MailDomain()
+	mailOpts := email.Options{MailDomain: "mail.test", Relay: su.relay, Logger: logger}
+	if !su.email {
+		mailOpts.MailDomain = ""
 	}
-	svc, err := messaging.New(log, svcOpts)
+	wired, err := gw.New(log, gw.Config{Logger: logger, Service: su.svc, Email: mailOpts, Mail: su.mail, Server: opts})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
 	}
-	if mail != nil {
-		mail.Bind(svc)
-	}
-	front := server.New(svc, opts)
+	svc, front := wired.Svc, wired.Front
 	srv := httptest.NewUnstartedServer(front)
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
-	g := &gateway{Log: log, DB: db, Svc: svc, Front: front, srv: srv, outboxDone: make(chan struct{})}
+	g := &gateway{Log: log, DB: db, Svc: svc, Mail: wired.Mail, Front: front, srv: srv, outboxDone: make(chan struct{})}
 	var octx context.Context
 	octx, g.stopOutbox = context.WithCancel(context.Background())
 	if su.outbox {
@@ -403,11 +401,4 @@ func revokeKeys(t *testing.T, log *stream.Log, projectID string) {
 	if err != nil {
 		t.Fatalf("revoke keys of %s: %v", projectID, err)
 	}
-}
-
-// registry is the gateway's channel registry, as main builds it.
-func registry() *channels.Registry {
-	r := channels.NewRegistry(channels.Known()...)
-	r.Add(testchan.Descriptor())
-	return r
 }

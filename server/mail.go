@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"mime"
 	"net/http"
 	"strconv"
@@ -9,13 +10,17 @@ import (
 )
 
 func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	mail, err := s.mailHost()
+	if err != nil {
+		return err
+	}
 	var in struct {
 		Domain string `json:"domain"`
 	}
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	d, err := s.svc.CreateDomain(r.Context(), p, in.Domain)
+	d, err := mail.CreateDomain(r.Context(), p, in.Domain)
 	if err != nil {
 		return err
 	}
@@ -24,12 +29,16 @@ func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, p *messagi
 }
 
 func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+	mail, err := s.mailHost()
+	if err != nil {
+		return err
+	}
 	q := newQuery(r)
 	pg := page(q)
 	if err := q.done(); err != nil {
 		return err
 	}
-	ds, more, err := s.svc.DomainsPage(r.Context(), p, pg)
+	ds, more, err := mail.DomainsPage(r.Context(), p, pg)
 	if err != nil {
 		return err
 	}
@@ -41,7 +50,11 @@ func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, p *messagin
 }
 
 func (s *Server) getDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	d, err := s.svc.Domain(r.Context(), p, r.PathValue("id"))
+	mail, err := s.mailHost()
+	if err != nil {
+		return err
+	}
+	d, err := mail.Domain(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -50,7 +63,11 @@ func (s *Server) getDomain(w http.ResponseWriter, r *http.Request, p *messaging.
 }
 
 func (s *Server) verifyDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	d, err := s.svc.VerifyDomain(r.Context(), p, r.PathValue("id"))
+	mail, err := s.mailHost()
+	if err != nil {
+		return err
+	}
+	d, err := mail.VerifyDomain(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -59,7 +76,11 @@ func (s *Server) verifyDomain(w http.ResponseWriter, r *http.Request, p *messagi
 }
 
 func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	if err := s.svc.DeleteDomain(r.Context(), p, r.PathValue("id")); err != nil {
+	mail, err := s.mailHost()
+	if err != nil {
+		return err
+	}
+	if err := mail.DeleteDomain(r.Context(), p, r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -92,4 +113,12 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, p *messag
 		_, _ = w.Write(a.Data)
 	}
 	return nil
+}
+
+// mailHost is the email side of the gateway, or not_implemented.
+func (s *Server) mailHost() (*mailhost.Host, error) {
+	if s.mail == nil {
+		return nil, &messaging.Error{Code: messaging.ErrNotImplemented.Code, Message: "email is not available on this gateway"}
+	}
+	return s.mail, nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"net"
 	"net/http"
 	"net/smtp"
@@ -37,7 +38,7 @@ func (g *gateway) startSMTP(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mx := &inbound.Server{Domain: "mail.test", Backend: g.Svc.MailBackend(), MaxMessageBytes: 32 << 20}
+	mx := &inbound.Server{Domain: "mail.test", Backend: g.Mail.Backend(), MaxMessageBytes: 32 << 20}
 	done := make(chan struct{})
 	go func() {
 		if err := mx.Serve(ln); err != nil && !errors.Is(err, inbound.ErrServerClosed) {
@@ -328,12 +329,12 @@ func utf8Valid(s string) bool { return utf8.ValidString(s) }
 
 // startEmailGatewayWith is startEmailGateway with more messaging options
 // (a clock, mail settings); the DNS resolver answers nothing unless set.
-func startEmailGatewayWith(t *testing.T, cfg store.Config, opts messaging.Options) *gateway {
+func startEmailGatewayWith(t *testing.T, cfg store.Config, opts messaging.Options, mail mailhost.Options) *gateway {
 	t.Helper()
-	if opts.Mail.Resolver == nil {
-		opts.Mail.Resolver = domain.NewResolver("127.0.0.1:1")
+	if mail.Resolver == nil {
+		mail.Resolver = domain.NewResolver("127.0.0.1:1")
 	}
-	return startGateway(t, cfg, setup{outbox: true, email: true, svc: opts})
+	return startGateway(t, cfg, setup{outbox: true, email: true, svc: opts, mail: mail})
 }
 
 // TestRoleAddresses (issue 12, item 7): role addresses on the gateway's
@@ -345,8 +346,7 @@ func TestRoleAddresses(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
 		t.Parallel()
 		clk := &clock{}
-		g := startEmailGatewayWith(t, cfg, messaging.Options{Now: clk.now,
-			Mail: messaging.MailOptions{AddressQuarantine: 48 * time.Hour}})
+		g := startEmailGatewayWith(t, cfg, messaging.Options{Now: clk.now}, mailhost.Options{AddressQuarantine: 48 * time.Hour})
 		a, b := g.newSandbox(t, "a"), g.newSandbox(t, "b")
 		for _, local := range []string{"postmaster", "Abuse", "admin", "administrator", "hostmaster", "webmaster",
 			"root", "mailer-daemon", "noreply", "no-reply", "security", "ssl-admin", "postmaster@mail.test"} {
@@ -394,8 +394,7 @@ func TestSandboxOutboundMail(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
 		t.Parallel()
-		g := startEmailGatewayWith(t, cfg, messaging.Options{
-			Mail: messaging.MailOptions{SandboxMailPerHour: 3, SignedInMailPerHour: 5}})
+		g := startEmailGatewayWith(t, cfg, messaging.Options{}, mailhost.Options{SandboxMailPerHour: 3, SignedInMailPerHour: 5})
 		addr := g.startSMTP(t)
 		a, b := g.newSandbox(t, "a"), g.newSandbox(t, "b")
 		desk := g.connectEmail(t, a.APIKey, "desk")
@@ -502,9 +501,9 @@ func TestDomainTakenBack(t *testing.T) {
 		t.Parallel()
 		dns := dnstest.Start(t)
 		clk := &clock{}
-		g := startEmailGatewayWith(t, cfg, messaging.Options{Now: clk.now, Mail: messaging.MailOptions{
+		g := startEmailGatewayWith(t, cfg, messaging.Options{Now: clk.now}, mailhost.Options{
 			Resolver: domain.NewResolver(dns.Addr), Plan: domain.PlanConfig{MXHost: "mx.mail.test", SPFInclude: "spf.mail.test"},
-			OwnershipGrace: 72 * time.Hour}})
+			OwnershipGrace: 72 * time.Hour})
 		addr := g.startSMTP(t)
 		ctx := context.Background()
 		a, b := g.newSandbox(t, "first owner"), g.newSandbox(t, "next owner")
@@ -526,7 +525,7 @@ func TestDomainTakenBack(t *testing.T) {
 		}
 		for i := range 4 {
 			clk.advance(25 * time.Hour)
-			if _, err := g.Svc.VerifyPending(ctx, 10*time.Minute, 20); err != nil {
+			if _, err := g.Mail.VerifyPending(ctx, 10*time.Minute, 20); err != nil {
 				t.Fatal(err)
 			}
 			want := "verified"
@@ -557,7 +556,7 @@ func TestDomainTakenBack(t *testing.T) {
 			}
 		}
 		clk.advance(11 * time.Minute)
-		if _, err := g.Svc.VerifyPending(ctx, 10*time.Minute, 20); err != nil {
+		if _, err := g.Mail.VerifyPending(ctx, 10*time.Minute, 20); err != nil {
 			t.Fatal(err)
 		}
 		if v := get(); v.Status != "verified" {
@@ -684,7 +683,7 @@ func TestRelayErrorNeutral(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := startGateway(t, storetest.SQLite(t), setup{outbox: true, email: true, relay: r,
-				svc: messaging.Options{Mail: messaging.MailOptions{Resolver: domain.NewResolver("127.0.0.1:1"), SandboxOutbound: true}}})
+				mail: mailhost.Options{Resolver: domain.NewResolver("127.0.0.1:1"), SandboxOutbound: true}})
 			a := g.newSandbox(t, "a")
 			desk := g.connectEmail(t, a.APIKey, "desk")
 			out := g.queue(t, a.APIKey, "/v1/messages", fmt.Sprintf(`{"connection_id":%q,"to":%q,"text":"x"}`, desk.ID, tc.to))
@@ -709,7 +708,7 @@ func TestAttachmentInlineRows(t *testing.T) {
 		desk := g.connectEmail(t, a.APIKey, "desk")
 		data := []byte("%PDF-1.4 an invoice from before blobs")
 		raw := mimeMessage(*desk.Address, "old-1@example.org", "Old", mailAttachment{filename: "old.pdf", contentType: "application/pdf", data: data})
-		if ok, err := g.Svc.DeliverLocal(context.Background(), "alice@example.org", *desk.Address, raw); err != nil || !ok {
+		if ok, err := g.Mail.DeliverLocal(context.Background(), "alice@example.org", *desk.Address, raw); err != nil || !ok {
 			t.Fatalf("DeliverLocal: %v %v", ok, err)
 		}
 		// Make the row what an older gateway wrote: the bytes inline.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -89,7 +90,7 @@ func TestMessagePageBudget(t *testing.T) {
 		}{{"default budget", 0, "big"}, {"budget below one message", 512 << 10, "big2"}} {
 			t.Run(c.name, func(t *testing.T) {
 				g := startGateway(t, cfg, setup{outbox: true, email: true, svc: messaging.Options{
-					MessagePageBytes: c.budget, Mail: messaging.MailOptions{Resolver: domain.NewResolver("127.0.0.1:1")}}})
+					MessagePageBytes: c.budget}, mail: mailhost.Options{Resolver: domain.NewResolver("127.0.0.1:1")}})
 				budget := c.budget
 				if budget == 0 {
 					budget = messaging.DefaultMessagePageBytes
@@ -102,7 +103,7 @@ func TestMessagePageBudget(t *testing.T) {
 				const n, size = 40, 900 << 10
 				rcpt := c.inbox + "@mail.test"
 				for i := range n {
-					ok, err := g.Svc.DeliverLocal(context.Background(), "mallory@example.org", rcpt, bigMail(rcpt, i, size))
+					ok, err := g.Mail.DeliverLocal(context.Background(), "mallory@example.org", rcpt, bigMail(rcpt, i, size))
 					if err != nil || !ok {
 						t.Fatalf("deliver mail %d: %v %v", i, ok, err)
 					}
@@ -278,8 +279,7 @@ func TestConversationPageBudget(t *testing.T) {
 		// A header field is at most 128 KiB (--smtp-max-header-field-bytes):
 		// subjects of 120 KB against a page budget of 512 KiB.
 		budget := 512 << 10
-		g := startGateway(t, cfg, setup{outbox: true, email: true, svc: messaging.Options{MessagePageBytes: budget,
-			Mail: messaging.MailOptions{Resolver: domain.NewResolver("127.0.0.1:1")}}})
+		g := startGateway(t, cfg, setup{outbox: true, email: true, svc: messaging.Options{MessagePageBytes: budget}, mail: mailhost.Options{Resolver: domain.NewResolver("127.0.0.1:1")}})
 		sb := g.newSandbox(t, "big subjects")
 		resp := g.post(t, sb.APIKey, "/v1/connections", `{"channel":"email","config":{"address":"subjects"}}`)
 		if resp.Status != http.StatusCreated {
@@ -294,7 +294,7 @@ func TestConversationPageBudget(t *testing.T) {
 				b.WriteString("\r\n " + strings.Repeat("s", 70))
 			}
 			b.WriteString("\r\nContent-Type: text/plain\r\n\r\nhi\r\n")
-			if ok, err := g.Svc.DeliverLocal(context.Background(), "mallory@example.org", rcpt, []byte(b.String())); err != nil || !ok {
+			if ok, err := g.Mail.DeliverLocal(context.Background(), "mallory@example.org", rcpt, []byte(b.String())); err != nil || !ok {
 				t.Fatalf("deliver mail %d: %v %v", i, ok, err)
 			}
 		}
@@ -455,8 +455,7 @@ func TestConnectionListReadsNoConfig(t *testing.T) {
 // Link to the next, over REST, and GraphQL's domains pages the same way.
 func TestDomainPageBudget(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
-		g := startGateway(t, cfg, setup{outbox: true, email: true, svc: messaging.Options{MessagePageBytes: 1,
-			Mail: messaging.MailOptions{Resolver: domain.NewResolver("127.0.0.1:1")}}})
+		g := startGateway(t, cfg, setup{outbox: true, email: true, svc: messaging.Options{MessagePageBytes: 1}, mail: mailhost.Options{Resolver: domain.NewResolver("127.0.0.1:1")}})
 		sb := g.newSandbox(t, "domains")
 		var want []string
 		for _, d := range []string{"a.example.com", "b.example.com", "c.example.com"} {

@@ -31,6 +31,7 @@ type connection struct {
 	AgentID    string    `json:"agent_id"`
 	Name       *string   `json:"name"`
 	Address    *string   `json:"address"`
+	WebhookURL *string   `json:"webhook_url"`
 	CreatedAt  time.Time `json:"created_at"`
 }
 
@@ -493,7 +494,7 @@ func TestConnectTiers(t *testing.T) {
 			`{"channel":"imessage","config":{"anything":true}}`,
 		}
 		free := []string{
-			`{"channel":"email"}`, `{"channel":"telegram"}`, `{"channel":"discord"}`, `{"channel":"slack"}`,
+			`{"channel":"telegram"}`, `{"channel":"discord"}`, `{"channel":"slack"}`,
 			`{"channel":"instagram"}`, `{"channel":"facebook"}`, `{"channel":"sms","provider":"twilio"}`,
 			`{"channel":"sms","provider":"telnyx"}`, `{"channel":"whatsapp","provider":"twilio"}`,
 		}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"io"
 	"log/slog"
 	"net/http"
@@ -63,6 +64,9 @@ type Options struct {
 	// forwarded address not in these ranges. None by default: the client
 	// IP is the peer's.
 	TrustedProxies []netip.Prefix
+	// Mail serves custom email domains (/v1/domains, and GraphQL's); they
+	// answer not_implemented without it.
+	Mail *mailhost.Host
 }
 
 // Defaults of the abuse limits (Options).
@@ -75,6 +79,7 @@ const (
 // Server routes HTTP requests to the domain.
 type Server struct {
 	svc     *messaging.Service
+	mail    *mailhost.Host
 	mux     *http.ServeMux
 	logger  *slog.Logger
 	maxBody int64
@@ -126,6 +131,8 @@ func New(svc *messaging.Service, opts Options) *Server {
 		trusted:      opts.TrustedProxies,
 	}
 	opts.GraphQL.Writes = s.writeLimit
+	opts.GraphQL.Mail = opts.Mail
+	s.mail = opts.Mail
 	s.routes()
 	s.signInRoutes(opts.SignIn)
 	if opts.GraphQL.Logger == nil {
@@ -185,6 +192,8 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/connections/{id}", s.authed(s.getConnection))
 	s.mux.Handle("DELETE /v1/connections/{id}", s.writing(s.deleteConnection))
 	s.mux.Handle("POST /v1/connections/{id}/inbound", s.writing(s.inject))
+	s.mux.Handle("POST /hooks/{channel}/{id}", s.public(s.hook))
+	s.mux.Handle("GET /hooks/{channel}/{id}", s.public(s.hook))
 
 	s.mux.Handle("GET /v1/conversations", s.authed(s.listConversations))
 	s.mux.Handle("GET /v1/conversations/{id}", s.authed(s.getConversation))

@@ -61,7 +61,7 @@ func startMailGateway(t *testing.T, cfg store.Config, mod func(*inbound.Server))
 			t.Logf("SMTP log:\n%s", buf.String())
 		}
 	})
-	mx := &inbound.Server{Domain: "mail.test", Backend: g.Svc.MailBackend(),
+	mx := &inbound.Server{Domain: "mail.test", Backend: g.Mail.Backend(),
 		Logger: slog.New(slog.NewTextHandler(buf, nil))}
 	if mod != nil {
 		mod(mx)

@@ -61,6 +61,8 @@ const (
 	MessageFailed        = "message.failed"
 	ConnectionActive     = "connection.active"
 	ConnectionAuthorized = "connection.authorized"
+	ConnectionDegraded   = "connection.degraded"
+	ConnectionRevoked    = "connection.revoked"
 	DomainVerified       = "domain.verified"
 	DomainUnverified     = "domain.unverified"
 	WebhookDisabled      = "webhook.disabled"
@@ -69,7 +71,7 @@ const (
 
 // Types lists every event type, sorted.
 var Types = []string{
-	ConnectionActive, ConnectionAuthorized, DomainUnverified, DomainVerified,
+	ConnectionActive, ConnectionAuthorized, ConnectionDegraded, ConnectionRevoked, DomainUnverified, DomainVerified,
 	MessageFailed, MessageReceived, MessageSent,
 	WebhookDisabled, WebhookEnabled,
 }

@@ -68,6 +68,14 @@ type Gateway interface {
 	// address on a domain this gateway receives for but with no inbox is
 	// an error wrapping channels.ErrPermanent.
 	DeliverLocal(ctx context.Context, from, rcpt string, raw []byte) (bool, error)
+	// Claim refuses an inbox address a new connection of the project may
+	// not take (a reserved role name, an address released recently by
+	// another project), with an error for the caller.
+	Claim(ctx context.Context, projectID, address string) error
+	// AllowSend refuses mail from the inbox from of conn to to that the
+	// sender may not send now (an outside address from a sandbox, a spent
+	// hourly budget), with an error for the caller.
+	AllowSend(ctx context.Context, conn channels.Connection, from string, signedIn bool, to string) error
 }
 
 // ErrNotVerified says a domain is not a verified custom domain of the
@@ -236,12 +244,34 @@ type Adapter struct {
 }
 
 var (
-	_ channels.Adapter = (*Adapter)(nil)
-	_ channels.Inbox   = (*Adapter)(nil)
+	_ channels.Adapter     = (*Adapter)(nil)
+	_ channels.Inbox       = (*Adapter)(nil)
+	_ channels.Provisioner = (*Adapter)(nil)
+	_ channels.SendGate    = (*Adapter)(nil)
 )
 
 // InboxAddress is the inbox's address.
 func (a *Adapter) InboxAddress() string { return a.address }
+
+// Provision claims the inbox address for the new connection: the gateway
+// refuses reserved role names and addresses another project released
+// recently.
+func (a *Adapter) Provision(ctx context.Context) (channels.Provisioned, error) {
+	if g := a.ch.gateway(); g != nil {
+		if err := g.Claim(ctx, a.conn.ProjectID, a.address); err != nil {
+			return channels.Provisioned{}, err
+		}
+	}
+	return channels.Provisioned{Address: a.address}, nil
+}
+
+// AllowSend asks the gateway whether the sender may write to r.To now.
+func (a *Adapter) AllowSend(ctx context.Context, r channels.SendRequest) error {
+	if g := a.ch.gateway(); g != nil {
+		return g.AllowSend(ctx, a.conn, a.address, r.SignedIn, r.To)
+	}
+	return nil
+}
 
 // Send composes msg, signs it when its domain has a DKIM key, and delivers
 // it: internally to an inbox of this gateway, else through the relay. The

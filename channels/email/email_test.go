@@ -604,6 +604,19 @@ func (g *fakeGateway) DeliverLocal(_ context.Context, from, rcpt string, raw []b
 	return g.local, g.err
 }
 
+// Claim accepts every address but the reserved role names.
+func (g *fakeGateway) Claim(_ context.Context, _, address string) error {
+	if local, _, _ := strings.Cut(address, "@"); ReservedLocal(local) {
+		return fmt.Errorf("%s is reserved", address)
+	}
+	return nil
+}
+
+// AllowSend allows every message.
+func (g *fakeGateway) AllowSend(context.Context, channels.Connection, string, bool, string) error {
+	return nil
+}
+
 func (g *fakeGateway) delivered() []localDelivery {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -67,6 +67,7 @@ var (
 	_ channels.Adapter         = (*Adapter)(nil)
 	_ channels.Typer           = (*Adapter)(nil)
 	_ channels.WebhookReceiver = (*Adapter)(nil)
+	_ channels.Injector        = (*Adapter)(nil)
 )
 
 // New provisions a test connection. It takes no configuration: the config
@@ -155,15 +156,18 @@ type Inject struct {
 }
 
 // FieldError names the field of an injected message that is wrong.
-type FieldError struct {
-	Field, Msg string
+type FieldError = channels.ConfigError
+
+// ParseWebhook parses an injected message, as Inject does; the
+// conformance suite drives the test channel through it.
+func (a *Adapter) ParseWebhook(_ *http.Request, body []byte) ([]channels.Inbound, error) {
+	return a.Inject(body)
 }
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-// ParseWebhook parses an injected message. The REST API has already
-// authenticated the caller, so there is no signature to verify.
-func (a *Adapter) ParseWebhook(_ *http.Request, body []byte) ([]channels.Inbound, error) {
+// Inject parses an injected message (POST /v1/connections/{id}/inbound).
+// The REST API has already authenticated the caller, so there is no
+// signature to verify.
+func (a *Adapter) Inject(body []byte) ([]channels.Inbound, error) {
 	// encoding/json turns invalid UTF-8 into U+FFFD silently: check first.
 	if !utf8.Valid(body) {
 		return nil, invalidUTF8(body)
@@ -179,19 +183,19 @@ func (a *Adapter) ParseWebhook(_ *http.Request, body []byte) ([]channels.Inbound
 	}
 	switch {
 	case strings.TrimSpace(in.Sender) == "":
-		return nil, &FieldError{"sender", "required"}
+		return nil, &FieldError{Field: "sender", Msg: "required"}
 	case len(in.Sender) > MaxSender || strings.ContainsFunc(in.Sender, unicode.IsControl):
-		return nil, &FieldError{"sender", fmt.Sprintf("at most %d bytes, no control characters", MaxSender)}
+		return nil, &FieldError{Field: "sender", Msg: fmt.Sprintf("at most %d bytes, no control characters", MaxSender)}
 	case in.Text == "" && (in.HTML == nil || *in.HTML == ""):
-		return nil, &FieldError{"text", "text or html is required"}
+		return nil, &FieldError{Field: "text", Msg: "text or html is required"}
 	case len(in.Text) > MaxText:
-		return nil, &FieldError{"text", fmt.Sprintf("at most %d bytes", MaxText)}
+		return nil, &FieldError{Field: "text", Msg: fmt.Sprintf("at most %d bytes", MaxText)}
 	case in.HTML != nil && len(*in.HTML) > MaxText:
-		return nil, &FieldError{"html", fmt.Sprintf("at most %d bytes", MaxText)}
+		return nil, &FieldError{Field: "html", Msg: fmt.Sprintf("at most %d bytes", MaxText)}
 	case in.Subject != nil && (len(*in.Subject) > MaxSubject || strings.ContainsFunc(*in.Subject, unicode.IsControl)):
-		return nil, &FieldError{"subject", fmt.Sprintf("at most %d bytes, one line", MaxSubject)}
+		return nil, &FieldError{Field: "subject", Msg: fmt.Sprintf("at most %d bytes, one line", MaxSubject)}
 	case len(in.ID) > MaxID || strings.ContainsFunc(in.ID, unicode.IsControl):
-		return nil, &FieldError{"id", fmt.Sprintf("at most %d bytes, no control characters", MaxID)}
+		return nil, &FieldError{Field: "id", Msg: fmt.Sprintf("at most %d bytes, no control characters", MaxID)}
 	}
 	id := in.ID
 	if id == "" {
@@ -210,7 +214,7 @@ func invalidUTF8(body []byte) error {
 	if json.Unmarshal(body, &fields) == nil {
 		for _, f := range []string{"sender", "text", "subject", "html", "id"} {
 			if !utf8.Valid(fields[f]) {
-				return &FieldError{f, "must be valid UTF-8"}
+				return &FieldError{Field: f, Msg: "must be valid UTF-8"}
 			}
 		}
 	}

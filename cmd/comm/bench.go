@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/comm-gateway/comm/gateway"
 	"net"
 	"net/http"
 	"os"
@@ -11,12 +12,10 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/bench"
-	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/inbound"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/netguard"
-	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 )
@@ -202,25 +201,26 @@ func runBench(args []string) error {
 
 // gateway serves the REST API and runs the outbox on a loopback port. The
 // abuse limits are off: the load comes from one address and few keys.
-func gateway(l *stream.Log) (svc *messaging.Service, base string, stop func(), err error) {
-	svc, err = newService(l, messaging.Options{SandboxConnections: -1}, email.Options{})
+func serveBench(l *stream.Log) (g *gateway.Gateway, base string, stop func(), err error) {
+	g, err = benchGateway(l, messaging.Options{SandboxConnections: -1})
 	if err != nil {
 		return nil, "", nil, err
 	}
+	svc := g.Svc
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", nil, err
 	}
-	srv := &http.Server{Handler: server.New(svc, server.Options{SandboxesPerHour: -1, WritesPerSecond: -1}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: g.Front, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { (&delivery.Outbox{Service: svc}).Run(wctx); close(done) }()
-	return svc, "http://" + ln.Addr().String(), func() { srv.Close(); cancel(); <-done; svc.Close() }, nil
+	return g, "http://" + ln.Addr().String(), func() { srv.Close(); cancel(); <-done; svc.Close() }, nil
 }
 
 func benchInbound(ctx context.Context, open opener, projects, clients int, d time.Duration) (bench.Result, error) {
-	return onGateway(open, func(_ *stream.Log, _ *messaging.Service, base string) (bench.Result, error) {
+	return onGateway(open, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
 		api := bench.NewAPI(base, clients)
 		conns, err := bench.NewTestConnections(ctx, api, projects)
 		if err != nil {
@@ -233,7 +233,7 @@ func benchInbound(ctx context.Context, open opener, projects, clients int, d tim
 }
 
 func benchReply(ctx context.Context, open opener) (bench.Result, error) {
-	return onGateway(open, func(_ *stream.Log, _ *messaging.Service, base string) (bench.Result, error) {
+	return onGateway(open, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
 		api := bench.NewAPI(base, 4)
 		conns, err := bench.NewTestConnections(ctx, api, 1)
 		if err != nil {
@@ -249,23 +249,23 @@ func benchReply(ctx context.Context, open opener) (bench.Result, error) {
 type opener func() (*stream.Log, func(), error)
 
 // onGateway opens a fresh database, serves the gateway on it and runs fn.
-func onGateway(open opener, fn func(l *stream.Log, svc *messaging.Service, base string) (bench.Result, error)) (bench.Result, error) {
+func onGateway(open opener, fn func(l *stream.Log, g *gateway.Gateway, base string) (bench.Result, error)) (bench.Result, error) {
 	l, done, err := open()
 	if err != nil {
 		return bench.Result{}, err
 	}
 	defer done()
-	svc, base, stop, err := gateway(l)
+	g, base, stop, err := serveBench(l)
 	if err != nil {
 		return bench.Result{}, err
 	}
 	defer stop()
-	return fn(l, svc, base)
+	return fn(l, g, base)
 }
 
 func benchRead(ctx context.Context, open opener, events, clients int, d time.Duration) (bench.Result, error) {
-	return onGateway(open, func(l *stream.Log, svc *messaging.Service, base string) (bench.Result, error) {
-		sb, err := svc.CreateSandbox(ctx, "bench")
+	return onGateway(open, func(l *stream.Log, g *gateway.Gateway, base string) (bench.Result, error) {
+		sb, err := g.Svc.CreateSandbox(ctx, "bench")
 		if err != nil {
 			return bench.Result{}, err
 		}
@@ -287,11 +287,12 @@ func benchWebhooks(ctx context.Context, open opener, d time.Duration) ([]bench.R
 		if err != nil {
 			return nil, err
 		}
-		svc, err := newService(l, messaging.Options{WebhookAllowPrivate: true}, email.Options{})
+		g, err := benchGateway(l, messaging.Options{WebhookAllowPrivate: true})
 		if err != nil {
 			done()
 			return nil, err
 		}
+		svc := g.Svc
 		rcv := bench.NewReceiver()
 		wctx, cancel := context.WithCancel(ctx)
 		hooksDone := make(chan struct{})
@@ -323,13 +324,13 @@ func benchWebhooks(ctx context.Context, open opener, d time.Duration) ([]bench.R
 // message.received, then the heap while one 25 MB mail is received.
 func benchMail(ctx context.Context, open opener, d time.Duration) ([]bench.Result, error) {
 	var out []bench.Result
-	_, err := onGateway(open, func(_ *stream.Log, svc *messaging.Service, base string) (bench.Result, error) {
+	_, err := onGateway(open, func(_ *stream.Log, g *gateway.Gateway, base string) (bench.Result, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return bench.Result{}, err
 		}
 		// The benchmark's clients all come from one address: no session caps.
-		mx := &inbound.Server{Backend: svc.MailBackend(), MaxSessions: -1, MaxSessionsPerIP: -1}
+		mx := &inbound.Server{Backend: g.Mail.Backend(), MaxSessions: -1, MaxSessionsPerIP: -1}
 		go mx.Serve(ln)
 		defer mx.Close()
 		api := bench.NewAPI(base, 4)

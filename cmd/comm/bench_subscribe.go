@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/bench"
-	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
@@ -146,10 +145,11 @@ func fillBacklog(ctx context.Context, dir string, n int) (string, error) {
 		return "", err
 	}
 	defer l.Close()
-	svc, err := newService(l, messaging.Options{}, email.Options{})
+	g, err := benchGateway(l, messaging.Options{})
 	if err != nil {
 		return "", err
 	}
+	svc := g.Svc
 	defer svc.Close()
 	sb, err := svc.CreateSandbox(ctx, "backlog")
 	if err != nil {

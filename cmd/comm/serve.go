@@ -6,6 +6,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/gateway"
 	"log/slog"
 	"net"
 	"net/http"
@@ -232,11 +234,22 @@ func serve(args []string) error {
 	if mx == "" {
 		mx = *mailDomain
 	}
-	svc, err := newService(log, messaging.Options{Logger: logger, Box: box, WebhookAllowPrivate: private,
-		MessagePageBytes:   nMsgPageBytes,
-		SandboxConnections: limits.sandboxConns,
-		EventBodyBytes:     eventBodyN,
-		Mail: messaging.MailOptions{
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	base := *baseURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
+	g, err := gateway.New(log, gateway.Config{Logger: logger,
+		Service: messaging.Options{Box: box, WebhookAllowPrivate: private, BaseURL: base,
+			MessagePageBytes:   nMsgPageBytes,
+			SandboxConnections: limits.sandboxConns,
+			EventBodyBytes:     eventBodyN},
+		Email: mailOpts,
+		Mail: mailhost.Options{
 			Plan:                domain.PlanConfig{MXHost: mx, SPFInclude: *spfInclude},
 			Resolver:            resolver,
 			MaxMessageBytes:     int64(maxMail),
@@ -245,11 +258,22 @@ func serve(args []string) error {
 			SandboxMailPerHour:  sandboxPerHourN,
 			SignedInMailPerHour: signedInPerHourN,
 			OwnershipGrace:      graceOwn,
-		}}, mailOpts)
+		},
+		Server: server.Options{BaseURL: base,
+			MaxBodyBytes: int64(body), Logger: logger, Playground: withPlayground,
+			GraphQL:          graph.Options{Introspection: introspect, ComplexityLimit: costLimit, MaxResponseBytes: int64(respBytes)},
+			SignIn:           signIn,
+			SandboxesPerHour: limits.sandboxes, WritesPerSecond: limits.writes, WriteBurst: limits.burst,
+			TrustedProxies: proxies,
+			Live:           liveOpts,
+		}})
 	if err != nil {
+		ln.Close()
 		return err
 	}
-	defer svc.Close()
+	defer g.Close()
+	svc, front := g.Svc, g.Front
+	defer front.Close()
 
 	workers, stopWorkers := context.WithCancel(context.Background())
 	outbox := &delivery.Outbox{Service: svc, Logger: logger}
@@ -259,9 +283,12 @@ func serve(args []string) error {
 		Client: netguard.NewClient(netguard.Options{AllowPrivate: private})}
 	hooksDone := make(chan struct{})
 	go func() { hooks.Run(workers); close(hooksDone) }()
+	sessions := &delivery.Sessions{Service: svc, Logger: logger}
+	sessionsDone := make(chan struct{})
+	go func() { sessions.Run(workers); close(sessionsDone) }()
 	verifierDone := make(chan struct{})
-	go func() { verifyDomains(workers, svc, verifyD, logger); close(verifierDone) }()
-	defer func() { stopWorkers(); <-outboxDone; <-hooksDone; <-verifierDone }()
+	go func() { verifyDomains(workers, g.Mail, verifyD, logger); close(verifierDone) }()
+	defer func() { stopWorkers(); <-outboxDone; <-hooksDone; <-sessionsDone; <-verifierDone }()
 
 	var smtpLine string
 	if *smtpListen != "off" && *smtpListen != "" {
@@ -269,7 +296,7 @@ func serve(args []string) error {
 		if err != nil {
 			return fmt.Errorf("smtp listen: %w", err)
 		}
-		mx := &inbound.Server{Domain: *mailDomain, Backend: svc.MailBackend(), MaxMessageBytes: int64(maxMail), Resolver: resolver,
+		mx := &inbound.Server{Domain: *mailDomain, Backend: g.Mail.Backend(), MaxMessageBytes: int64(maxMail), Resolver: resolver,
 			MaxParts: smtpLim.MaxParts, MaxDepth: smtpLim.MaxDepth, MaxBase64Errors: smtpLim.MaxBase64Errors, ParseTimeout: smtpLim.ParseTimeout,
 			MaxHeaderBytes: smtpLim.MaxHeaderBytes, MaxHeaderFieldBytes: smtpLim.MaxHeaderFieldBytes,
 			MaxSessions: smtpLim.MaxSessions, MaxSessionsPerIP: smtpLim.MaxSessionsPerIP, Logger: logger}
@@ -296,24 +323,6 @@ func serve(args []string) error {
 		smtpLine = fmt.Sprintf("comm: receiving mail for @%s on smtp://%s\n", strings.ToLower(*mailDomain), mailLn.Addr())
 	}
 
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	base := *baseURL
-	if base == "" {
-		base = "http://" + ln.Addr().String()
-	}
-	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
-	front := server.New(svc, server.Options{BaseURL: base,
-		MaxBodyBytes: int64(body), Logger: logger, Playground: withPlayground,
-		GraphQL:          graph.Options{Introspection: introspect, ComplexityLimit: costLimit, MaxResponseBytes: int64(respBytes)},
-		SignIn:           signIn,
-		SandboxesPerHour: limits.sandboxes, WritesPerSecond: limits.writes, WriteBurst: limits.burst,
-		TrustedProxies: proxies,
-		Live:           liveOpts,
-	})
-	defer front.Close()
 	srv := &http.Server{
 		Handler:           front,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -491,11 +500,11 @@ func signInOptions(issuer, clientID, secret, password string, allowRemote bool, 
 
 // verifyDomains checks pending custom domains again every so often, until
 // ctx ends.
-func verifyDomains(ctx context.Context, svc *messaging.Service, every time.Duration, logger *slog.Logger) {
+func verifyDomains(ctx context.Context, mail *mailhost.Host, every time.Duration, logger *slog.Logger) {
 	tick := time.NewTicker(min(every, time.Minute))
 	defer tick.Stop()
 	for {
-		if _, err := svc.VerifyPending(ctx, every, 20); err != nil && ctx.Err() == nil {
+		if _, err := mail.VerifyPending(ctx, every, 20); err != nil && ctx.Err() == nil {
 			logger.Warn("domain verification", "err", err)
 		}
 		select {

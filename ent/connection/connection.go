@@ -24,6 +24,8 @@ const (
 	FieldProvider = "provider"
 	// FieldStatus holds the string denoting the status field in the database.
 	FieldStatus = "status"
+	// FieldStatusReason holds the string denoting the status_reason field in the database.
+	FieldStatusReason = "status_reason"
 	// FieldCustomerID holds the string denoting the customer_id field in the database.
 	FieldCustomerID = "customer_id"
 	// FieldAgentID holds the string denoting the agent_id field in the database.
@@ -36,6 +38,12 @@ const (
 	FieldAddress = "address"
 	// FieldInboxKey holds the string denoting the inbox_key field in the database.
 	FieldInboxKey = "inbox_key"
+	// FieldWebhookURL holds the string denoting the webhook_url field in the database.
+	FieldWebhookURL = "webhook_url"
+	// FieldSessionOwner holds the string denoting the session_owner field in the database.
+	FieldSessionOwner = "session_owner"
+	// FieldSessionUntil holds the string denoting the session_until field in the database.
+	FieldSessionUntil = "session_until"
 	// FieldDeletedAt holds the string denoting the deleted_at field in the database.
 	FieldDeletedAt = "deleted_at"
 	// Table holds the table name of the connection in the database.
@@ -50,12 +58,16 @@ var Columns = []string{
 	FieldChannel,
 	FieldProvider,
 	FieldStatus,
+	FieldStatusReason,
 	FieldCustomerID,
 	FieldAgentID,
 	FieldName,
 	FieldConfig,
 	FieldAddress,
 	FieldInboxKey,
+	FieldWebhookURL,
+	FieldSessionOwner,
+	FieldSessionUntil,
 	FieldDeletedAt,
 }
 
@@ -83,6 +95,8 @@ var (
 	ProjectIDValidator func(string) error
 	// DefaultStatus holds the default value on creation for the "status" field.
 	DefaultStatus string
+	// StatusReasonValidator is a validator for the "status_reason" field. It is called by the builders before save.
+	StatusReasonValidator func(string) error
 	// NameValidator is a validator for the "name" field. It is called by the builders before save.
 	NameValidator func(string) error
 	// DefaultID holds the default value on creation for the "id" field.
@@ -124,6 +138,11 @@ func ByStatus(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldStatus, opts...).ToFunc()
 }
 
+// ByStatusReason orders the results by the status_reason field.
+func ByStatusReason(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldStatusReason, opts...).ToFunc()
+}
+
 // ByCustomerID orders the results by the customer_id field.
 func ByCustomerID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldCustomerID, opts...).ToFunc()
@@ -147,6 +166,21 @@ func ByAddress(opts ...sql.OrderTermOption) OrderOption {
 // ByInboxKey orders the results by the inbox_key field.
 func ByInboxKey(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldInboxKey, opts...).ToFunc()
+}
+
+// ByWebhookURL orders the results by the webhook_url field.
+func ByWebhookURL(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWebhookURL, opts...).ToFunc()
+}
+
+// BySessionOwner orders the results by the session_owner field.
+func BySessionOwner(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSessionOwner, opts...).ToFunc()
+}
+
+// BySessionUntil orders the results by the session_until field.
+func BySessionUntil(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSessionUntil, opts...).ToFunc()
 }
 
 // ByDeletedAt orders the results by the deleted_at field.

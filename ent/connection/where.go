@@ -89,6 +89,11 @@ func Status(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldStatus, v))
 }
 
+// StatusReason applies equality check predicate on the "status_reason" field. It's identical to StatusReasonEQ.
+func StatusReason(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldStatusReason, v))
+}
+
 // CustomerID applies equality check predicate on the "customer_id" field. It's identical to CustomerIDEQ.
 func CustomerID(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldCustomerID, v))
@@ -117,6 +122,21 @@ func Address(v string) predicate.Connection {
 // InboxKey applies equality check predicate on the "inbox_key" field. It's identical to InboxKeyEQ.
 func InboxKey(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldInboxKey, v))
+}
+
+// WebhookURL applies equality check predicate on the "webhook_url" field. It's identical to WebhookURLEQ.
+func WebhookURL(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldWebhookURL, v))
+}
+
+// SessionOwner applies equality check predicate on the "session_owner" field. It's identical to SessionOwnerEQ.
+func SessionOwner(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldSessionOwner, v))
+}
+
+// SessionUntil applies equality check predicate on the "session_until" field. It's identical to SessionUntilEQ.
+func SessionUntil(v time.Time) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldSessionUntil, v))
 }
 
 // DeletedAt applies equality check predicate on the "deleted_at" field. It's identical to DeletedAtEQ.
@@ -432,6 +452,81 @@ func StatusEqualFold(v string) predicate.Connection {
 // StatusContainsFold applies the ContainsFold predicate on the "status" field.
 func StatusContainsFold(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldContainsFold(FieldStatus, v))
+}
+
+// StatusReasonEQ applies the EQ predicate on the "status_reason" field.
+func StatusReasonEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldStatusReason, v))
+}
+
+// StatusReasonNEQ applies the NEQ predicate on the "status_reason" field.
+func StatusReasonNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldStatusReason, v))
+}
+
+// StatusReasonIn applies the In predicate on the "status_reason" field.
+func StatusReasonIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldStatusReason, vs...))
+}
+
+// StatusReasonNotIn applies the NotIn predicate on the "status_reason" field.
+func StatusReasonNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldStatusReason, vs...))
+}
+
+// StatusReasonGT applies the GT predicate on the "status_reason" field.
+func StatusReasonGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldStatusReason, v))
+}
+
+// StatusReasonGTE applies the GTE predicate on the "status_reason" field.
+func StatusReasonGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldStatusReason, v))
+}
+
+// StatusReasonLT applies the LT predicate on the "status_reason" field.
+func StatusReasonLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldStatusReason, v))
+}
+
+// StatusReasonLTE applies the LTE predicate on the "status_reason" field.
+func StatusReasonLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldStatusReason, v))
+}
+
+// StatusReasonContains applies the Contains predicate on the "status_reason" field.
+func StatusReasonContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldStatusReason, v))
+}
+
+// StatusReasonHasPrefix applies the HasPrefix predicate on the "status_reason" field.
+func StatusReasonHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldStatusReason, v))
+}
+
+// StatusReasonHasSuffix applies the HasSuffix predicate on the "status_reason" field.
+func StatusReasonHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldStatusReason, v))
+}
+
+// StatusReasonIsNil applies the IsNil predicate on the "status_reason" field.
+func StatusReasonIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldStatusReason))
+}
+
+// StatusReasonNotNil applies the NotNil predicate on the "status_reason" field.
+func StatusReasonNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldStatusReason))
+}
+
+// StatusReasonEqualFold applies the EqualFold predicate on the "status_reason" field.
+func StatusReasonEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldStatusReason, v))
+}
+
+// StatusReasonContainsFold applies the ContainsFold predicate on the "status_reason" field.
+func StatusReasonContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldStatusReason, v))
 }
 
 // CustomerIDEQ applies the EQ predicate on the "customer_id" field.
@@ -837,6 +932,206 @@ func InboxKeyEqualFold(v string) predicate.Connection {
 // InboxKeyContainsFold applies the ContainsFold predicate on the "inbox_key" field.
 func InboxKeyContainsFold(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldContainsFold(FieldInboxKey, v))
+}
+
+// WebhookURLEQ applies the EQ predicate on the "webhook_url" field.
+func WebhookURLEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldWebhookURL, v))
+}
+
+// WebhookURLNEQ applies the NEQ predicate on the "webhook_url" field.
+func WebhookURLNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldWebhookURL, v))
+}
+
+// WebhookURLIn applies the In predicate on the "webhook_url" field.
+func WebhookURLIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldWebhookURL, vs...))
+}
+
+// WebhookURLNotIn applies the NotIn predicate on the "webhook_url" field.
+func WebhookURLNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldWebhookURL, vs...))
+}
+
+// WebhookURLGT applies the GT predicate on the "webhook_url" field.
+func WebhookURLGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldWebhookURL, v))
+}
+
+// WebhookURLGTE applies the GTE predicate on the "webhook_url" field.
+func WebhookURLGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldWebhookURL, v))
+}
+
+// WebhookURLLT applies the LT predicate on the "webhook_url" field.
+func WebhookURLLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldWebhookURL, v))
+}
+
+// WebhookURLLTE applies the LTE predicate on the "webhook_url" field.
+func WebhookURLLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldWebhookURL, v))
+}
+
+// WebhookURLContains applies the Contains predicate on the "webhook_url" field.
+func WebhookURLContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldWebhookURL, v))
+}
+
+// WebhookURLHasPrefix applies the HasPrefix predicate on the "webhook_url" field.
+func WebhookURLHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldWebhookURL, v))
+}
+
+// WebhookURLHasSuffix applies the HasSuffix predicate on the "webhook_url" field.
+func WebhookURLHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldWebhookURL, v))
+}
+
+// WebhookURLIsNil applies the IsNil predicate on the "webhook_url" field.
+func WebhookURLIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldWebhookURL))
+}
+
+// WebhookURLNotNil applies the NotNil predicate on the "webhook_url" field.
+func WebhookURLNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldWebhookURL))
+}
+
+// WebhookURLEqualFold applies the EqualFold predicate on the "webhook_url" field.
+func WebhookURLEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldWebhookURL, v))
+}
+
+// WebhookURLContainsFold applies the ContainsFold predicate on the "webhook_url" field.
+func WebhookURLContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldWebhookURL, v))
+}
+
+// SessionOwnerEQ applies the EQ predicate on the "session_owner" field.
+func SessionOwnerEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldSessionOwner, v))
+}
+
+// SessionOwnerNEQ applies the NEQ predicate on the "session_owner" field.
+func SessionOwnerNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldSessionOwner, v))
+}
+
+// SessionOwnerIn applies the In predicate on the "session_owner" field.
+func SessionOwnerIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldSessionOwner, vs...))
+}
+
+// SessionOwnerNotIn applies the NotIn predicate on the "session_owner" field.
+func SessionOwnerNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldSessionOwner, vs...))
+}
+
+// SessionOwnerGT applies the GT predicate on the "session_owner" field.
+func SessionOwnerGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldSessionOwner, v))
+}
+
+// SessionOwnerGTE applies the GTE predicate on the "session_owner" field.
+func SessionOwnerGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldSessionOwner, v))
+}
+
+// SessionOwnerLT applies the LT predicate on the "session_owner" field.
+func SessionOwnerLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldSessionOwner, v))
+}
+
+// SessionOwnerLTE applies the LTE predicate on the "session_owner" field.
+func SessionOwnerLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldSessionOwner, v))
+}
+
+// SessionOwnerContains applies the Contains predicate on the "session_owner" field.
+func SessionOwnerContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldSessionOwner, v))
+}
+
+// SessionOwnerHasPrefix applies the HasPrefix predicate on the "session_owner" field.
+func SessionOwnerHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldSessionOwner, v))
+}
+
+// SessionOwnerHasSuffix applies the HasSuffix predicate on the "session_owner" field.
+func SessionOwnerHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldSessionOwner, v))
+}
+
+// SessionOwnerIsNil applies the IsNil predicate on the "session_owner" field.
+func SessionOwnerIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldSessionOwner))
+}
+
+// SessionOwnerNotNil applies the NotNil predicate on the "session_owner" field.
+func SessionOwnerNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldSessionOwner))
+}
+
+// SessionOwnerEqualFold applies the EqualFold predicate on the "session_owner" field.
+func SessionOwnerEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldSessionOwner, v))
+}
+
+// SessionOwnerContainsFold applies the ContainsFold predicate on the "session_owner" field.
+func SessionOwnerContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldSessionOwner, v))
+}
+
+// SessionUntilEQ applies the EQ predicate on the "session_until" field.
+func SessionUntilEQ(v time.Time) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldSessionUntil, v))
+}
+
+// SessionUntilNEQ applies the NEQ predicate on the "session_until" field.
+func SessionUntilNEQ(v time.Time) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldSessionUntil, v))
+}
+
+// SessionUntilIn applies the In predicate on the "session_until" field.
+func SessionUntilIn(vs ...time.Time) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldSessionUntil, vs...))
+}
+
+// SessionUntilNotIn applies the NotIn predicate on the "session_until" field.
+func SessionUntilNotIn(vs ...time.Time) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldSessionUntil, vs...))
+}
+
+// SessionUntilGT applies the GT predicate on the "session_until" field.
+func SessionUntilGT(v time.Time) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldSessionUntil, v))
+}
+
+// SessionUntilGTE applies the GTE predicate on the "session_until" field.
+func SessionUntilGTE(v time.Time) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldSessionUntil, v))
+}
+
+// SessionUntilLT applies the LT predicate on the "session_until" field.
+func SessionUntilLT(v time.Time) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldSessionUntil, v))
+}
+
+// SessionUntilLTE applies the LTE predicate on the "session_until" field.
+func SessionUntilLTE(v time.Time) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldSessionUntil, v))
+}
+
+// SessionUntilIsNil applies the IsNil predicate on the "session_until" field.
+func SessionUntilIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldSessionUntil))
+}
+
+// SessionUntilNotNil applies the NotNil predicate on the "session_until" field.
+func SessionUntilNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldSessionUntil))
 }
 
 // DeletedAtEQ applies the EQ predicate on the "deleted_at" field.

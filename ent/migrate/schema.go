@@ -119,12 +119,16 @@ var (
 		{Name: "channel", Type: field.TypeString},
 		{Name: "provider", Type: field.TypeString, Nullable: true},
 		{Name: "status", Type: field.TypeString, Default: "pending"},
+		{Name: "status_reason", Type: field.TypeString, Nullable: true, Size: 1000},
 		{Name: "customer_id", Type: field.TypeString},
 		{Name: "agent_id", Type: field.TypeString},
 		{Name: "name", Type: field.TypeString, Nullable: true, Size: 200},
 		{Name: "config", Type: field.TypeBytes, Nullable: true},
 		{Name: "address", Type: field.TypeString, Nullable: true},
 		{Name: "inbox_key", Type: field.TypeString, Unique: true, Nullable: true},
+		{Name: "webhook_url", Type: field.TypeString, Nullable: true},
+		{Name: "session_owner", Type: field.TypeString, Nullable: true},
+		{Name: "session_until", Type: field.TypeTime, Nullable: true},
 		{Name: "deleted_at", Type: field.TypeTime, Nullable: true},
 	}
 	// ConnectionsTable holds the schema information for the "connections" table.
@@ -141,7 +145,7 @@ var (
 			{
 				Name:    "connection_address",
 				Unique:  false,
-				Columns: []*schema.Column{ConnectionsColumns[10]},
+				Columns: []*schema.Column{ConnectionsColumns[11]},
 			},
 		},
 	}

@@ -161,8 +161,12 @@ func init() {
 	connectionDescStatus := connectionFields[2].Descriptor()
 	// connection.DefaultStatus holds the default value on creation for the status field.
 	connection.DefaultStatus = connectionDescStatus.Default.(string)
+	// connectionDescStatusReason is the schema descriptor for status_reason field.
+	connectionDescStatusReason := connectionFields[3].Descriptor()
+	// connection.StatusReasonValidator is a validator for the "status_reason" field. It is called by the builders before save.
+	connection.StatusReasonValidator = connectionDescStatusReason.Validators[0].(func(string) error)
 	// connectionDescName is the schema descriptor for name field.
-	connectionDescName := connectionFields[5].Descriptor()
+	connectionDescName := connectionFields[6].Descriptor()
 	// connection.NameValidator is a validator for the "name" field. It is called by the builders before save.
 	connection.NameValidator = connectionDescName.Validators[0].(func(string) error)
 	// connectionDescID is the schema descriptor for id field.

@@ -28,7 +28,10 @@ func (Connection) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("channel").Immutable().Comment("the medium: email, telegram, sms, test ..."),
 		field.String("provider").Optional().Immutable().Comment("where a medium has several providers"),
-		field.String("status").Default("pending"),
+		field.String("status").Default("pending").
+			Comment("pending, authorized, active, degraded (the provider is failing), revoked (credentials rejected), deleted"),
+		field.String("status_reason").Optional().MaxLen(1000).Annotations(entgql.Skip()).
+			Comment("why the connection is degraded or revoked"),
 		field.String("customer_id").Immutable(),
 		field.String("agent_id").Immutable(),
 		field.String("name").Optional().MaxLen(200),
@@ -37,6 +40,12 @@ func (Connection) Fields() []ent.Field {
 		field.String("address").Optional().Comment("channel-native address of the connection, if any"),
 		field.String("inbox_key").Optional().Nillable().Unique().Annotations(entgql.Skip()).
 			Comment("channel:address of an inbox this gateway hosts (email); globally unique, cleared on delete"),
+		field.String("webhook_url").Optional().
+			Comment("the URL the provider sends this connection's events to, when the customer gives it to the provider"),
+		field.String("session_owner").Optional().Annotations(entgql.Skip()).
+			Comment("the replica running the connection's long-lived inbound session (a lease)"),
+		field.Time("session_until").Optional().Nillable().Annotations(entgql.Skip()).
+			Comment("when the session lease lapses unless renewed"),
 		field.Time("deleted_at").Optional().Nillable().Annotations(entgql.Skip()),
 	}
 }

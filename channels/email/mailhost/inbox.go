@@ -1,4 +1,4 @@
-package messaging
+package mailhost
 
 import (
 	"bytes"
@@ -18,19 +18,15 @@ import (
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/tenant"
 	"github.com/lib/pq"
 )
 
-// inboxKey is the gateway-wide key of a hosted inbox address.
-func inboxKey(channel, address string) string {
-	return channel + ":" + strings.ToLower(address)
-}
-
 // inbox finds the live email connection receiving at rcpt. A plus-address
 // (inbox+conv_...@domain) reaches its inbox and names the conversation an
 // answer belongs to.
-func (s *Service) inbox(ctx context.Context, rcpt string) (conn *ent.Connection, conversation string, err error) {
+func (h *Host) inbox(ctx context.Context, rcpt string) (conn *ent.Connection, conversation string, err error) {
 	addr := strings.ToLower(strings.TrimSpace(rcpt))
 	local, domain, ok := strings.Cut(addr, "@")
 	if !ok || local == "" || domain == "" {
@@ -42,8 +38,8 @@ func (s *Service) inbox(ctx context.Context, rcpt string) (conn *ent.Connection,
 			conversation = tag
 		}
 	}
-	c, err := s.read.Connection.Query().
-		Where(entconn.InboxKey(inboxKey("email", local+"@"+domain)), entconn.DeletedAtIsNil()).
+	c, err := h.read.Connection.Query().
+		Where(entconn.InboxKey(messaging.InboxKey("email", local+"@"+domain)), entconn.DeletedAtIsNil()).
 		Only(tenant.System(ctx))
 	if ent.IsNotFound(err) {
 		return nil, "", fmt.Errorf("%q: %w", rcpt, inbound.ErrUnknownRecipient)
@@ -54,15 +50,15 @@ func (s *Service) inbox(ctx context.Context, rcpt string) (conn *ent.Connection,
 	return c, conversation, nil
 }
 
-// MailBackend is the gateway side of the SMTP listener: it accepts mail for
+// Backend is the gateway side of the SMTP listener: it accepts mail for
 // the inboxes of this gateway and stores it as message.received.
-func (s *Service) MailBackend() inbound.Backend { return mailBackend{s} }
+func (h *Host) Backend() inbound.Backend { return mailBackend{h} }
 
-type mailBackend struct{ s *Service }
+type mailBackend struct{ h *Host }
 
 // Accept knows the inbox addresses of every project.
 func (b mailBackend) Accept(ctx context.Context, rcpt string) error {
-	_, _, err := b.s.inbox(ctx, rcpt)
+	_, _, err := b.h.inbox(ctx, rcpt)
 	return err
 }
 
@@ -72,7 +68,7 @@ func (b mailBackend) Accept(ctx context.Context, rcpt string) error {
 func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.Message) error {
 	in := mailInbound(msg, "")
 	for _, rcpt := range rcpts {
-		c, conv, err := b.s.inbox(ctx, rcpt)
+		c, conv, err := b.h.inbox(ctx, rcpt)
 		if errors.Is(err, inbound.ErrUnknownRecipient) {
 			continue // deleted between RCPT and DATA
 		}
@@ -80,9 +76,9 @@ func (b mailBackend) Deliver(ctx context.Context, rcpts []string, msg *inbound.M
 			return fmt.Errorf("%w: %v", inbound.ErrTransient, err)
 		}
 		in.ConversationID = conv
-		if _, _, err := b.s.Receive(ctx, c, in); err != nil {
-			var e *Error
-			if errors.As(err, &e) && e.Code == ErrInvalid.Code || isDataException(err) {
+		if _, _, err := b.h.svc.Receive(ctx, c, in); err != nil {
+			var e *messaging.Error
+			if errors.As(err, &e) && e.Code == messaging.ErrInvalid.Code || isDataException(err) {
 				// A retry would fail the same way: bounce, never 451 forever.
 				return fmt.Errorf("%w: %v", inbound.ErrPermanent, err)
 			}
@@ -170,10 +166,10 @@ func mailInbound(msg *inbound.Message, conversation string) channels.Inbound {
 // without a relay: parsed and stored exactly as if it had come over SMTP.
 // It reports false for an address on a domain this gateway does not
 // receive for.
-func (s *Service) DeliverLocal(ctx context.Context, from, rcpt string, raw []byte) (bool, error) {
-	c, conv, err := s.inbox(ctx, rcpt)
+func (h *Host) DeliverLocal(ctx context.Context, from, rcpt string, raw []byte) (bool, error) {
+	c, conv, err := h.inbox(ctx, rcpt)
 	if errors.Is(err, inbound.ErrUnknownRecipient) {
-		hosted, herr := s.hostsMailDomain(ctx, rcpt)
+		hosted, herr := h.hostsMailDomain(ctx, rcpt)
 		if herr != nil {
 			return false, fmt.Errorf("%w: %v", channels.ErrTransient, herr)
 		}
@@ -185,7 +181,7 @@ func (s *Service) DeliverLocal(ctx context.Context, from, rcpt string, raw []byt
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", channels.ErrTransient, err)
 	}
-	p := inbound.Parser{MaxBytes: s.mail.MaxMessageBytes, MaxAttachmentBytes: s.mail.MaxAttachmentBytes}
+	p := inbound.Parser{MaxBytes: h.mail.MaxMessageBytes, MaxAttachmentBytes: h.mail.MaxAttachmentBytes}
 	msg, err := p.Parse(bytes.NewReader(raw))
 	if err != nil {
 		return false, fmt.Errorf("%v: %w", err, channels.ErrPermanent)
@@ -195,7 +191,7 @@ func (s *Service) DeliverLocal(ctx context.Context, from, rcpt string, raw []byt
 	msg.Digest = hex.EncodeToString(sum[:])
 	msg.Auth = inbound.AuthResult{SPF: inbound.Pass, DKIM: inbound.None, DMARC: inbound.None,
 		Reason: "delivered inside this gateway from its inbox " + from}
-	if _, _, err := s.Receive(ctx, c, mailInbound(msg, conv)); err != nil {
+	if _, _, err := h.svc.Receive(ctx, c, mailInbound(msg, conv)); err != nil {
 		return false, fmt.Errorf("store message for %s: %v: %w", c.ID, err, channels.ErrTransient)
 	}
 	return true, nil
@@ -203,15 +199,15 @@ func (s *Service) DeliverLocal(ctx context.Context, from, rcpt string, raw []byt
 
 // hostsMailDomain reports whether mail for addr's domain is this gateway's
 // to receive: the mail domain, or a verified custom domain.
-func (s *Service) hostsMailDomain(ctx context.Context, addr string) (bool, error) {
+func (h *Host) hostsMailDomain(ctx context.Context, addr string) (bool, error) {
 	_, domain, _ := strings.Cut(strings.ToLower(strings.TrimSpace(addr)), "@")
 	switch domain {
 	case "":
 		return false, nil
-	case s.mail.Domain:
+	case h.mail.Domain:
 		return true, nil
 	}
-	return s.read.Domain.Query().
+	return h.read.Domain.Query().
 		Where(entdomain.InboundDomain(domain), entdomain.StatusEQ(entdomain.StatusVerified)).
 		Exist(tenant.System(ctx))
 }

@@ -1,4 +1,4 @@
-package messaging
+package mailhost
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/comm-gateway/comm/channels"
+	"entgo.io/ent/dialect/sql"
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/domain"
 	"github.com/comm-gateway/comm/ent"
@@ -15,46 +15,10 @@ import (
 	entdomain "github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/predicate"
 	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
 )
-
-// MailOptions configure the email side of the gateway.
-type MailOptions struct {
-	// Domain is the gateway's mail domain (inbox addresses comm hands out).
-	Domain string
-	// Plan is the operator's side of custom domain plans: the SPF include
-	// and the MX host customers publish.
-	Plan domain.PlanConfig
-	// Resolver answers the DNS lookups of domain verification;
-	// net.DefaultResolver when nil.
-	Resolver domain.Resolver
-	// MaxMessageBytes and MaxAttachmentBytes limit mail delivered inside
-	// the gateway, as the SMTP listener limits mail from outside.
-	MaxMessageBytes    int64
-	MaxAttachmentBytes int64
-	// AddressQuarantine is how long a deleted inbox's address on Domain
-	// cannot be taken by another project; DefaultAddressQuarantine when 0,
-	// none when negative.
-	AddressQuarantine time.Duration
-	// SandboxOutbound lets sandbox keys send mail from Domain to any
-	// outside address (by default they may write only to inboxes of this
-	// gateway and to people who wrote to the inbox first).
-	SandboxOutbound bool
-	// SandboxMailPerHour and SignedInMailPerHour are a project's hourly
-	// budgets of mail to outside addresses, by the kind of the sending
-	// key; DefaultSandboxMailPerHour and DefaultSignedInMailPerHour when 0.
-	SandboxMailPerHour  int
-	SignedInMailPerHour int
-	// OwnershipGrace is how long a verified domain's ownership record may
-	// be missing on its periodic re-checks before the domain is unverified
-	// (domain.unverified: no more signing, no new inboxes);
-	// DefaultOwnershipGrace when 0.
-	OwnershipGrace time.Duration
-}
-
-// DefaultOwnershipGrace is the default MailOptions.OwnershipGrace.
-const DefaultOwnershipGrace = 72 * time.Hour
 
 // Domain is a custom email domain as the API shows it.
 type Domain struct {
@@ -125,43 +89,43 @@ func utcPtr(t *time.Time) *time.Time {
 
 // CreateDomain adds a custom email domain to the project and returns the
 // DNS records its owner publishes, with a DKIM key made for it.
-func (s *Service) CreateDomain(ctx context.Context, p *Principal, name string) (*Domain, error) {
+func (h *Host) CreateDomain(ctx context.Context, p *messaging.Principal, name string) (*Domain, error) {
 	if name == "" {
-		return nil, Invalid("domain", "required, e.g. \"example.com\"")
+		return nil, messaging.Invalid("domain", "required, e.g. \"example.com\"")
 	}
-	if err := s.mailPlanError(); err != nil {
+	if err := h.mailPlanError(); err != nil {
 		return nil, err
 	}
 	norm, err := domain.NormalizeDomain(name)
 	if err != nil {
-		return nil, Invalid("domain", "%v", err)
+		return nil, messaging.Invalid("domain", "%v", err)
 	}
-	if norm == s.mail.Domain {
-		return nil, Invalid("domain", "%s is this gateway's own mail domain; connect an email inbox on it without adding it", norm)
+	if norm == h.mail.Domain {
+		return nil, messaging.Invalid("domain", "%s is this gateway's own mail domain; connect an email inbox on it without adding it", norm)
 	}
-	if exists, err := s.read.Domain.Query().Where(entdomain.Domain(norm)).Exist(p.Context(ctx)); err != nil {
+	if exists, err := h.read.Domain.Query().Where(entdomain.Domain(norm)).Exist(p.Context(ctx)); err != nil {
 		return nil, err
 	} else if exists {
-		return nil, &Error{Code: ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
+		return nil, &messaging.Error{Code: messaging.ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
 	}
-	recs, err := domain.Plan(norm, s.mail.Plan)
+	recs, err := domain.Plan(norm, h.mail.Plan)
 	if err != nil {
-		return nil, Invalid("domain", "%v", err)
+		return nil, messaging.Invalid("domain", "%v", err)
 	}
-	sealedKey := s.box.Seal(recs.DKIMPrivateKeyPEM)
+	sealedKey := h.box.Seal(recs.DKIMPrivateKeyPEM)
 	plan, err := json.Marshal(recs)
 	if err != nil {
 		return nil, err
 	}
 	var created *ent.Domain
-	now := s.now()
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	now := h.now()
+	_, err = h.write(ctx, p, func(tx *stream.Tx) error {
 		created, err = tx.Client().Domain.Create().SetID(ident.New(ident.Domain)).SetDomain(norm).
 			SetInboundDomain(recs.InboundDomain).SetPlan(plan).SetDkimKey(sealedKey).SetCreatedAt(now).Save(tx.Context())
 		return err
 	})
 	if ent.IsConstraintError(err) {
-		return nil, &Error{Code: ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
+		return nil, &messaging.Error{Code: messaging.ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
 	}
 	if err != nil {
 		return nil, err
@@ -172,13 +136,13 @@ func (s *Service) CreateDomain(ctx context.Context, p *Principal, name string) (
 // mailPlanError says why this gateway cannot offer custom domains: the
 // hosts customers would publish (SPF include, MX) are not public names, as
 // with the default local mail domain.
-func (s *Service) mailPlanError() error {
+func (h *Host) mailPlanError() error {
 	for _, h := range []struct{ flag, host string }{
-		{"--spf-include (COMM_SPF_INCLUDE)", s.mail.Plan.SPFInclude},
-		{"--mx-host (COMM_MX_HOST)", s.mail.Plan.MXHost},
+		{"--spf-include (COMM_SPF_INCLUDE)", h.mail.Plan.SPFInclude},
+		{"--mx-host (COMM_MX_HOST)", h.mail.Plan.MXHost},
 	} {
 		if _, err := domain.NormalizeDomain(h.host); err != nil {
-			return &Error{Code: ErrNotImplemented.Code, Message: fmt.Sprintf(
+			return &messaging.Error{Code: messaging.ErrNotImplemented.Code, Message: fmt.Sprintf(
 				"custom domains are not available on this gateway: its %s is %q, which customers cannot publish (%v); the operator sets it to a public host name",
 				h.flag, h.host, err)}
 		}
@@ -187,8 +151,8 @@ func (s *Service) mailPlanError() error {
 }
 
 // Domains lists the project's custom domains, oldest first.
-func (s *Service) Domains(ctx context.Context, p *Principal, pg Page) ([]*Domain, error) {
-	ds, _, err := s.DomainsPage(ctx, p, pg)
+func (h *Host) Domains(ctx context.Context, p *messaging.Principal, pg messaging.Page) ([]*Domain, error) {
+	ds, _, err := h.DomainsPage(ctx, p, pg)
 	return ds, err
 }
 
@@ -196,18 +160,21 @@ func (s *Service) Domains(ctx context.Context, p *Principal, pg Page) ([]*Domain
 // page. A page stops before the domain that would take its bytes (the plan
 // and what DNS answered, which the domain's owner publishes) past the page
 // budget, as a page of messages does. Only the rows that fit are loaded.
-func (s *Service) DomainsPage(ctx context.Context, p *Principal, pg Page) ([]*Domain, bool, error) {
-	if err := pg.validate(ident.Domain); err != nil {
+func (h *Host) DomainsPage(ctx context.Context, p *messaging.Principal, pg messaging.Page) ([]*Domain, bool, error) {
+	if err := pg.Validate(ident.Domain); err != nil {
 		return nil, false, err
 	}
 	ctx = p.Context(ctx)
-	q := s.read.Domain.Query().Order(ent.Asc(entdomain.FieldID))
+	q := h.read.Domain.Query().Order(ent.Asc(entdomain.FieldID))
 	if pg.After != "" {
 		q = q.Where(entdomain.IDGT(pg.After))
 	}
 	// One more than asked tells whether there is a next page; so does a
 	// page cut short by the byte budget.
-	ids, cut, err := fitDomains(ctx, q.Clone(), pg.Limit+1, s.messagePageBytes)
+	count := q.Clone()
+	ids, cut, err := messaging.Fit(func(agg func(*sql.Selector) string, rows any) error {
+		return count.Limit(pg.Limit+1).Aggregate(agg).Scan(ctx, rows)
+	}, h.svc.PageBytes(), sizedDomainColumns)
 	if err != nil {
 		return nil, false, err
 	}
@@ -232,21 +199,21 @@ func (s *Service) DomainsPage(ctx context.Context, p *Principal, pg Page) ([]*Do
 }
 
 // Domain returns one custom domain with the state of each record.
-func (s *Service) Domain(ctx context.Context, p *Principal, id string) (*Domain, error) {
-	d, err := s.domain(p.Context(ctx), id)
+func (h *Host) Domain(ctx context.Context, p *messaging.Principal, id string) (*Domain, error) {
+	d, err := h.domain(p.Context(ctx), id)
 	if err != nil {
 		return nil, err
 	}
 	return domainOf(d)
 }
 
-func (s *Service) domain(ctx context.Context, id string) (*ent.Domain, error) {
+func (h *Host) domain(ctx context.Context, id string) (*ent.Domain, error) {
 	if ident.Check(id, ident.Domain) != nil {
-		return nil, NotFound("domain", id)
+		return nil, messaging.NotFound("domain", id)
 	}
-	d, err := s.read.Domain.Get(ctx, id)
+	d, err := h.read.Domain.Get(ctx, id)
 	if ent.IsNotFound(err) {
-		return nil, NotFound("domain", id)
+		return nil, messaging.NotFound("domain", id)
 	}
 	return d, err
 }
@@ -255,14 +222,14 @@ func (s *Service) domain(ctx context.Context, id string) (*ent.Domain, error) {
 // DeleteConnection does: they stop receiving (mail to them is refused) and
 // sending, their conversations and messages stay readable, and their
 // addresses are free for the domain's next owner.
-func (s *Service) DeleteDomain(ctx context.Context, p *Principal, id string) error {
-	d, err := s.domain(p.Context(ctx), id)
+func (h *Host) DeleteDomain(ctx context.Context, p *messaging.Principal, id string) error {
+	d, err := h.domain(p.Context(ctx), id)
 	if err != nil {
 		return err
 	}
-	now := s.now()
+	now := h.now()
 	var retired []string
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = h.write(ctx, p, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		suffixes := []predicate.Connection{entconn.AddressHasSuffix("@" + d.Domain)}
 		if d.InboundDomain != "" && d.InboundDomain != d.Domain {
@@ -282,17 +249,11 @@ func (s *Service) DeleteDomain(ctx context.Context, p *Principal, id string) err
 		retired = ids
 		return cl.Domain.DeleteOneID(id).Exec(tctx)
 	})
-	s.keys.Delete(id)
+	h.keys.Delete(id)
 	if err != nil {
 		return err
 	}
-	for _, cid := range retired {
-		if a, ok := s.adapters.take(cid); ok {
-			if c, ok := a.(channels.Closer); ok {
-				c.Close()
-			}
-		}
-	}
+	h.svc.Release(ctx, retired...)
 	return nil
 }
 
@@ -300,12 +261,12 @@ func (s *Service) DeleteDomain(ctx context.Context, p *Principal, id string) err
 // with each record's state; when every required record is found it is
 // verified and domain.verified is appended (once). A DNS failure is not an
 // error of the call: it is the domain's last_error.
-func (s *Service) VerifyDomain(ctx context.Context, p *Principal, id string) (*Domain, error) {
-	d, err := s.domain(p.Context(ctx), id)
+func (h *Host) VerifyDomain(ctx context.Context, p *messaging.Principal, id string) (*Domain, error) {
+	d, err := h.domain(p.Context(ctx), id)
 	if err != nil {
 		return nil, err
 	}
-	d, err = s.verify(p.Context(ctx), d)
+	d, err = h.verify(p.Context(ctx), d)
 	if err != nil {
 		return nil, err
 	}
@@ -320,20 +281,20 @@ const RecheckVerified = 24 * time.Hour
 // for at least every, and the verified ones not checked for
 // RecheckVerified (the periodic check), at most n at a time, and returns
 // how many it checked.
-func (s *Service) VerifyPending(ctx context.Context, every time.Duration, n int) (int, error) {
+func (h *Host) VerifyPending(ctx context.Context, every time.Duration, n int) (int, error) {
 	sys := tenant.System(ctx)
-	due, err := s.read.Domain.Query().
+	due, err := h.read.Domain.Query().
 		Where(entdomain.Or(
 			entdomain.And(entdomain.StatusIn(entdomain.StatusPending, entdomain.StatusUnverified),
-				entdomain.Or(entdomain.CheckedAtIsNil(), entdomain.CheckedAtLTE(s.now().Add(-every)))),
+				entdomain.Or(entdomain.CheckedAtIsNil(), entdomain.CheckedAtLTE(h.now().Add(-every)))),
 			entdomain.And(entdomain.StatusEQ(entdomain.StatusVerified),
-				entdomain.CheckedAtLTE(s.now().Add(-RecheckVerified))))).
+				entdomain.CheckedAtLTE(h.now().Add(-RecheckVerified))))).
 		Order(ent.Asc(entdomain.FieldID)).Limit(n).All(sys)
 	if err != nil {
 		return 0, err
 	}
 	for _, d := range due {
-		if _, err := s.verify(tenant.WithProject(ctx, d.ProjectID), d); err != nil {
+		if _, err := h.verify(tenant.WithProject(ctx, d.ProjectID), d); err != nil {
 			return 0, err
 		}
 	}
@@ -342,19 +303,19 @@ func (s *Service) VerifyPending(ctx context.Context, every time.Duration, n int)
 
 // verify runs the DNS checks of d (no transaction is open meanwhile) and
 // records the outcome.
-func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error) {
+func (h *Host) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error) {
 	plan, err := planOf(d)
 	if err != nil {
 		return nil, err
 	}
 	vctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	status, verr := domain.Verify(vctx, s.mail.Resolver, plan)
+	status, verr := domain.Verify(vctx, h.mail.Resolver, plan)
 	cancel()
-	now := s.now()
+	now := h.now()
 	var taken bool
 	if verr == nil && status.Verified && d.Status != entdomain.StatusVerified {
 		// A domain sends for one project only: the first to verify it.
-		taken, err = s.read.Domain.Query().Where(entdomain.Domain(d.Domain), entdomain.StatusEQ(entdomain.StatusVerified),
+		taken, err = h.read.Domain.Query().Where(entdomain.Domain(d.Domain), entdomain.StatusEQ(entdomain.StatusVerified),
 			entdomain.ProjectIDNEQ(d.ProjectID)).Exist(tenant.System(ctx))
 		if err != nil {
 			return nil, err
@@ -362,7 +323,7 @@ func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error
 	}
 	var updated *ent.Domain
 	var unverified bool
-	_, err = s.log.Write(tenant.WithProject(ctx, d.ProjectID), d.ProjectID, func(tx *stream.Tx) error {
+	_, err = h.log.Write(tenant.WithProject(ctx, d.ProjectID), d.ProjectID, func(tx *stream.Tx) error {
 		unverified = false
 		cl, tctx := tx.Client(), tx.Context()
 		upd := cl.Domain.UpdateOneID(d.ID).SetCheckedAt(now)
@@ -395,7 +356,7 @@ func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error
 			} else {
 				upd.SetOwnershipMissingSince(now)
 			}
-			if now.Sub(since) >= s.mail.OwnershipGrace {
+			if now.Sub(since) >= h.mail.OwnershipGrace {
 				unverified = true
 				upd.SetStatus(entdomain.StatusUnverified).SetLastError(fmt.Sprintf(
 					"unverified: the ownership record %s.%s has been missing since %s; mail from this domain is no longer signed or sent and no new inboxes are accepted; publish the record again and verify",
@@ -432,10 +393,10 @@ func (s *Service) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error
 		}{view})
 	})
 	if unverified && err == nil {
-		s.keys.Delete(d.ID)
+		h.keys.Delete(d.ID)
 	}
 	if ent.IsNotFound(err) {
-		return nil, NotFound("domain", d.ID)
+		return nil, messaging.NotFound("domain", d.ID)
 	}
 	return updated, err
 }
@@ -452,8 +413,8 @@ func owned(st *domain.Status) bool {
 
 // SigningKey returns the DKIM key of a verified custom domain of the
 // project (email.Gateway).
-func (s *Service) SigningKey(ctx context.Context, projectID, name string) (*email.SigningKey, error) {
-	d, err := s.read.Domain.Query().Where(entdomain.ProjectID(projectID), entdomain.Domain(name)).
+func (h *Host) SigningKey(ctx context.Context, projectID, name string) (*email.SigningKey, error) {
+	d, err := h.read.Domain.Query().Where(entdomain.ProjectID(projectID), entdomain.Domain(name)).
 		Only(tenant.System(ctx))
 	if ent.IsNotFound(err) || (err == nil && d.Status != entdomain.StatusVerified) {
 		return nil, email.ErrNotVerified
@@ -461,10 +422,10 @@ func (s *Service) SigningKey(ctx context.Context, projectID, name string) (*emai
 	if err != nil {
 		return nil, err
 	}
-	if k, ok := s.keys.Load(d.ID); ok {
+	if k, ok := h.keys.Load(d.ID); ok {
 		return k.(*email.SigningKey), nil
 	}
-	pemBytes, err := s.box.Open(d.DkimKey)
+	pemBytes, err := h.box.Open(d.DkimKey)
 	if err != nil {
 		return nil, fmt.Errorf("domain %s: open dkim key: %w", d.ID, err)
 	}
@@ -477,8 +438,19 @@ func (s *Service) SigningKey(ctx context.Context, projectID, name string) (*emai
 		return nil, err
 	}
 	k := &email.SigningKey{Domain: d.Domain, Selector: plan.Selector, Key: signer}
-	s.keys.Store(d.ID, k)
+	h.keys.Store(d.ID, k)
 	return k, nil
 }
 
-var _ email.Gateway = (*Service)(nil)
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// sizedDomainColumns are the domain columns a page's bytes are counted
+// from: what DNS answered at the last verification (the TXT strings seen,
+// which the domain's owner publishes) and the plan.
+var sizedDomainColumns = []string{entdomain.FieldDomain, entdomain.FieldInboundDomain, entdomain.FieldPlan,
+	entdomain.FieldChecks, entdomain.FieldLastError}

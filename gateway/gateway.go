@@ -1,0 +1,95 @@
+// Package gateway wires comm together: the channel registry with every
+// provider, the domain (messaging), the email side (mailhost) and the HTTP
+// front door, over an open event log. `comm serve`, `comm bench` and the
+// test harnesses build the gateway here, so they cannot drift apart.
+package gateway
+
+import (
+	"log/slog"
+
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/email"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/channels/testchan"
+	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/server"
+	"github.com/comm-gateway/comm/stream"
+)
+
+// Config is what a gateway is built from. Zero values are the defaults of
+// each part.
+type Config struct {
+	// Logger is every part's logger; slog.Default() when nil.
+	Logger *slog.Logger
+	// Service configures the domain; its Channels, Logger and Box are
+	// filled in here.
+	Service messaging.Options
+	// Email configures the email channel (mail domain, relay, DKIM).
+	Email email.Options
+	// Mail configures the email side of the gateway; Domain and Box are
+	// filled in here.
+	Mail mailhost.Options
+	// Server configures the HTTP front door; Mail and Logger are filled
+	// in here.
+	Server server.Options
+	// Channels are more descriptors, added after the built-in ones (a
+	// test's own adapter).
+	Channels []channels.Descriptor
+}
+
+// Gateway is a wired gateway.
+type Gateway struct {
+	Log      *stream.Log
+	Channels *channels.Registry
+	Svc      *messaging.Service
+	Email    *email.Channel
+	Mail     *mailhost.Host
+	Front    *server.Server
+}
+
+// New wires a gateway over log. Close releases what New made; the log
+// and its database stay the caller's.
+func New(log *stream.Log, cfg Config) (*Gateway, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if cfg.Email.Logger == nil {
+		cfg.Email.Logger = logger
+	}
+	ch := email.New(cfg.Email)
+	reg := Registry(ch)
+	for _, d := range cfg.Channels {
+		reg.Add(d)
+	}
+	so := cfg.Service
+	so.Channels, so.Logger = reg, logger
+	svc, err := messaging.New(log, so)
+	if err != nil {
+		return nil, err
+	}
+	mo := cfg.Mail
+	mo.Domain, mo.Logger = ch.MailDomain(), logger
+	if mo.Box == nil {
+		mo.Box = svc.Box()
+	}
+	mail := mailhost.New(svc, mo)
+	ch.Bind(mail)
+	fo := cfg.Server
+	fo.Mail = mail
+	if fo.Logger == nil {
+		fo.Logger = logger
+	}
+	return &Gateway{Log: log, Channels: reg, Svc: svc, Email: ch, Mail: mail, Front: server.New(svc, fo)}, nil
+}
+
+// Registry is every channel comm knows, with the adapters built so far.
+func Registry(mail *email.Channel) *channels.Registry {
+	r := channels.NewRegistry(channels.Known()...)
+	r.Add(testchan.Descriptor())
+	r.Add(mail.Descriptor())
+	return r
+}
+
+// Close releases the domain's resources.
+func (g *Gateway) Close() error { return g.Svc.Close() }

@@ -1,0 +1,84 @@
+package messaging
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/ent"
+	entconn "github.com/comm-gateway/comm/ent/connection"
+	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+// Hook takes a provider's request to a connection's ingress
+// (/hooks/{channel}/{connection_id}): the tenant is the connection's, and
+// the adapter verifies the request before anything is read from it. A
+// handshake gets the adapter's answer; a message is stored once
+// (idempotent by the provider's message id), then the request is answered
+// with an empty 200. An unknown connection, one of another channel, one
+// that was deleted, and one whose messages come from the API only (the
+// test channel) are not found. A request that does not verify is
+// unauthenticated and stores nothing.
+func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Request, body []byte) (*channels.Response, error) {
+	if ident.Check(connID, ident.Connection) != nil {
+		return nil, NotFound("connection", connID)
+	}
+	c, err := s.read.Connection.Query().Where(entconn.ID(connID), entconn.Channel(channel), entconn.DeletedAtIsNil()).
+		Only(tenant.System(ctx))
+	if ent.IsNotFound(err) {
+		return nil, NotFound("connection", connID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.adapter(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := a.(channels.Injector); ok {
+		return nil, NotFound("connection", connID)
+	}
+	if rs, ok := a.(channels.Responder); ok {
+		resp, err := rs.Respond(r, body)
+		if err != nil {
+			return nil, hookError(c, err)
+		}
+		if resp != nil {
+			return resp, nil
+		}
+	}
+	wr, ok := a.(channels.WebhookReceiver)
+	if !ok {
+		return nil, NotFound("connection", connID)
+	}
+	if r.Method != http.MethodPost {
+		return nil, &Error{Code: ErrInvalid.Code, Message: fmt.Sprintf("%s takes POST here, not %s", c.Channel, r.Method)}
+	}
+	ins, err := wr.ParseWebhook(r, body)
+	if err != nil {
+		return nil, hookError(c, err)
+	}
+	for _, in := range ins {
+		if _, _, err := s.Receive(ctx, c, in); err != nil {
+			return nil, fmt.Errorf("hook %s: store message %s: %w", c.ID, in.ProviderID, err)
+		}
+	}
+	return &channels.Response{Status: http.StatusOK}, nil
+}
+
+// hookError is what a provider hears when its request is refused: a bad
+// signature is unauthenticated (401), a failure the adapter calls
+// transient (a media download that failed) is unavailable, so the provider
+// retries, and the rest are invalid (400).
+func hookError(c *ent.Connection, err error) error {
+	switch {
+	case errors.Is(err, channels.ErrSignature):
+		return &Error{Code: ErrUnauthenticated.Code, Message: fmt.Sprintf("the request does not carry %s's valid signature for this connection", c.Channel)}
+	case errors.Is(err, channels.ErrTransient):
+		return &Error{Code: ErrUnavailable.Code, Message: fmt.Sprintf("could not take the request now; retry: %v", err)}
+	}
+	return &Error{Code: ErrInvalid.Code, Message: err.Error()}
+}
