@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,8 +56,7 @@ func TestFollow(t *testing.T) {
 	}
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
 		l := openLog(t, cfg, stream.Options{})
-		runtime.GC()
-		base := runtime.NumGoroutine()
+		base, _ := goroutines()
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				hub := l.Hub()
@@ -104,13 +104,32 @@ func TestFollow(t *testing.T) {
 			t.Errorf("%d projects still watched", n)
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		for n, _ := goroutines(); n > base && time.Now().Before(deadline); n, _ = goroutines() {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if n := runtime.NumGoroutine(); n > base {
-			t.Errorf("goroutines %d, baseline %d", n, base)
+		if n, stacks := goroutines(); n > base {
+			t.Errorf("goroutines %d, baseline %d:\n%s", n, base, stacks)
 		}
 	})
+}
+
+// goroutines counts the goroutines of the process but those the database
+// pool and driver start (when they please: a connection cleaner, the
+// PostgreSQL listener's connection), and returns their stacks.
+func goroutines() (int, string) {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		_, by, _ := strings.Cut(g, "\ncreated by ")
+		if strings.HasPrefix(by, "database/sql.") || strings.HasPrefix(by, "github.com/lib/pq.") {
+			continue
+		}
+		n++
+		out = append(out, g)
+	}
+	return n, strings.Join(out, "\n\n")
 }
 
 // TestFollowSeesEveryCommit: a reader following a project whose events
