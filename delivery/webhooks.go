@@ -108,19 +108,17 @@ const stateTTL = 5 * time.Second
 func (d *Webhooks) endpoint(ctx context.Context, id string) {
 	log := d.Service.Log()
 	var (
-		ep      *messaging.Endpoint
-		watcher *stream.Watcher
+		ep     *messaging.Endpoint
+		follow *stream.Follower
 	)
 	defer func() {
-		if watcher != nil {
-			watcher.Close()
+		if follow != nil {
+			follow.Close()
 		}
 		if ep != nil && ctx.Err() != nil {
 			d.Service.ReleaseWebhook(context.WithoutCancel(ctx), ep, d.Owner) //nolint:errcheck // the lease runs out anyway
 		}
 	}()
-	tick := time.NewTicker(d.PollInterval)
-	defer tick.Stop()
 	// The endpoint's state is re-read when it may have changed: after an
 	// acknowledgement that did not apply (replayed, re-registered, deleted,
 	// lease lost: it is conditional on all of them), a failure, a
@@ -143,17 +141,17 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			}
 			stale, readAt = false, time.Now()
 		}
-		if watcher == nil {
-			watcher = log.Hub().Watch(ep.ProjectID)
+		if follow == nil {
+			// Before the first read: a commit after it wakes the first wait.
+			follow = log.Hub().Follow(ep.ProjectID, d.PollInterval)
 		}
-		ch := watcher.C()
 		// Keep the lease while idle or backing off, so that the endpoint
 		// stays with this replica.
 		if time.Until(ep.LeaseUntil) < d.Lease*2/3 && !d.renew(ctx, ep) {
 			return
 		}
 		if ep.NextAttemptAt != nil && time.Now().Before(*ep.NextAttemptAt) {
-			if !d.wait(ctx, time.Until(*ep.NextAttemptAt), nil) {
+			if !d.wait(ctx, time.Until(*ep.NextAttemptAt)) {
 				return
 			}
 			stale = true
@@ -164,17 +162,15 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			if ctx.Err() == nil {
 				d.Logger.Warn("webhooks: read", "webhook", id, "err", err)
 			}
-			d.wait(ctx, d.PollInterval, nil)
+			d.wait(ctx, d.PollInterval)
 			stale = true
 			continue
 		}
 		if len(envs) == 0 {
-			select {
-			case <-ctx.Done():
+			switch follow.Wait(ctx, d.Service.WebhookWake()) {
+			case stream.WakeDone:
 				return
-			case <-ch:
-			case <-tick.C:
-			case <-d.Service.WebhookWake():
+			case stream.WakeOther: // the registration changed
 				stale = true
 			}
 			continue
@@ -199,7 +195,7 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			current, err := d.Service.RecordAttempt(ctx, ep, d.Owner, d.Lease, d.DisableAfter, a)
 			if err != nil {
 				d.Logger.Warn("webhooks: record", "webhook", id, "err", err)
-				d.wait(ctx, d.PollInterval, nil)
+				d.wait(ctx, d.PollInterval)
 				stale = true
 				break
 			}
@@ -237,14 +233,17 @@ func (d *Webhooks) leaseNeeded() time.Duration {
 	return need
 }
 
-func (d *Webhooks) wait(ctx context.Context, dur time.Duration, wake <-chan struct{}) bool {
+// wait sleeps for dur (at most five poll intervals, after which the caller
+// looks again) or until the registrations change; false when ctx ended.
+// It is a pause (a retry's backoff, a failed read's), not a follow: commits
+// do not end it.
+func (d *Webhooks) wait(ctx context.Context, dur time.Duration) bool {
 	t := time.NewTimer(min(dur, d.PollInterval*5))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-	case <-wake:
 	case <-d.Service.WebhookWake():
 	}
 	return true

@@ -43,8 +43,8 @@ func NewBroker(log *stream.Log, logger *slog.Logger) *Broker {
 type feed struct {
 	b       *Broker
 	project string
-	refs    int // guarded by b.mu
-	stop    chan struct{}
+	refs    int                // guarded by b.mu
+	stop    context.CancelFunc // ends run
 
 	mu   sync.Mutex
 	subs map[*sub]struct{}
@@ -59,9 +59,10 @@ func (b *Broker) join(project string) *feed {
 	defer b.mu.Unlock()
 	f := b.feeds[project]
 	if f == nil {
-		f = &feed{b: b, project: project, stop: make(chan struct{}), subs: map[*sub]struct{}{}, ready: make(chan struct{})}
+		ctx, stop := context.WithCancel(context.Background())
+		f = &feed{b: b, project: project, stop: stop, subs: map[*sub]struct{}{}, ready: make(chan struct{})}
 		b.feeds[project] = f
-		go f.run()
+		go f.run(ctx)
 	}
 	f.refs++
 	return f
@@ -74,7 +75,7 @@ func (b *Broker) leave(f *feed) {
 	f.refs--
 	if f.refs == 0 {
 		delete(b.feeds, f.project)
-		close(f.stop)
+		f.stop()
 	}
 }
 
@@ -87,10 +88,11 @@ func (b *Broker) Feeds() int {
 
 const feedPage = 1000
 
-func (f *feed) run() {
-	w := f.b.log.Hub().Watch(f.project)
-	defer w.Close()
-	ctx := context.Background()
+// run follows the project until ctx ends (the last subscriber left).
+func (f *feed) run(ctx context.Context) {
+	// Follow before reading the head, so no commit after it goes unseen.
+	follow := f.b.log.Hub().Follow(f.project, f.b.poll)
+	defer follow.Close()
 	// Start at the head: subscribers replay anything older themselves.
 	for {
 		head, err := f.b.log.Head(ctx, f.project)
@@ -101,22 +103,22 @@ func (f *feed) run() {
 			close(f.ready)
 			break
 		}
+		if ctx.Err() != nil {
+			return
+		}
 		f.b.logger.Warn("live: feed head", "project", f.project, "err", err)
 		select {
-		case <-f.stop:
+		case <-ctx.Done():
 			return
 		case <-time.After(time.Second):
 		}
 	}
-	tick := time.NewTicker(f.b.poll)
-	defer tick.Stop()
 	for {
-		ch := w.C()
 		f.mu.Lock()
 		after := f.head
 		f.mu.Unlock()
 		envs, cut, err := f.b.log.ReadEnvelopesWithin(ctx, f.project, after, feedPage, 0, "")
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			f.b.logger.Warn("live: feed read", "project", f.project, "err", err)
 		}
 		if len(envs) > 0 {
@@ -125,11 +127,8 @@ func (f *feed) run() {
 				continue
 			}
 		}
-		select {
-		case <-f.stop:
+		if follow.Wait(ctx, nil) == stream.WakeDone {
 			return
-		case <-ch:
-		case <-tick.C:
 		}
 	}
 }

@@ -91,27 +91,21 @@ func page[T any](ctx context.Context, s *Service, p *Principal, q EventQuery, re
 		v, _, err := read()
 		return v, err
 	}
-	// Watch before reading, so a commit between the read and the wait
+	// Follow before reading, so a commit between the read and the wait
 	// still wakes us. Wake-ups are hints: re-read at least once a second, so
-	// events committed by another replica are seen too.
-	w := s.log.Hub().Watch(p.ProjectID)
-	defer w.Close()
-	deadline := time.NewTimer(q.Wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	// events committed by another replica are seen too. The long-poll's
+	// deadline ends the wait, not a read under way: reads keep the caller's
+	// ctx.
+	f := s.log.Hub().Follow(p.ProjectID, time.Second)
+	defer f.Close()
+	wait, cancel := context.WithTimeout(ctx, q.Wait)
+	defer cancel()
 	for {
-		ch := w.C()
 		v, found, err := read()
 		if err != nil || found {
 			return v, err
 		}
-		select {
-		case <-ch:
-		case <-tick.C:
-		case <-deadline.C:
-			return v, nil
-		case <-ctx.Done():
+		if f.Wait(wait, nil) == stream.WakeDone {
 			return v, nil
 		}
 	}
