@@ -13,6 +13,7 @@ import (
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -73,16 +74,16 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 	if err != nil {
 		var ue *channels.UnknownError
 		if errors.As(err, &ue) {
-			return nil, &Error{Code: ErrInvalid.Code, Param: ue.Param, Message: ue.Msg}
+			return nil, fault.Invalid(ue.Param, "%s", ue.Msg)
 		}
 		return nil, err
 	}
 	if d.Tier == channels.Paid && !p.SignedIn() {
-		return nil, &Error{Code: ErrPaymentRequired.Code, Message: fmt.Sprintf(
-			"channel %s is a paid channel and needs a signed-in key: run `comm login` (or POST /v1/auth/device/start with this key), then repeat this request with the signed-in key", label(d))}
+		return nil, fault.PaymentRequired(
+			"channel %s is a paid channel and needs a signed-in key: run `comm login` (or POST /v1/auth/device/start with this key), then repeat this request with the signed-in key", label(d))
 	}
 	if d.New == nil {
-		return nil, &Error{Code: ErrNotImplemented.Code, Message: fmt.Sprintf("channel %s is not available in this gateway yet", label(d))}
+		return nil, fault.NotImplemented("channel %s is not available in this gateway yet", label(d))
 	}
 	if in.CustomerID != "" {
 		if err := ident.Check(in.CustomerID, ident.Customer); err != nil {
@@ -113,8 +114,8 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 			return nil, err
 		}
 		if n >= s.sandboxConnections {
-			return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf(
-				"a sandbox project holds at most %d connections: delete one, or sign in (`comm login`) to move this project into an account", s.sandboxConnections)}
+			return nil, fault.Conflict(
+				"a sandbox project holds at most %d connections: delete one, or sign in (`comm login`) to move this project into an account", s.sandboxConnections)
 		}
 	}
 	id := ident.New(ident.Connection)
@@ -156,8 +157,7 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 			c.Close()
 		}
 		if address != "" && ent.IsConstraintError(err) {
-			return nil, &Error{Code: ErrConflict.Code, Param: "config.address",
-				Message: fmt.Sprintf("the address %s is taken; choose another", address)}
+			return nil, fault.Conflict("the address %s is taken; choose another", address).WithParam("config.address")
 		}
 		return nil, err
 	}
@@ -179,8 +179,8 @@ func (s *Service) claimable(ctx context.Context, p *Principal, channel, address 
 		return nil
 	}
 	if email.ReservedLocal(local) {
-		return &Error{Code: ErrConflict.Code, Param: "config.address", Message: fmt.Sprintf(
-			"%s is a role address reserved for the operator of this gateway (RFC 2142, CA/Browser Forum domain validation); choose another local part", address)}
+		return fault.Conflict(
+			"%s is a role address reserved for the operator of this gateway (RFC 2142, CA/Browser Forum domain validation); choose another local part", address).WithParam("config.address")
 	}
 	q := s.mail.AddressQuarantine
 	if q <= 0 {
@@ -196,9 +196,9 @@ func (s *Service) claimable(ctx context.Context, p *Principal, channel, address 
 	if err != nil {
 		return err
 	}
-	return &Error{Code: ErrConflict.Code, Param: "config.address", Message: fmt.Sprintf(
+	return fault.Conflict(
 		"the address %s was released recently and is held back until %s; choose another",
-		address, last.DeletedAt.Add(q).UTC().Format(time.RFC3339))}
+		address, last.DeletedAt.Add(q).UTC().Format(time.RFC3339)).WithParam("config.address")
 }
 
 // connectionEvent is the data of connection.active: the scope, like

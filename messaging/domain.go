@@ -14,6 +14,7 @@ import (
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/predicate"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -142,7 +143,7 @@ func (s *Service) CreateDomain(ctx context.Context, p *Principal, name string) (
 	if exists, err := s.read.Domain.Query().Where(entdomain.Domain(norm)).Exist(p.Context(ctx)); err != nil {
 		return nil, err
 	} else if exists {
-		return nil, &Error{Code: ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
+		return nil, fault.Conflict("%s is already a domain of this project", norm).WithParam("domain")
 	}
 	recs, err := domain.Plan(norm, s.mail.Plan)
 	if err != nil {
@@ -161,7 +162,7 @@ func (s *Service) CreateDomain(ctx context.Context, p *Principal, name string) (
 		return err
 	})
 	if ent.IsConstraintError(err) {
-		return nil, &Error{Code: ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
+		return nil, fault.Conflict("%s is already a domain of this project", norm).WithParam("domain")
 	}
 	if err != nil {
 		return nil, err
@@ -178,9 +179,9 @@ func (s *Service) mailPlanError() error {
 		{"--mx-host (COMM_MX_HOST)", s.mail.Plan.MXHost},
 	} {
 		if _, err := domain.NormalizeDomain(h.host); err != nil {
-			return &Error{Code: ErrNotImplemented.Code, Message: fmt.Sprintf(
+			return fault.NotImplemented(
 				"custom domains are not available on this gateway: its %s is %q, which customers cannot publish (%v); the operator sets it to a public host name",
-				h.flag, h.host, err)}
+				h.flag, h.host, err)
 		}
 	}
 	return nil

@@ -2,13 +2,13 @@ package messaging
 
 import (
 	"context"
-	"fmt"
 	"net/mail"
 	"strings"
 	"time"
 
 	"github.com/comm-gateway/comm/ent"
 	entmsg "github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ratelimit"
 )
 
@@ -63,9 +63,9 @@ func (s *Service) checkOutboundMail(ctx context.Context, p *Principal, c *ent.Co
 			return err
 		}
 		if !wrote {
-			return &Error{Code: ErrForbidden.Code, Param: "to", Message: fmt.Sprintf(
+			return fault.Forbidden(
 				"%s is outside this gateway: a sandbox key may send mail from @%s only to inboxes of this gateway and to people who wrote to this inbox; sending to anyone needs a signed-in key (run `comm login`)",
-				addr, s.mail.Domain)}
+				addr, s.mail.Domain).WithParam("to")
 		}
 	}
 	limit, budget := s.mail.SandboxMailPerHour, s.sends.sandbox
@@ -73,9 +73,9 @@ func (s *Service) checkOutboundMail(ctx context.Context, p *Principal, c *ent.Co
 		limit, budget = s.mail.SignedInMailPerHour, s.sends.signedIn
 	}
 	if ok, wait := budget.Allow(p.ProjectID); !ok {
-		return &Error{Code: ErrRateLimited.Code, RetryAfter: wait, Message: fmt.Sprintf(
+		return fault.RateLimited(wait,
 			"this project has sent its %d emails an hour to outside addresses; try again in %d s",
-			limit, int(wait.Seconds())+1)}
+			limit, int(wait.Seconds())+1)
 	}
 	return nil
 }
