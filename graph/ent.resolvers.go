@@ -13,6 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/ent/connection"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -56,7 +57,7 @@ func (r *queryResolver) Node(ctx context.Context, id string) (ent.Noder, error) 
 		return nil, err
 	}
 	if gone[id] {
-		return nil, messaging.NotFound("node", id)
+		return nil, fault.NotFound("node", id)
 	}
 	return n, nil
 }
@@ -74,7 +75,7 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]ent.Noder, e
 	for i, n := range ns {
 		if n != nil && gone[ids[i]] {
 			ns[i] = nil
-			graphql.AddError(graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i)), messaging.NotFound("node", ids[i]))
+			graphql.AddError(graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i)), fault.NotFound("node", ids[i]))
 		}
 	}
 	return ns, nil

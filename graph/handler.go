@@ -19,6 +19,8 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/comm-gateway/comm/ent"
+	"github.com/comm-gateway/comm/fault"
+	"github.com/comm-gateway/comm/fault/entfault"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
 )
@@ -120,43 +122,77 @@ func Playground(path string) http.Handler {
 	return playground.Handler("comm GraphQL", path)
 }
 
-// present maps errors to GraphQL errors carrying the REST error codes in
-// extensions.code.
+// present maps errors to GraphQL errors with fault.Present: the REST
+// error codes in extensions.code, parameters by their GraphQL names.
 func present(ctx context.Context, err error, logger *slog.Logger) *gqlerror.Error {
 	gerr := graphql.DefaultErrorPresenter(ctx, err)
-	var (
-		e       *messaging.Error
-		invalid *ent.ValidationError
-		gq      *gqlerror.Error
-	)
+	p := fault.Present(ctx, entfault.Of(err))
+	var gq *gqlerror.Error
 	switch {
-	case errors.As(err, &e):
-		gerr.Message = e.Message
-		gerr.Extensions = map[string]any{"code": e.Code}
-		if e.Param != "" {
-			gerr.Extensions["param"] = e.Param
+	case !p.Internal:
+		p.Param = graphParam(ctx, p.Param)
+		if h, ok := ctx.Value(retryKey{}).(*RetryAfter); ok && p.RetryAfter > 0 {
+			h.set(p.RetryAfter)
 		}
-	case ent.IsNotFound(err):
-		gerr.Message = "not found"
-		gerr.Extensions = map[string]any{"code": messaging.ErrNotFound.Code}
-	case errors.As(err, &invalid):
-		gerr.Message = invalid.Error()
-		gerr.Extensions = map[string]any{"code": messaging.ErrInvalid.Code, "param": invalid.Name}
+		g := gqlError(p)
+		gerr.Message, gerr.Extensions = g.Message, g.Extensions
 	case errors.As(err, &gq) && gq.Extensions != nil:
 		// gqlgen's own errors (parse, validation, complexity) keep their
 		// codes; entgql's pagination errors are invalid parameters.
 		switch gq.Extensions["code"] {
 		case "INVALID_PAGINATION":
-			gerr.Extensions["code"] = messaging.ErrInvalid.Code
+			gerr.Extensions["code"] = fault.ErrInvalid.Code
 		case "NOT_FOUND": // entgql's unresolved ids in nodes
-			gerr.Extensions["code"] = messaging.ErrNotFound.Code
+			gerr.Extensions["code"] = fault.ErrNotFound.Code
 		}
 	case errors.As(err, &gq):
-		gerr.Extensions = map[string]any{"code": messaging.ErrInvalid.Code}
+		gerr.Extensions = map[string]any{"code": fault.ErrInvalid.Code}
 	default:
 		logger.Error("graphql: resolver failed", "path", fmt.Sprint(gerr.Path), "err", err)
-		gerr.Message = "internal error"
-		gerr.Extensions = map[string]any{"code": "internal_error"}
+		gerr.Message = p.Message
+		gerr.Extensions = map[string]any{"code": p.Code}
 	}
 	return gerr
+}
+
+// gqlError is a problem as GraphQL says it: its message, and its code,
+// param and retry_after (seconds) in extensions.
+func gqlError(p fault.Problem) *gqlerror.Error {
+	ext := map[string]any{"code": p.Code}
+	if p.Param != "" {
+		ext["param"] = p.Param
+	}
+	if secs := p.RetrySeconds(); secs > 0 {
+		ext["retry_after"] = secs
+	}
+	return &gqlerror.Error{Message: p.Message, Extensions: ext}
+}
+
+// faultError is e as GraphQL says it, for the errors raised before any
+// resolver runs (its Param already a GraphQL name).
+func faultError(e *fault.Error) *gqlerror.Error {
+	return gqlError(fault.Present(context.Background(), e))
+}
+
+// graphParams are the GraphQL names of the REST parameters whose names
+// differ: the domain names parameters as REST does.
+var graphParams = map[string]string{
+	"after_seq": "afterSeq", "limit": "first",
+	"connection_id": "connectionID", "customer_id": "customerID", "agent_id": "agentID",
+	"from_seq": "fromSeq",
+}
+
+// graphParam is the GraphQL name of the REST parameter param of an error
+// raised under ctx: param itself when the field being resolved has an
+// argument of that name (domains(limit:)), else its name in graphParams.
+func graphParam(ctx context.Context, param string) string {
+	name, ok := graphParams[param]
+	if !ok {
+		return param
+	}
+	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Field != nil && fc.Field.Definition != nil &&
+		fc.Field.Definition.Arguments.ForName(param) != nil {
+		return param
+	}
+	return name
 }

@@ -16,7 +16,6 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"slices"
 	"sync"
@@ -29,6 +28,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -53,7 +53,7 @@ const unpagedRows = 10
 const CodeComplexityLimit = "COMPLEXITY_LIMIT_EXCEEDED"
 
 // CodeResponseTooLarge is extensions.code of an operation whose response
-// would pass the byte budget.
+// would pass the byte budget (fault.ErrResponseTooLarge's code).
 const CodeResponseTooLarge = "response_too_large"
 
 // pageArgs are the arguments that size a page of a list, in the order a
@@ -311,7 +311,7 @@ func (p *pageLimits) InterceptField(ctx context.Context, next graphql.Resolver) 
 		}
 		given = true
 		if n > pf.size.max {
-			return nil, messaging.Invalid(a, "must be at most %d (a page holds %d when it is omitted)", pf.size.max, pf.size.def)
+			return nil, fault.Invalid(a, "must be at most %d (a page holds %d when it is omitted)", pf.size.max, pf.size.def)
 		}
 	}
 	if !given {
@@ -401,16 +401,13 @@ func (b *responseBudget) InterceptResponse(ctx context.Context, next graphql.Res
 		return nil
 	}
 	if acct.over.Load() || int64(len(resp.Data)) > b.limit {
-		return &graphql.Response{Errors: gqlerror.List{b.tooLarge()}, Extensions: resp.Extensions}
+		return &graphql.Response{Errors: gqlerror.List{faultError(b.tooLarge())}, Extensions: resp.Extensions}
 	}
 	return resp
 }
 
-func (b *responseBudget) tooLarge() *gqlerror.Error {
-	return &gqlerror.Error{
-		Message:    fmt.Sprintf("the response would exceed %d bytes: ask for smaller pages or fewer fields", b.limit),
-		Extensions: map[string]any{"code": CodeResponseTooLarge},
-	}
+func (b *responseBudget) tooLarge() *fault.Error {
+	return fault.ResponseTooLarge("the response would exceed %d bytes: ask for smaller pages or fewer fields", b.limit)
 }
 
 func (b *responseBudget) InterceptRootField(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
@@ -447,7 +444,7 @@ func (b *responseBudget) InterceptField(ctx context.Context, next graphql.Resolv
 	}
 	if acct.used.Add(n) > acct.limit {
 		acct.over.Store(true)
-		return nil, &messaging.Error{Code: CodeResponseTooLarge, Message: b.tooLarge().Message}
+		return nil, b.tooLarge()
 	}
 	return res, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -42,8 +43,7 @@ func (noNUL) MutateOperationContext(_ context.Context, rc *graphql.OperationCont
 }
 
 func nulError(path string) *gqlerror.Error {
-	e := messaging.Invalid(path, "must not contain NUL (U+0000) characters")
-	return &gqlerror.Error{Message: e.Message, Extensions: map[string]any{"code": e.Code, "param": e.Param}}
+	return faultError(fault.Invalid(path, "must not contain NUL (U+0000) characters"))
 }
 
 func nulInSelections(doc *ast.QueryDocument, set ast.SelectionSet, depth int) (string, bool) {

@@ -8,7 +8,6 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/comm-gateway/comm/ent/conversation"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/messaging"
 )
@@ -34,7 +34,7 @@ type Resolver struct {
 // mail returns the email side of the gateway, or not_implemented.
 func (r *Resolver) mail() (*mailhost.Host, error) {
 	if r.Mail == nil {
-		return nil, &messaging.Error{Code: messaging.ErrNotImplemented.Code, Message: "email is not available on this gateway"}
+		return nil, fault.NotImplemented("email is not available on this gateway")
 	}
 	return r.Mail, nil
 }
@@ -59,7 +59,7 @@ func nodeType(ctx context.Context, id string) (string, error) {
 		ident.Message:      message.Table,
 	}[prefix]
 	if table == "" || ident.Check(id, prefix) != nil || (prefix == ident.Project && id != p.ProjectID) {
-		return "", messaging.NotFound("node", id)
+		return "", fault.NotFound("node", id)
 	}
 	return table, nil
 }
@@ -91,7 +91,7 @@ func (r *Resolver) deleted(ctx context.Context, ns ...ent.Noder) (map[string]boo
 
 func notFoundAsDomain(err error, what, id string) error {
 	if ent.IsNotFound(err) {
-		return messaging.NotFound(what, id)
+		return fault.NotFound(what, id)
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, id, err)
@@ -148,30 +148,8 @@ func derefInt(n *int) int {
 	return *n
 }
 
-// graphParams are the GraphQL names of the REST parameters whose names
-// differ.
-var graphParams = map[string]string{
-	"after_seq": "afterSeq", "limit": "first",
-	"connection_id": "connectionID", "customer_id": "customerID", "agent_id": "agentID",
-	"from_seq": "fromSeq",
-}
-
-// renameParams maps the REST parameter names of a domain error to the
-// GraphQL argument names.
-func renameParams(err error) error {
-	var e *messaging.Error
-	if errors.As(err, &e) {
-		if name, ok := graphParams[e.Param]; ok {
-			c := *e
-			c.Param = name
-			return &c
-		}
-	}
-	return err
-}
-
 // errSubscriptionTransport: subscriptions are served by package live, which
 // fans out each event's stored bytes instead of executing a resolver per
 // subscriber; gqlgen's executor never runs them.
-var errSubscriptionTransport = &messaging.Error{Code: messaging.ErrInvalid.Code,
-	Message: "subscriptions are served over the websocket at /graphql (graphql-transport-ws or graphql-ws)"}
+var errSubscriptionTransport = fault.Invalid("",
+	"subscriptions are served over the websocket at /graphql (graphql-transport-ws or graphql-ws)")

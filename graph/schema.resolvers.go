@@ -13,6 +13,7 @@ import (
 
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/ent"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -85,7 +86,7 @@ func (r *mutationResolver) Connect(ctx context.Context, input ConnectInput) (*en
 		AgentID: deref(input.AgentID), Name: deref(input.Name), Config: json.RawMessage(input.Config),
 	})
 	if err != nil {
-		return nil, renameParams(err)
+		return nil, err
 	}
 	return r.connection(ctx, c.ID)
 }
@@ -156,7 +157,7 @@ func (r *mutationResolver) Send(ctx context.Context, input SendInput) (*ent.Mess
 		ConnectionID: input.ConnectionID, To: input.To, Text: deref(input.Text), HTML: input.HTML, Subject: input.Subject,
 	})
 	if err != nil {
-		return nil, renameParams(err)
+		return nil, err
 	}
 	return outbound(p, m), nil
 }
@@ -173,7 +174,7 @@ func (r *mutationResolver) SetWebhook(ctx context.Context, input WebhookInput) (
 		in.FromSeq = &from
 	}
 	w, err := r.Service.SetWebhook(ctx, p, in)
-	return w, renameParams(err)
+	return w, err
 }
 
 // DeleteWebhook is the resolver for the deleteWebhook field.
@@ -183,7 +184,7 @@ func (r *mutationResolver) DeleteWebhook(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if err := r.Service.DeleteWebhook(ctx, p); err != nil {
-		if errors.Is(err, messaging.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			return false, nil
 		}
 		return false, err
@@ -199,7 +200,7 @@ func (r *mutationResolver) ReplayWebhook(ctx context.Context, fromSeq int) (*mes
 	}
 	from := int64(fromSeq)
 	w, err := r.Service.ReplayWebhook(ctx, p, &from)
-	return w, renameParams(err)
+	return w, err
 }
 
 // AddDomain is the resolver for the addDomain field.
@@ -280,11 +281,11 @@ func (r *queryResolver) Events(ctx context.Context, afterSeq *int, first *int, t
 	}
 	q := messaging.EventQuery{AfterSeq: int64(derefInt(afterSeq)), Limit: derefInt(first), Type: deref(typeArg)}
 	if first != nil && *first == 0 {
-		return nil, messaging.Invalid("first", "must be between 1 and %d", messaging.MaxEventLimit)
+		return nil, fault.Invalid("first", "must be between 1 and %d", messaging.MaxEventLimit)
 	}
 	evs, more, err := r.Service.EventsPage(ctx, p, q)
 	if err != nil {
-		return nil, renameParams(err)
+		return nil, err
 	}
 	out := &EventConnection{Edges: make([]*EventEdge, 0, len(evs)), PageInfo: &EventPageInfo{HasNextPage: more}}
 	for _, e := range evs {
@@ -302,7 +303,7 @@ func (r *queryResolver) Webhook(ctx context.Context) (*messaging.Webhook, error)
 		return nil, err
 	}
 	w, err := r.Service.GetWebhook(ctx, p)
-	if errors.Is(err, messaging.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
 	return w, err
@@ -315,7 +316,7 @@ func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, firs
 		return nil, err
 	}
 	as, err := r.Service.WebhookAttempts(ctx, p, messaging.Page{After: deref(after), Limit: derefInt(first)})
-	return as, renameParams(err)
+	return as, err
 }
 
 // Domains is the resolver for the domains field.
@@ -325,7 +326,7 @@ func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) 
 		return nil, err
 	}
 	if limit != nil && *limit == 0 {
-		return nil, messaging.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
+		return nil, fault.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
 	}
 	mail, err := r.mail()
 	if err != nil {
@@ -345,7 +346,7 @@ func (r *queryResolver) Domain(ctx context.Context, id string) (*mailhost.Domain
 		return nil, err
 	}
 	d, err := mail.Domain(ctx, p, id)
-	if errors.Is(err, messaging.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
 	return d, err

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
 )
@@ -39,18 +39,16 @@ func (l writeLimit) MutateOperationContext(ctx context.Context, rc *graphql.Oper
 		if h, ok := ctx.Value(retryKey{}).(*RetryAfter); ok {
 			h.set(wait)
 		}
-		secs := int(wait.Seconds()) + 1
-		return &gqlerror.Error{
-			Message:    fmt.Sprintf("this API key makes writes faster than this gateway allows; retry in %d s", secs),
-			Extensions: map[string]any{"code": messaging.ErrRateLimited.Code, "retry_after": secs},
-		}
+		return faultError(fault.RateLimited(wait, "this API key makes writes faster than this gateway allows; retry in %d s",
+			int(wait.Seconds())+1))
 	}
 	return nil
 }
 
 type retryKey struct{}
 
-// RetryAfter receives the wait of an operation refused as rate_limited,
+// RetryAfter receives the wait of an operation refused as rate_limited
+// (by the write limit, or an error with a RetryAfter),
 // for a transport that can say it in a header (HTTP's Retry-After).
 type RetryAfter struct {
 	mu sync.Mutex

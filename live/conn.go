@@ -16,6 +16,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/messaging"
 )
@@ -37,7 +38,7 @@ const (
 	closeNotReading = websocket.ClosePolicyViolation
 )
 
-var errInternal = &messaging.Error{Code: "internal_error", Message: "internal error"}
+var errInternal = fault.Internal("internal error")
 
 // message is a protocol message of either protocol.
 type message struct {
@@ -188,8 +189,7 @@ func (c *conn) handle(m message) bool {
 			return false
 		}
 		if n >= c.s.opts.MaxSubscriptions {
-			c.operationError(m.ID, &messaging.Error{Code: messaging.ErrRateLimited.Code,
-				Message: fmt.Sprintf("at most %d operations per connection", c.s.opts.MaxSubscriptions)})
+			c.operationError(m.ID, fault.RateLimited(0, "at most %d operations per connection", c.s.opts.MaxSubscriptions))
 			return true
 		}
 		if !c.start(m.ID, m.Payload) {
@@ -235,7 +235,7 @@ func (c *conn) authenticate(payload json.RawMessage) (*messaging.Principal, erro
 	}
 	p, err := c.s.svc.Authenticate(c.ctx, key)
 	if err != nil {
-		var e *messaging.Error
+		var e *fault.Error
 		if errors.As(err, &e) {
 			return nil, errors.New(e.Message)
 		}
@@ -268,7 +268,7 @@ func (c *conn) start(id string, payload json.RawMessage) bool {
 func (c *conn) startOp(id string, payload json.RawMessage) {
 	var params graphql.RawParams
 	if err := json.Unmarshal(payload, &params); err != nil || params.Query == "" {
-		c.operationError(id, &messaging.Error{Code: messaging.ErrInvalid.Code, Message: "payload must be {query, variables?, operationName?}"})
+		c.operationError(id, fault.Invalid("", "payload must be {query, variables?, operationName?}"))
 		return
 	}
 	ctx := graphql.StartOperationTrace(messaging.WithPrincipal(c.ctx, c.principal))
@@ -326,7 +326,7 @@ func (c *conn) execute(ctx context.Context, id string, rc *graphql.OperationCont
 func (c *conn) subscribe(ctx context.Context, id string, rc *graphql.OperationContext) (*sub, error) {
 	fields := graphql.CollectFields(rc, rc.Operation.SelectionSet, []string{"Subscription"})
 	if len(fields) != 1 {
-		return nil, &messaging.Error{Code: messaging.ErrInvalid.Code, Message: "a subscription selects exactly one root field"}
+		return nil, fault.Invalid("", "a subscription selects exactly one root field")
 	}
 	f := fields[0]
 	args := f.ArgumentMap(rc.Variables)
@@ -339,11 +339,7 @@ func (c *conn) subscribe(ctx context.Context, id string, rc *graphql.OperationCo
 		q.Type = t
 	}
 	if err := q.Validate(); err != nil {
-		var e *messaging.Error
-		if errors.As(err, &e) && e.Param == "after_seq" {
-			e.Param = "afterSeq"
-		}
-		return nil, err
+		return nil, err // graph.Present names after_seq afterSeq
 	}
 	s := &sub{c: c, id: id, typ: q.Type, cursor: afterSeq}
 	switch f.Name {
@@ -354,11 +350,11 @@ func (c *conn) subscribe(ctx context.Context, id string, rc *graphql.OperationCo
 			return nil, err
 		}
 		if n < 1 || n > 1000 {
-			return nil, messaging.Invalid("max", "must be between 1 and 1000")
+			return nil, fault.Invalid("max", "must be between 1 and 1000")
 		}
 		s.batch = int(n)
 	default:
-		return nil, &messaging.Error{Code: messaging.ErrInvalid.Code, Message: "unknown subscription " + f.Name}
+		return nil, fault.Invalid("", "unknown subscription %s", f.Name)
 	}
 	s.shape = shapeOf(graphql.CollectFields(rc, f.Selections, []string{"Event"}))
 	kind := "next"
@@ -395,11 +391,11 @@ func intArg(args map[string]any, name string) (int64, error) {
 	case json.Number:
 		n, err := v.Int64()
 		if err != nil {
-			return 0, messaging.Invalid(name, "must be an integer")
+			return 0, fault.Invalid(name, "must be an integer")
 		}
 		return n, nil
 	}
-	return 0, messaging.Invalid(name, "must be an integer")
+	return 0, fault.Invalid(name, "must be an integer")
 }
 
 func (c *conn) stopSub(id string) {
@@ -447,9 +443,9 @@ func (c *conn) sendPayload(ctx context.Context, id string, resp *graphql.Respons
 		return true
 	case errBusy:
 		c.s.logger.Info("live: a result found no room in the send budget", "ip", c.ip, "bytes", len(b))
-		c.operationError(id, &messaging.Error{Code: messaging.ErrRateLimited.Code, Message: fmt.Sprintf(
+		c.operationError(id, fault.RateLimited(0,
 			"the server's send queues are full (%d bytes waiting on all sockets): the result (%d bytes) was not sent; try again shortly",
-			c.s.budget.used.Load(), len(b))})
+			c.s.budget.used.Load(), len(b)))
 	}
 	return false
 }

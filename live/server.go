@@ -16,6 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/gorilla/websocket"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/stream"
 )
@@ -206,7 +207,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "10")
 		w.WriteHeader(http.StatusTooManyRequests)
 		msg := fmt.Sprintf("too many websockets from this address (at most %d open); close one first", s.opts.MaxPerIP)
-		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": messaging.ErrRateLimited.Code, "message": msg}}) //nolint:errcheck // the client is gone
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": fault.ErrRateLimited.Code, "message": msg}}) //nolint:errcheck // the client is gone
 		return
 	}
 	ws, err := s.upgrader.Upgrade(w, r, nil)

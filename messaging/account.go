@@ -13,6 +13,7 @@ import (
 	entcredit "github.com/comm-gateway/comm/ent/creditentry"
 	entproject "github.com/comm-gateway/comm/ent/project"
 	entws "github.com/comm-gateway/comm/ent/websession"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -207,7 +208,7 @@ func dollars(cents int64) string {
 // ErrForbidden: the account is for signed-in keys.
 func (s *Service) AccountOf(ctx context.Context, p *Principal) (*AccountView, error) {
 	if !p.SignedIn() {
-		return nil, &Error{Code: ErrForbidden.Code, Message: "a sandbox key has no account: run `comm login` (or POST /v1/auth/device/start with this key) and use the signed-in key"}
+		return nil, fault.Forbidden("a sandbox key has no account: run `comm login` (or POST /v1/auth/device/start with this key) and use the signed-in key")
 	}
 	sys := tenant.System(ctx)
 	pr, err := s.read.Project.Get(sys, p.ProjectID)
@@ -215,7 +216,7 @@ func (s *Service) AccountOf(ctx context.Context, p *Principal) (*AccountView, er
 		return nil, err
 	}
 	if pr.AccountID == nil {
-		return nil, &Error{Code: ErrForbidden.Code, Message: "this project belongs to no account"}
+		return nil, fault.Forbidden("this project belongs to no account")
 	}
 	a, err := s.read.Account.Get(sys, *pr.AccountID)
 	if err != nil {
@@ -288,7 +289,7 @@ func (s *Service) mayManageKeys(ctx context.Context, p *Principal) (bool, error)
 		return false, err
 	}
 	if owned && !p.SignedIn() {
-		return true, &Error{Code: ErrForbidden.Code, Message: "this project belongs to an account: its keys are listed, created and revoked only with a signed-in key (`comm login`), not with a sandbox key"}
+		return true, fault.Forbidden("this project belongs to an account: its keys are listed, created and revoked only with a signed-in key (`comm login`), not with a sandbox key")
 	}
 	return owned, nil
 }
@@ -333,14 +334,14 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*Ne
 		return nil, err
 	}
 	if live >= MaxKeysPerProject {
-		return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf("a project has at most %d live keys: revoke one first", MaxKeysPerProject)}
+		return nil, fault.Conflict("a project has at most %d live keys: revoke one first", MaxKeysPerProject)
 	}
 	all, err := s.read.APIKey.Query().Count(p.Context(ctx))
 	if err != nil {
 		return nil, err
 	}
 	if all >= MaxKeysEver {
-		return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf("a project makes at most %d keys in its life (revoked ones count): use a new project", MaxKeysEver)}
+		return nil, fault.Conflict("a project makes at most %d keys in its life (revoked ones count): use a new project", MaxKeysEver)
 	}
 	prefix, kind := apikey.SandboxPrefix, entapikey.KindSandbox
 	if p.SignedIn() {
@@ -404,8 +405,8 @@ func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) (*Key,
 			if owned {
 				what = "working signed-in key"
 			}
-			return &Error{Code: ErrConflict.Code, Message: fmt.Sprintf(
-				"%s is the project's last %s: revoking it would lock the project out; create another key first (POST /v1/keys), then revoke this one", id, what)}
+			return fault.Conflict(
+				"%s is the project's last %s: revoking it would lock the project out; create another key first (POST /v1/keys), then revoke this one", id, what)
 		}
 		out, err = cl.APIKey.UpdateOneID(id).SetRevokedAt(s.now()).Save(tctx)
 		return err

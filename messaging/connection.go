@@ -12,6 +12,7 @@ import (
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -75,16 +76,16 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 	if err != nil {
 		var ue *channels.UnknownError
 		if errors.As(err, &ue) {
-			return nil, &Error{Code: ErrInvalid.Code, Param: ue.Param, Message: ue.Msg}
+			return nil, fault.Invalid(ue.Param, "%s", ue.Msg)
 		}
 		return nil, err
 	}
 	if d.Tier == channels.Paid && !p.SignedIn() {
-		return nil, &Error{Code: ErrPaymentRequired.Code, Message: fmt.Sprintf(
-			"channel %s is a paid channel and needs a signed-in key: run `comm login` (or POST /v1/auth/device/start with this key), then repeat this request with the signed-in key", label(d))}
+		return nil, fault.PaymentRequired(
+			"channel %s is a paid channel and needs a signed-in key: run `comm login` (or POST /v1/auth/device/start with this key), then repeat this request with the signed-in key", label(d))
 	}
 	if d.New == nil {
-		return nil, &Error{Code: ErrNotImplemented.Code, Message: fmt.Sprintf("channel %s is not available in this gateway yet", label(d))}
+		return nil, fault.NotImplemented("channel %s is not available in this gateway yet", label(d))
 	}
 	if in.CustomerID != "" {
 		if err := ident.Check(in.CustomerID, ident.Customer); err != nil {
@@ -115,8 +116,8 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 			return nil, err
 		}
 		if n >= s.sandboxConnections {
-			return nil, &Error{Code: ErrConflict.Code, Message: fmt.Sprintf(
-				"a sandbox project holds at most %d connections: delete one, or sign in (`comm login`) to move this project into an account", s.sandboxConnections)}
+			return nil, fault.Conflict(
+				"a sandbox project holds at most %d connections: delete one, or sign in (`comm login`) to move this project into an account", s.sandboxConnections)
 		}
 	}
 	id := ident.New(ident.Connection)
@@ -177,8 +178,7 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		}
 		closeAdapter(adapter)
 		if inbox != "" && ent.IsConstraintError(err) {
-			return nil, &Error{Code: ErrConflict.Code, Param: "config.address",
-				Message: fmt.Sprintf("the address %s is taken; choose another", address)}
+			return nil, fault.Conflict("the address %s is taken; choose another", address).WithParam("config.address")
 		}
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func provisionError(d channels.Descriptor, err error) error {
 	var ce *channels.ConfigError
 	var e *Error
 	if !errors.As(err, &ce) && !errors.As(err, &e) && errors.Is(err, channels.ErrTransient) {
-		return &Error{Code: ErrUnavailable.Code, Message: fmt.Sprintf("%s did not answer the connection set-up; try again: %v", label(d), err)}
+		return fault.ProviderUnavailable("%s did not answer the connection set-up; try again: %v", label(d), err)
 	}
 	return configError(err)
 }

@@ -15,6 +15,7 @@ import (
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	entdev "github.com/comm-gateway/comm/ent/devicerequest"
 	entproject "github.com/comm-gateway/comm/ent/project"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -215,8 +216,7 @@ func (s *Service) PollDevice(ctx context.Context, deviceCode string) (*DeviceTok
 	now := s.now()
 	switch {
 	case d.Status == entdev.StatusConsumed:
-		return nil, &Error{Code: ErrConflict.Code, Param: "device_code",
-			Message: "this sign-in already delivered its key, which is shown only once; start a new sign-in for another"}
+		return nil, fault.Conflict("this sign-in already delivered its key, which is shown only once; start a new sign-in for another").WithParam("device_code")
 	case d.Status == entdev.StatusDenied:
 		return &DeviceToken{Status: DeviceDenied}, nil
 	case now.After(d.ExpiresAt):
@@ -263,8 +263,7 @@ func (s *Service) consumeDevice(ctx context.Context, d *ent.DeviceRequest) (*Dev
 		return nil, err
 	}
 	if !won {
-		return nil, &Error{Code: ErrConflict.Code, Param: "device_code",
-			Message: "this sign-in already delivered its key, which is shown only once; start a new sign-in for another"}
+		return nil, fault.Conflict("this sign-in already delivered its key, which is shown only once; start a new sign-in for another").WithParam("device_code")
 	}
 	return &DeviceToken{Status: DeviceApproved, APIKey: key, ProjectID: project, AccountID: deref(d.AccountID)}, nil
 }
@@ -331,7 +330,7 @@ func (s *Service) deviceByCode(ctx context.Context, code string) (*ent.DeviceReq
 	h := userCodeHash(code)
 	d, err := s.read.DeviceRequest.Query().Where(entdev.UserHash(h[:])).Only(tenant.System(ctx))
 	if ent.IsNotFound(err) {
-		return nil, &Error{Code: ErrNotFound.Code, Param: "code", Message: "no sign-in with this code: check it against your terminal"}
+		return nil, fault.NotFoundf("no sign-in with this code: check it against your terminal").WithParam("code")
 	}
 	return d, err
 }
@@ -388,7 +387,7 @@ func (s *Service) ApproveDevice(ctx context.Context, accountID, code string) (*A
 				return err
 			}
 			if n == 0 {
-				return &Error{Code: ErrConflict.Code, Message: "the project of this sign-in belongs to another account"}
+				return fault.Conflict("the project of this sign-in belongs to another account")
 			}
 		} else {
 			name := "Project of " + firstNonEmpty(acct.Email, acct.Name, acct.Subject)
@@ -404,7 +403,7 @@ func (s *Service) ApproveDevice(ctx context.Context, accountID, code string) (*A
 			return err
 		}
 		if n == 0 {
-			return &Error{Code: ErrConflict.Code, Message: "this sign-in was already decided"}
+			return fault.Conflict("this sign-in was already decided")
 		}
 		return nil
 	})
@@ -424,7 +423,7 @@ func (s *Service) DenyDevice(ctx context.Context, accountID, code string) error 
 		n, err := tx.Client().DeviceRequest.Update().Where(entdev.ID(d.ID), entdev.StatusEQ(entdev.StatusPending)).
 			SetStatus(entdev.StatusDenied).SetAccountID(accountID).SetDecidedAt(s.now()).Save(tx.Context())
 		if err == nil && n == 0 {
-			return &Error{Code: ErrConflict.Code, Message: "this sign-in was already decided"}
+			return fault.Conflict("this sign-in was already decided")
 		}
 		return err
 	})
@@ -439,9 +438,9 @@ func (s *Service) decidable(ctx context.Context, code string) (*ent.DeviceReques
 	}
 	switch {
 	case d.Status != entdev.StatusPending:
-		return nil, &Error{Code: ErrConflict.Code, Message: "this sign-in was already " + string(d.Status)}
+		return nil, fault.Conflict("this sign-in was already %s", string(d.Status))
 	case s.now().After(d.ExpiresAt):
-		return nil, &Error{Code: ErrConflict.Code, Message: "this sign-in expired: start a new one from your terminal"}
+		return nil, fault.Conflict("this sign-in expired: start a new one from your terminal")
 	}
 	return d, nil
 }

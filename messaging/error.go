@@ -1,69 +1,39 @@
 package messaging
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/comm-gateway/comm/fault"
 )
 
-// Error is a failure a caller can act on. Its Code is part of the API (the
-// REST error body's "code" and GraphQL's extensions.code); front doors map
-// codes to their status once. Compare with errors.Is against the sentinel
-// values below, which match any Error of the same code.
-type Error struct {
-	Code    string
-	Message string
-	// Param names the offending request parameter or field, if any.
-	Param string
-	// RetryAfter, on ErrRateLimited, is how long until a retry can
-	// succeed (REST sends it as Retry-After).
-	RetryAfter time.Duration
-}
-
-func (e *Error) Error() string {
-	if e.Param != "" {
-		return e.Code + ": " + e.Param + ": " + e.Message
-	}
-	return e.Code + ": " + e.Message
-}
-
-// Is matches errors of the same code.
-func (e *Error) Is(target error) bool {
-	var t *Error
-	return errors.As(target, &t) && t.Code == e.Code
-}
+// Error is a failure a caller can act on (fault.Error; the names below
+// keep the package's callers compiling while they move to package fault).
+type Error = fault.Error
 
 // Error codes; each sentinel matches every Error with its code.
 var (
-	ErrInvalid         = &Error{Code: "invalid_parameter"}
-	ErrUnauthenticated = &Error{Code: "unauthenticated"}
-	ErrPaymentRequired = &Error{Code: "payment_required"}
-	ErrForbidden       = &Error{Code: "forbidden"}
-	ErrNotFound        = &Error{Code: "not_found"}
-	ErrConflict        = &Error{Code: "conflict"}
-	ErrRateLimited     = &Error{Code: "rate_limited"}
-	ErrNotImplemented  = &Error{Code: "not_implemented"}
-	// ErrUnavailable is a provider that did not answer (a connection's
-	// set-up could not reach it); retrying later may succeed.
-	ErrUnavailable = &Error{Code: "provider_unavailable"}
+	ErrInvalid             = fault.ErrInvalid
+	ErrUnauthenticated     = fault.ErrUnauthenticated
+	ErrPaymentRequired     = fault.ErrPaymentRequired
+	ErrForbidden           = fault.ErrForbidden
+	ErrNotFound            = fault.ErrNotFound
+	ErrConflict            = fault.ErrConflict
+	ErrRateLimited         = fault.ErrRateLimited
+	ErrNotImplemented      = fault.ErrNotImplemented
+	ErrProviderUnavailable = fault.ErrProviderUnavailable
 )
 
-// Invalid reports a bad request parameter.
+// Invalid reports a bad request parameter (fault.Invalid).
 func Invalid(param, format string, args ...any) *Error {
-	return &Error{Code: ErrInvalid.Code, Param: param, Message: fmt.Sprintf(format, args...)}
+	return fault.Invalid(param, format, args...)
 }
 
-// NotFound reports an unknown id (or one of another project: the two are
-// indistinguishable by design).
-func NotFound(what, id string) *Error {
-	return &Error{Code: ErrNotFound.Code, Message: fmt.Sprintf("no %s %q", what, id)}
-}
+// NotFound reports an unknown id (fault.NotFound).
+func NotFound(what, id string) *Error { return fault.NotFound(what, id) }
 
-func unauthenticated(msg string) *Error {
-	return &Error{Code: ErrUnauthenticated.Code, Message: msg}
-}
+func unauthenticated(msg string) *Error { return fault.Unauthenticated("%s", msg) }
 
 // NULPath returns the path ("name", "config.to[2]", below path) of the
 // first string, or key, of a decoded JSON value that contains U+0000,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/stream"
 )
 
@@ -36,7 +37,7 @@ func (q *EventQuery) Validate() error {
 		return Invalid("limit", "must be between 1 and %d", MaxEventLimit)
 	}
 	if q.Type != "" && !stream.KnownType(q.Type) {
-		return &Error{Code: ErrInvalid.Code, Param: "type", Message: stream.UnknownTypeError(q.Type).Error()}
+		return fault.Invalid("type", "%s", stream.UnknownTypeError(q.Type).Error())
 	}
 	if q.Wait < 0 || q.Wait > MaxEventWait {
 		return Invalid("wait", "must be between 0 and %d seconds", int(MaxEventWait/time.Second))

@@ -9,6 +9,7 @@ import (
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/tenant"
 )
@@ -55,7 +56,7 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 		return nil, NotFound("connection", connID)
 	}
 	if r.Method != http.MethodPost {
-		return nil, &Error{Code: ErrInvalid.Code, Message: fmt.Sprintf("%s takes POST here, not %s", c.Channel, r.Method)}
+		return nil, fault.Invalid("", "%s takes POST here, not %s", c.Channel, r.Method)
 	}
 	ins, err := wr.ParseWebhook(r, body)
 	if err != nil {
@@ -76,9 +77,9 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 func hookError(c *ent.Connection, err error) error {
 	switch {
 	case errors.Is(err, channels.ErrSignature):
-		return &Error{Code: ErrUnauthenticated.Code, Message: fmt.Sprintf("the request does not carry %s's valid signature for this connection", c.Channel)}
+		return fault.Unauthenticated("the request does not carry %s's valid signature for this connection", c.Channel)
 	case errors.Is(err, channels.ErrTransient):
-		return &Error{Code: ErrUnavailable.Code, Message: fmt.Sprintf("could not take the request now; retry: %v", err)}
+		return fault.ProviderUnavailable("could not take the request now; retry: %v", err)
 	}
-	return &Error{Code: ErrInvalid.Code, Message: err.Error()}
+	return fault.Invalid("", "%s", err.Error())
 }

@@ -19,6 +19,7 @@ import (
 	entblob "github.com/comm-gateway/comm/ent/blob"
 	entconv "github.com/comm-gateway/comm/ent/conversation"
 	entmsg "github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -382,7 +383,7 @@ func injectError(err error) error {
 		field = strings.Trim(field, `"`)
 		return Invalid(field, "unknown field %q", field)
 	}
-	return &Error{Code: ErrInvalid.Code, Message: err.Error()}
+	return fault.Invalid("", "%s", err.Error())
 }
 
 // Message returns one of the caller's messages.
@@ -449,8 +450,7 @@ func (s *Service) thread(ctx context.Context, msgID string) (*ent.Message, *ent.
 	}
 	c, err := s.connection(ctx, orig.ConnectionID)
 	if err != nil {
-		return nil, nil, nil, &Error{Code: ErrConflict.Code,
-			Message: fmt.Sprintf("connection %s of message %s was deleted", orig.ConnectionID, orig.ID)}
+		return nil, nil, nil, fault.Conflict("connection %s of message %s was deleted", orig.ConnectionID, orig.ID)
 	}
 	conv, err := s.read.Conversation.Get(ctx, orig.ConversationID)
 	if err != nil {

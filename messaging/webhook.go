@@ -10,6 +10,7 @@ import (
 	"github.com/comm-gateway/comm/ent"
 	entwh "github.com/comm-gateway/comm/ent/webhook"
 	entwha "github.com/comm-gateway/comm/ent/webhookattempt"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/netguard"
 	"github.com/comm-gateway/comm/signature"
@@ -173,7 +174,7 @@ func strongSecret(secret string, key []byte) error {
 }
 
 func noWebhook() *Error {
-	return &Error{Code: ErrNotFound.Code, Message: "no webhook registered; PUT /v1/webhook {url, secret} registers one"}
+	return fault.NotFoundf("no webhook registered; PUT /v1/webhook {url, secret} registers one")
 }
 
 // GetWebhook returns the project's push endpoint, without its secret.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
 )
@@ -25,8 +25,7 @@ func (s *Server) verificationURIComplete(code string) string {
 // what says what there were too many of ("sign-in attempts").
 func limited(l *ratelimit.Bucket, key, what string) error {
 	if ok, wait := l.Allow(key); !ok {
-		return &retryAfter{wait: wait, err: &messaging.Error{Code: messaging.ErrRateLimited.Code,
-			Message: fmt.Sprintf("too many %s from here; try again in %d s", what, int(wait.Seconds())+1)}}
+		return fault.RateLimited(wait, "too many %s from here; try again in %d s", what, int(wait.Seconds())+1)
 	}
 	return nil
 }
@@ -92,7 +91,7 @@ func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.DeviceCode == "" {
-		return messaging.Invalid("device_code", "required")
+		return fault.Invalid("device_code", "required")
 	}
 	tok, err := s.svc.PollDevice(r.Context(), in.DeviceCode)
 	if err != nil {
@@ -131,11 +130,10 @@ func (s *Server) oauthDeviceCode(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.startDevice(r, r.PostForm.Get("api_key"))
 	if err != nil {
-		var ra *retryAfter
-		if errors.As(err, &ra) {
+		if errors.Is(err, fault.ErrRateLimited) {
 			return err
 		}
-		var e *messaging.Error
+		var e *fault.Error
 		if errors.As(err, &e) {
 			writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "invalid_request", Description: e.Message})
 			return nil
@@ -165,7 +163,7 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) error {
 	}
 	tok, err := s.svc.PollDevice(r.Context(), r.PostForm.Get("device_code"))
 	if err != nil {
-		var e *messaging.Error
+		var e *fault.Error
 		if errors.As(err, &e) {
 			writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "invalid_grant", Description: e.Message})
 			return nil
@@ -233,12 +231,3 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p *messaging.
 	writeJSON(w, http.StatusOK, k)
 	return nil
 }
-
-// retryAfter is a 429 with the time to wait.
-type retryAfter struct {
-	wait time.Duration
-	err  error
-}
-
-func (e *retryAfter) Error() string { return e.err.Error() }
-func (e *retryAfter) Unwrap() error { return e.err }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -29,14 +29,14 @@ func decode(r *http.Request, v any) error {
 		return decodeError(err)
 	}
 	if !utf8.Valid(body) {
-		return httpError(codeMalformedJSON, "body is not valid UTF-8")
+		return fault.MalformedJSON("body is not valid UTF-8")
 	}
 	// PostgreSQL cannot store U+0000 in text, and no field has a use for
 	// it: refuse it anywhere in the body, naming where. It can only come
 	// as the escape \u0000 (raw control characters are not JSON).
 	if bytes.Contains(body, []byte(`\u0000`)) {
 		if path, ok := nulPath(body); ok {
-			return messaging.Invalid(path, "must not contain NUL (U+0000) characters")
+			return fault.Invalid(path, "must not contain NUL (U+0000) characters")
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -48,7 +48,7 @@ func decode(r *http.Request, v any) error {
 		if err != nil {
 			return decodeError(err)
 		}
-		return httpError(codeMalformedJSON, "body has data after the JSON object")
+		return fault.MalformedJSON("body has data after the JSON object")
 	}
 	return nil
 }
@@ -68,11 +68,11 @@ func nulPath(body []byte) (string, bool) {
 func checkJSON(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return httpError(codeUnsupportedMedia, "missing Content-Type: send application/json")
+		return fault.UnsupportedMedia("missing Content-Type: send application/json")
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		return httpError(codeUnsupportedMedia, fmt.Sprintf("Content-Type %q is not JSON: send application/json", ct))
+		return fault.UnsupportedMedia("Content-Type %q is not JSON: send application/json", ct)
 	}
 	return nil
 }
@@ -85,23 +85,23 @@ func decodeError(err error) error {
 	)
 	switch {
 	case errors.As(err, &tooBig):
-		return httpError(codeTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
+		return fault.TooLarge("body is larger than %d bytes", tooBig.Limit)
 	case errors.Is(err, io.EOF):
-		return httpError(codeMalformedJSON, "body is empty: send a JSON object")
+		return fault.MalformedJSON("body is empty: send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return httpError(codeMalformedJSON, "body ends in the middle of the JSON")
+		return fault.MalformedJSON("body ends in the middle of the JSON")
 	case errors.As(err, &syntax):
-		return httpError(codeMalformedJSON, fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, syntax))
+		return fault.MalformedJSON("malformed JSON at byte %d: %v", syntax.Offset, syntax)
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return httpError(codeMalformedJSON, fmt.Sprintf("body must be a JSON object, not %s", typ.Value))
+			return fault.MalformedJSON("body must be a JSON object, not %s", typ.Value)
 		}
-		return messaging.Invalid(typ.Field, "must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
+		return fault.Invalid(typ.Field, "must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return messaging.Invalid(field, "unknown field %q", field)
+		return fault.Invalid(field, "unknown field %q", field)
 	}
-	return httpError(codeMalformedJSON, err.Error())
+	return fault.MalformedJSON("%s", err.Error())
 }
 
 func jsonKind(goKind string) string {
@@ -131,7 +131,7 @@ func newQuery(r *http.Request) *query {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	q := &query{v: v, used: map[string]bool{}}
 	if err != nil {
-		q.err = messaging.Invalid("query", "malformed query string: %v", err)
+		q.err = fault.Invalid("query", "malformed query string: %v", err)
 	}
 	return q
 }
@@ -140,7 +140,7 @@ func (q *query) str(name string) string {
 	q.used[name] = true
 	vs := q.v[name]
 	if len(vs) > 1 && q.err == nil {
-		q.err = messaging.Invalid(name, "given %d times; give it once", len(vs))
+		q.err = fault.Invalid(name, "given %d times; give it once", len(vs))
 	}
 	if len(vs) == 0 {
 		return ""
@@ -155,7 +155,7 @@ func (q *query) int(name string, def int64) int64 {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil && q.err == nil {
-		q.err = messaging.Invalid(name, "must be an integer, not %q", s)
+		q.err = fault.Invalid(name, "must be an integer, not %q", s)
 	}
 	return n
 }
@@ -171,7 +171,7 @@ func (q *query) done() error {
 			for k := range q.used {
 				known = append(known, k)
 			}
-			return messaging.Invalid(name, "unknown query parameter %q; known: %s", name, strings.Join(sorted(known), ", "))
+			return fault.Invalid(name, "unknown query parameter %q; known: %s", name, strings.Join(sorted(known), ", "))
 		}
 	}
 	return nil

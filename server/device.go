@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -221,7 +222,7 @@ func (s *Server) devicePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dv, err := s.svc.DeviceByUserCode(r.Context(), p.Code)
-	if errors.Is(err, messaging.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		if s.wrongCode(w, r, acct) {
 			return
 		}
@@ -308,7 +309,7 @@ func (s *Server) deviceDecide(approve bool) http.HandlerFunc {
 }
 
 func (s *Server) decideError(w http.ResponseWriter, r *http.Request, acct *messaging.Account, err error, back string) {
-	if errors.Is(err, messaging.ErrNotFound) && s.wrongCode(w, r, acct) {
+	if errors.Is(err, fault.ErrNotFound) && s.wrongCode(w, r, acct) {
 		return
 	}
 	s.renderError(w, r, err, back)
@@ -317,33 +318,29 @@ func (s *Server) decideError(w http.ResponseWriter, r *http.Request, acct *messa
 // renderError shows a domain error as a page with its status; other
 // errors are internal.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error, back string) {
-	var e *messaging.Error
-	if !errors.As(err, &e) {
+	p := fault.Present(r.Context(), err)
+	if p.Internal {
 		s.renderFailure(w, r, err)
 		return
 	}
-	status, ok := statusOf[e.Code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
 	title := map[string]string{
-		messaging.ErrConflict.Code: "Cannot complete this sign-in",
-		messaging.ErrNotFound.Code: "Unknown code",
-		messaging.ErrInvalid.Code:  "Not a sign-in code",
-	}[e.Code]
+		fault.ErrConflict.Code: "Cannot complete this sign-in",
+		fault.ErrNotFound.Code: "Unknown code",
+		fault.ErrInvalid.Code:  "Not a sign-in code",
+	}[p.Code]
 	if title == "" {
 		title = "Cannot do that"
 	}
 	if back == "" {
 		back = "/device"
 	}
-	s.renderMessage(w, r, status, title, errorText(err), back)
+	s.renderMessage(w, r, p.Status, title, errorText(err), back)
 }
 
 // errorText is the message of a domain error, capitalized, without its
 // code.
 func errorText(err error) string {
-	var e *messaging.Error
+	var e *fault.Error
 	if !errors.As(err, &e) {
 		return "Something went wrong."
 	}

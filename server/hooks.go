@@ -2,11 +2,10 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
-	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/fault"
 )
 
 // hook is a provider's request to a connection's ingress,
@@ -19,10 +18,10 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return httpError(codeTooLarge, fmt.Sprintf("body is larger than %d bytes", tooBig.Limit))
+		return fault.TooLarge("body is larger than %d bytes", tooBig.Limit)
 	}
 	if err != nil {
-		return messaging.Invalid("body", "could not read the request body: %v", err)
+		return fault.Invalid("body", "could not read the request body: %v", err)
 	}
 	resp, err := s.svc.Hook(r.Context(), r.PathValue("channel"), r.PathValue("id"), r, body)
 	if err != nil {

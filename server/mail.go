@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -118,7 +119,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, p *messag
 // mailHost is the email side of the gateway, or not_implemented.
 func (s *Server) mailHost() (*mailhost.Host, error) {
 	if s.mail == nil {
-		return nil, &messaging.Error{Code: messaging.ErrNotImplemented.Code, Message: "email is not available on this gateway"}
+		return nil, fault.NotImplemented("email is not available on this gateway")
 	}
 	return s.mail, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -13,7 +14,7 @@ import (
 func page(q *query) messaging.Page {
 	pg := messaging.Page{After: q.str("after"), Limit: int(q.int("limit", messaging.DefaultPageLimit))}
 	if pg.Limit == 0 && q.err == nil {
-		q.err = messaging.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
+		q.err = fault.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
 	}
 	return pg
 }
@@ -81,7 +82,7 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, p *messaging.Pri
 		return err
 	}
 	if len(body) == 0 || body[0] != '{' {
-		return httpError(codeMalformedJSON, "body must be a JSON object")
+		return fault.MalformedJSON("body must be a JSON object")
 	}
 	m, dup, err := s.svc.Inject(r.Context(), p, r.PathValue("id"), body)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
@@ -13,7 +14,7 @@ func sorted(s []string) []string { slices.Sort(s); return s }
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	if err := s.svc.Ping(r.Context()); err != nil {
 		s.logger.Warn("health check", "err", err)
-		return httpError(codeUnavailable, "database unreachable")
+		return fault.Unavailable("database unreachable")
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
@@ -58,7 +59,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *messaging
 		return err
 	}
 	if eq.Limit == 0 {
-		return messaging.Invalid("limit", "must be between 1 and %d", messaging.MaxEventLimit)
+		return fault.Invalid("limit", "must be between 1 and %d", messaging.MaxEventLimit)
 	}
 	page, err := s.svc.EventsJSON(r.Context(), p, eq)
 	if err != nil {

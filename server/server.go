@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
@@ -153,7 +154,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		// A mutation refused by the write limit says when to retry in
+		// An operation refused as rate_limited says when to retry in
 		// the header too.
 		ctx, wait := graph.WithRetryAfter(r.Context())
 		gql.ServeHTTP(&retryAfterWriter{ResponseWriter: w, wait: wait}, r.WithContext(ctx))
@@ -266,12 +267,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(rec, r)
 	switch rec.status {
 	case http.StatusNotFound:
-		s.writeError(w, r, httpError(codeRouteNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
+		s.writeError(w, r, fault.RouteNotFound("no route %s %s", r.Method, r.URL.Path))
 	case http.StatusMethodNotAllowed:
 		allow := rec.header.Get("Allow")
 		w.Header().Set("Allow", allow)
-		s.writeError(w, r, httpError(codeMethodNotAllowed,
-			fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)))
+		s.writeError(w, r, fault.MethodNotAllowed(
+			"%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
 	default:
 		for k, v := range rec.header {
 			w.Header()[k] = v
@@ -301,7 +302,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 // retryAfterWriter sets Retry-After before the answer is written when the
-// GraphQL write limit refused the operation.
+// GraphQL operation was refused as rate_limited with a known wait.
 type retryAfterWriter struct {
 	http.ResponseWriter
 	wait    *graph.RetryAfter
@@ -360,8 +361,7 @@ func (s *Server) authed(h authedFunc) http.Handler {
 func (s *Server) writing(h authedFunc) http.Handler {
 	return s.authed(func(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
 		if ok, wait := s.writeLimit.Allow(p.KeyID); !ok {
-			return &retryAfter{wait: wait, err: &messaging.Error{Code: messaging.ErrRateLimited.Code,
-				Message: fmt.Sprintf("this API key makes writes faster than this gateway allows; retry in %d s", int(wait.Seconds())+1)}}
+			return fault.RateLimited(wait, "this API key makes writes faster than this gateway allows; retry in %d s", int(wait.Seconds())+1)
 		}
 		return h(w, r, p)
 	})
@@ -370,13 +370,11 @@ func (s *Server) writing(h authedFunc) http.Handler {
 func bearer(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return "", &messaging.Error{Code: messaging.ErrUnauthenticated.Code,
-			Message: "missing API key: send Authorization: Bearer <key>"}
+		return "", fault.Unauthenticated("missing API key: send Authorization: Bearer <key>")
 	}
 	scheme, key, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
-		return "", &messaging.Error{Code: messaging.ErrUnauthenticated.Code,
-			Message: "malformed Authorization header: want Bearer <key>"}
+		return "", fault.Unauthenticated("malformed Authorization header: want Bearer <key>")
 	}
 	return strings.TrimSpace(key), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
 )
@@ -263,7 +264,7 @@ func (s *Server) sessionAccount(ctx context.Context, sess *webSession) (*messagi
 		return nil, nil // signed out, expired, or never recorded
 	}
 	a, err := s.svc.AccountByID(ctx, sess.Account)
-	if errors.Is(err, messaging.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil // the account is gone: signed out
 	}
 	return a, err

@@ -2,14 +2,13 @@ package mailhost
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
-	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/tenant"
 )
 
@@ -24,8 +23,8 @@ func (h *Host) Claim(ctx context.Context, projectID, address string) error {
 		return nil
 	}
 	if email.ReservedLocal(local) {
-		return &messaging.Error{Code: messaging.ErrConflict.Code, Param: "config.address", Message: fmt.Sprintf(
-			"%s is a role address reserved for the operator of this gateway (RFC 2142, CA/Browser Forum domain validation); choose another local part", address)}
+		return fault.Conflict(
+			"%s is a role address reserved for the operator of this gateway (RFC 2142, CA/Browser Forum domain validation); choose another local part", address).WithParam("config.address")
 	}
 	q := h.mail.AddressQuarantine
 	if q <= 0 {
@@ -41,9 +40,9 @@ func (h *Host) Claim(ctx context.Context, projectID, address string) error {
 	if err != nil {
 		return err
 	}
-	return &messaging.Error{Code: messaging.ErrConflict.Code, Param: "config.address", Message: fmt.Sprintf(
+	return fault.Conflict(
 		"the address %s was released recently and is held back until %s; choose another",
-		address, last.DeletedAt.Add(q).UTC().Format(time.RFC3339))}
+		address, last.DeletedAt.Add(q).UTC().Format(time.RFC3339)).WithParam("config.address")
 }
 
 // connectionEvent is the data of connection.active: the scope, like

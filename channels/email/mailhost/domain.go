@@ -14,6 +14,7 @@ import (
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/predicate"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/stream"
@@ -106,7 +107,7 @@ func (h *Host) CreateDomain(ctx context.Context, p *messaging.Principal, name st
 	if exists, err := h.read.Domain.Query().Where(entdomain.Domain(norm)).Exist(p.Context(ctx)); err != nil {
 		return nil, err
 	} else if exists {
-		return nil, &messaging.Error{Code: messaging.ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
+		return nil, fault.Conflict("%s is already a domain of this project", norm).WithParam("domain")
 	}
 	recs, err := domain.Plan(norm, h.mail.Plan)
 	if err != nil {
@@ -125,7 +126,7 @@ func (h *Host) CreateDomain(ctx context.Context, p *messaging.Principal, name st
 		return err
 	})
 	if ent.IsConstraintError(err) {
-		return nil, &messaging.Error{Code: messaging.ErrConflict.Code, Param: "domain", Message: fmt.Sprintf("%s is already a domain of this project", norm)}
+		return nil, fault.Conflict("%s is already a domain of this project", norm).WithParam("domain")
 	}
 	if err != nil {
 		return nil, err
@@ -142,9 +143,9 @@ func (h *Host) mailPlanError() error {
 		{"--mx-host (COMM_MX_HOST)", h.mail.Plan.MXHost},
 	} {
 		if _, err := domain.NormalizeDomain(h.host); err != nil {
-			return &messaging.Error{Code: messaging.ErrNotImplemented.Code, Message: fmt.Sprintf(
+			return fault.NotImplemented(
 				"custom domains are not available on this gateway: its %s is %q, which customers cannot publish (%v); the operator sets it to a public host name",
-				h.flag, h.host, err)}
+				h.flag, h.host, err)
 		}
 	}
 	return nil

@@ -2,14 +2,13 @@ package mailhost
 
 import (
 	"context"
-	"fmt"
 	"net/mail"
 	"strings"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
 	entmsg "github.com/comm-gateway/comm/ent/message"
-	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ratelimit"
 	"github.com/comm-gateway/comm/tenant"
 )
@@ -62,9 +61,9 @@ func (h *Host) AllowSend(ctx context.Context, conn channels.Connection, from str
 			return err
 		}
 		if !wrote {
-			return &messaging.Error{Code: messaging.ErrForbidden.Code, Param: "to", Message: fmt.Sprintf(
+			return fault.Forbidden(
 				"%s is outside this gateway: a sandbox key may send mail from @%s only to inboxes of this gateway and to people who wrote to this inbox; sending to anyone needs a signed-in key (run `comm login`)",
-				addr, h.mail.Domain)}
+				addr, h.mail.Domain).WithParam("to")
 		}
 	}
 	limit, budget := h.mail.SandboxMailPerHour, h.sends.sandbox
@@ -72,9 +71,9 @@ func (h *Host) AllowSend(ctx context.Context, conn channels.Connection, from str
 		limit, budget = h.mail.SignedInMailPerHour, h.sends.signedIn
 	}
 	if ok, wait := budget.Allow(conn.ProjectID); !ok {
-		return &messaging.Error{Code: messaging.ErrRateLimited.Code, RetryAfter: wait, Message: fmt.Sprintf(
+		return fault.RateLimited(wait,
 			"this project has sent its %d emails an hour to outside addresses; try again in %d s",
-			limit, int(wait.Seconds())+1)}
+			limit, int(wait.Seconds())+1)
 	}
 	return nil
 }
