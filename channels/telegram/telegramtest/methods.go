@@ -50,11 +50,13 @@ var (
 
 // call answers a Bot API method.
 func (b *Bot) call(w http.ResponseWriter, r *http.Request, method string) {
+	// Read the body first: only then does the request's context end when
+	// the client goes away (a held call must notice).
+	p := params{}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if !b.takeFailure(w, r, method) {
 		return
 	}
-	p := params{}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	switch {
 	case err != nil:
 		return
@@ -261,6 +263,8 @@ func (b *Bot) getUpdates(w http.ResponseWriter, r *http.Request, p params) {
 		case <-deadline.C:
 			timeout = 0 // answer what there is (nothing, or what came just now)
 		case <-r.Context().Done():
+			return
+		case <-b.s.done:
 			return
 		}
 		b.mu.Lock()

@@ -59,6 +59,9 @@ type Server struct {
 	// self-signed).
 	WebhookClient *http.Client
 
+	done      chan struct{} // closed by Close: held requests end
+	closeOnce sync.Once
+
 	mu     sync.Mutex
 	bots   map[string]*Bot
 	nextID int64
@@ -66,7 +69,7 @@ type Server struct {
 
 // NewServer starts a fake Bot API. Close it when done.
 func NewServer() *Server {
-	s := &Server{bots: map[string]*Bot{}, nextID: 7000000000}
+	s := &Server{bots: map[string]*Bot{}, nextID: 7000000000, done: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	s.WebhookClient = &http.Client{
@@ -78,6 +81,7 @@ func NewServer() *Server {
 
 // Close stops the server, ending held requests.
 func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.done) })
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
@@ -409,7 +413,10 @@ func (b *Bot) takeFailure(w http.ResponseWriter, r *http.Request, method string)
 	case f == nil:
 		return true
 	case f.Hang:
-		<-r.Context().Done()
+		select {
+		case <-r.Context().Done():
+		case <-b.s.done:
+		}
 		return false
 	}
 	fail(w, *f)
