@@ -167,4 +167,3 @@ func (f *fake) update(t *testing.T, m channels.Inbound) telegramtest.Update {
 	u.Message.MessageID = id
 	return u
 }
-
