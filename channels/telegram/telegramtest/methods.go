@@ -257,17 +257,24 @@ func (b *Bot) getUpdates(w http.ResponseWriter, r *http.Request, p params) {
 			return
 		}
 		wake := b.wake
+		b.held++
 		b.mu.Unlock()
+		ended := false
 		select {
 		case <-wake:
 		case <-deadline.C:
 			timeout = 0 // answer what there is (nothing, or what came just now)
 		case <-r.Context().Done():
-			return
+			ended = true
 		case <-b.s.done:
-			return
+			ended = true
 		}
 		b.mu.Lock()
+		b.held--
+		if ended {
+			b.mu.Unlock()
+			return
+		}
 	}
 }
 

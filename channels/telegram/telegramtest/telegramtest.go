@@ -130,6 +130,7 @@ type Bot struct {
 	files      map[string]storedFile
 	calls      map[string]int
 	polls      int64         // getUpdates generation: a newer one ends the held one
+	held       int           // getUpdates requests waiting for updates
 	wake       chan struct{} // closed (and replaced) when a held getUpdates should look again
 }
 
@@ -189,6 +190,14 @@ func (b *Bot) SetWebhook(w Webhook) {
 	defer b.mu.Unlock()
 	b.webhook = w
 	b.wakeLocked()
+}
+
+// Held returns how many getUpdates requests wait for an update (a
+// session is running and idle).
+func (b *Bot) Held() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held
 }
 
 // Pending returns how many updates wait for getUpdates.
