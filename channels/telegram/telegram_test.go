@@ -776,3 +776,55 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 		t.Errorf("Send ended by Close: %v, want transient saying the adapter was closed", err)
 	}
 }
+
+// TestWebhookPush drives the fake's push helper against an https ingress
+// that hands requests to ParseWebhook, as the gateway does.
+func TestWebhookPush(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	got := make(chan channels.Inbound, 1)
+	var a *telegram.WebhookAdapter
+	ingress := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, telegram.MaxUpdate+1))
+		ins, err := a.ParseWebhook(r, body)
+		switch {
+		case errors.Is(err, channels.ErrSignature):
+			http.Error(w, "forbidden", http.StatusForbidden)
+		case err != nil:
+			http.Error(w, "retry", http.StatusServiceUnavailable)
+		default:
+			for _, in := range ins {
+				got <- in
+			}
+		}
+	}))
+	t.Cleanup(ingress.Close)
+	url := ingress.URL + "/hooks/telegram/conn_1"
+	pa := e.adapter(t, map[string]any{}, url)
+	res, err := pa.(channels.Provisioner).Provision(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = e.adapter(t, map[string]any{"bot_token": e.bot.Token, "secret_token": secretOf(t, res.Config)}, url).(*telegram.WebhookAdapter)
+	u, err := e.bot.Incoming(t.Context(), telegramtest.TextMessage(4242, "pushed"))
+	if err != nil {
+		t.Fatalf("Incoming: %v", err)
+	}
+	if in := <-got; in.Text != "pushed" || in.ProviderID != "4242:"+strconv.FormatInt(u.Message.MessageID, 10) {
+		t.Errorf("pushed %+v", in)
+	}
+	// With the wrong secret the ingress refuses, and Incoming says so.
+	e.bot.SetWebhook(telegramtest.Webhook{URL: url, SecretToken: "wrong"})
+	if _, err := e.bot.Incoming(t.Context(), telegramtest.TextMessage(4242, "refused")); err == nil {
+		t.Error("Incoming with a wrong secret succeeded")
+	}
+}
+
+func secretOf(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var cfg telegram.Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg.SecretToken
+}
