@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -245,8 +246,7 @@ func toTransient(err error) error {
 // chatID is a chat id as the Bot API takes it: an integer, or an
 // "@channelusername" string.
 func chatID(s string) (any, error) {
-	var n int64
-	if _, err := fmt.Sscan(s, &n); err == nil && fmt.Sprint(n) == s {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && strconv.FormatInt(n, 10) == s && n != 0 {
 		return n, nil
 	}
 	if name, ok := strings.CutPrefix(s, "@"); ok && usernameRE.MatchString(name) {
