@@ -27,8 +27,18 @@
 // downstream), rejects a broken signature with channels.ErrSignature and
 // never panics on garbage; a reply to a parsed message reaches its sender;
 // provider failures come back wrapping channels.ErrTransient or
-// channels.ErrPermanent with a message naming the channel; concurrent use
-// is safe (run with -race); Close releases.
+// channels.ErrPermanent with a message naming the channel (and the
+// provider's retry delay, where the fake names one); concurrent use is safe
+// (run with -race); Close releases.
+//
+// Where an adapter has the optional abilities, the suite checks them too:
+// Provision sets the connection up with the fake's credentials, the
+// configuration it returns is accepted by New and works (sends, verifies
+// the provider's webhooks), and a credential the provider rejects is a
+// *channels.ConfigError naming the field; Deprovision undoes the setup and
+// may be repeated; a Poller emits what the provider queued once, returns a
+// retryable error when emit fails and hands the same message (same
+// provider id) to the next session, and returns nil once its context ends.
 //
 // ParseWebhook is called the way the gateway calls it: the body has been
 // read, so r.Body is empty and the bytes are in body. An adapter that reads
@@ -48,6 +58,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -132,6 +143,33 @@ type Fake struct {
 	// Nil when the channel signs nothing (see Harness.Unsigned).
 	Tamper func(t *testing.T, r *http.Request) *http.Request
 
+	// WebhookURL is the connection's public ingress URL
+	// (channels.Connection.WebhookURL) the adapter is built with; empty
+	// when the gateway has none.
+	WebhookURL string
+
+	// Queue makes the provider hold m for the adapter's inbound session
+	// (a message a person sent, waiting in getUpdates or on a gateway
+	// socket). m is as for Inbound. Required when the adapter is a
+	// channels.Poller.
+	Queue func(t *testing.T, m channels.Inbound)
+
+	// BadCredential is a configuration New accepts but whose credential
+	// the provider rejects (a revoked token): Provision must fail with a
+	// *channels.ConfigError naming the field. Optional: without it the
+	// check is skipped.
+	BadCredential json.RawMessage
+
+	// Provisioned reports whether the provider has the connection's setup
+	// in place (a webhook registered, an app subscribed). The suite checks
+	// it is true after Provision and false after Deprovision. Optional.
+	Provisioned func(t *testing.T) bool
+
+	// RetryAfter is the delay the fake's RateLimited failure asks for (a
+	// retry_after, a Retry-After header); when not 0, the send error must
+	// carry it (channels.RetryAfter).
+	RetryAfter time.Duration
+
 	// Fail arranges for the next send to fail as kind and returns the
 	// recipient to send it to, and a detail the adapter's error must
 	// contain (the provider's description or status; "" checks nothing).
@@ -212,6 +250,9 @@ func Run(t *testing.T, h Harness) {
 		{"errors", testErrors},
 		{"concurrent", testConcurrent},
 		{"close", testClose},
+		{"provision", testProvision},
+		{"deprovision", testDeprovision},
+		{"poll", testPoll},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,7 +287,7 @@ func setup(t *testing.T, h Harness) *env {
 		t.Fatal("channeltest: Fake.To is empty")
 	}
 	a, err := call(t, "New", func() (channels.Adapter, error) {
-		return h.Descriptor.New(t.Context(), connection(f.Config))
+		return h.Descriptor.New(t.Context(), connection(f.Config, f.WebhookURL))
 	})
 	if err != nil {
 		t.Fatalf("New with Fake.Config %s: %v", f.Config, err)
@@ -265,11 +306,14 @@ func setup(t *testing.T, h Harness) *env {
 	if _, ok := a.(channels.WebhookReceiver); ok && f.Inbound == nil {
 		t.Fatal("channeltest: the adapter is a channels.WebhookReceiver but Fake.Inbound is nil")
 	}
+	if _, ok := a.(channels.Poller); ok && f.Queue == nil {
+		t.Fatal("channeltest: the adapter is a channels.Poller but Fake.Queue is nil")
+	}
 	return e
 }
 
-func connection(config json.RawMessage) channels.Connection {
-	return channels.Connection{ID: "conn_channeltest", ProjectID: "proj_channeltest", Config: config}
+func connection(config json.RawMessage, webhookURL string) channels.Connection {
+	return channels.Connection{ID: "conn_channeltest", ProjectID: "proj_channeltest", Config: config, WebhookURL: webhookURL}
 }
 
 // call runs f, turning a panic into a test failure with the stack.
@@ -318,7 +362,7 @@ func testDescriptor(t *testing.T, h Harness) {
 	if d.Tier != channels.Free && d.Tier != channels.Paid {
 		t.Errorf("Tier = %q, want %q or %q", d.Tier, channels.Free, channels.Paid)
 	}
-	setup(t, h) // New accepts the fake's config
+	e := setup(t, h) // New accepts the fake's config
 
 	bad := []json.RawMessage{
 		json.RawMessage(`{`),
@@ -330,7 +374,7 @@ func testDescriptor(t *testing.T, h Harness) {
 	bad = append(bad, h.BadConfigs...)
 	for _, c := range bad {
 		a, err := call(t, fmt.Sprintf("New(%s)", c), func() (channels.Adapter, error) {
-			return d.New(t.Context(), connection(c))
+			return d.New(t.Context(), connection(c, e.fake.WebhookURL))
 		})
 		if err == nil {
 			if cl, ok := a.(channels.Closer); ok {

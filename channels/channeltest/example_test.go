@@ -20,9 +20,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/channels/channeltest"
@@ -73,15 +75,22 @@ type exampleConfig struct {
 }
 
 type exampleAdapter struct {
-	cfg    exampleConfig
-	client *http.Client
-	flaw   string // a defect switched on to check the suite catches it
+	cfg        exampleConfig
+	webhookURL string
+	client     *http.Client
+	flaw       string // a defect switched on to check the suite catches it
+
+	mu    sync.Mutex
+	after int // the last event seq emit accepted
 }
 
 var (
 	_ channels.Typer           = (*exampleAdapter)(nil)
 	_ channels.WebhookReceiver = (*exampleAdapter)(nil)
 	_ channels.Closer          = (*exampleAdapter)(nil)
+	_ channels.Provisioner     = (*exampleAdapter)(nil)
+	_ channels.Deprovisioner   = (*exampleAdapter)(nil)
+	_ channels.Poller          = (*exampleAdapter)(nil)
 )
 
 func newExample(_ context.Context, c channels.Connection) (*exampleAdapter, error) {
@@ -100,7 +109,7 @@ func newExample(_ context.Context, c channels.Connection) (*exampleAdapter, erro
 	case cfg.SigningSecret == "":
 		return nil, errors.New("example: config: signing_secret is required")
 	}
-	return &exampleAdapter{cfg: cfg, client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}, nil
+	return &exampleAdapter{cfg: cfg, webhookURL: c.WebhookURL, client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}, nil
 }
 
 type exampleMessage struct {
@@ -139,13 +148,88 @@ func (a *exampleAdapter) Typing(ctx context.Context, t channels.Typing) error {
 	return a.call(ctx, "typing", "/v1/typing", "", exampleMessage{To: t.To, Thread: t.ThreadKey}, nil)
 }
 
+// Provision checks the token and registers the connection's webhook URL.
+func (a *exampleAdapter) Provision(ctx context.Context) (channels.Provisioned, error) {
+	var me struct {
+		Address string `json:"address"`
+	}
+	err := a.do(ctx, http.MethodGet, "provision", "/v1/me", "", nil, &me)
+	if errors.Is(err, channels.ErrPermanent) && strings.Contains(err.Error(), "401") && a.flaw != "provision-plain-error" {
+		return channels.Provisioned{}, &channels.ConfigError{Field: "token", Msg: "the example provider rejected the token"}
+	}
+	if err != nil {
+		return channels.Provisioned{}, err
+	}
+	if err := a.call(ctx, "provision", "/v1/webhook", "", map[string]string{"url": a.webhookURL}, nil); err != nil {
+		return channels.Provisioned{}, err
+	}
+	return channels.Provisioned{Address: me.Address}, nil
+}
+
+// Deprovision removes the webhook registration.
+func (a *exampleAdapter) Deprovision(ctx context.Context) error {
+	if a.flaw == "deprovision-noop" {
+		return nil
+	}
+	return a.do(ctx, http.MethodDelete, "deprovision", "/v1/webhook", "", nil, nil)
+}
+
+// Poll long-polls the provider's event feed from the last accepted event.
+func (a *exampleAdapter) Poll(ctx context.Context, emit func(channels.Inbound) error) error {
+	for ctx.Err() == nil {
+		a.mu.Lock()
+		after := a.after
+		a.mu.Unlock()
+		var res struct {
+			Events []struct {
+				Seq     int            `json:"seq"`
+				Message exampleMessage `json:"message"`
+			} `json:"events"`
+		}
+		if err := a.do(ctx, http.MethodGet, "poll", fmt.Sprintf("/v1/events?after=%d", after), "", nil, &res); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		for _, ev := range res.Events {
+			m := ev.Message
+			if a.flaw == "poll-acks-failed" {
+				a.mu.Lock()
+				a.after = ev.Seq
+				a.mu.Unlock()
+			}
+			err := emit(channels.Inbound{ProviderID: m.ID, ThreadKey: m.Thread, Sender: m.From, Text: m.Text})
+			if err != nil {
+				if a.flaw == "poll-nil-on-failure" {
+					return nil
+				}
+				return fmt.Errorf("example: poll: storing %s: %v: %w", m.ID, err, channels.ErrTransient)
+			}
+			a.mu.Lock()
+			a.after = ev.Seq
+			a.mu.Unlock()
+		}
+	}
+	return nil
+}
+
 // call posts body to the provider and classifies what goes wrong.
 func (a *exampleAdapter) call(ctx context.Context, op, path, key string, body, out any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return a.classify(op, 0, err.Error(), channels.ErrPermanent)
+	return a.do(ctx, http.MethodPost, op, path, key, body, out)
+}
+
+// do makes a request (with a JSON body unless nil) and classifies what
+// goes wrong.
+func (a *exampleAdapter) do(ctx context.Context, method, op, path, key string, body, out any) error {
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return a.classify(op, 0, err.Error(), channels.ErrPermanent)
+		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(a.cfg.BaseURL, "/")+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(a.cfg.BaseURL, "/")+path, bytes.NewReader(b))
 	if err != nil {
 		return a.classify(op, 0, err.Error(), channels.ErrPermanent)
 	}
@@ -247,6 +331,11 @@ type exampleFake struct {
 	token  string
 	secret string
 
+	// events is the feed Poll reads; wake is closed when it grows.
+	events []exampleMessage
+	wake   chan struct{}
+	hook   string // the registered webhook URL
+
 	mu      sync.Mutex
 	sent    []channels.Outbound
 	byKey   map[string]string // idempotency key -> message id
@@ -255,13 +344,28 @@ type exampleFake struct {
 }
 
 func newExampleFake(t *testing.T) *channeltest.Fake {
-	p := &exampleFake{token: "tok_123", secret: "whsec_example", byKey: map[string]string{}}
+	p := &exampleFake{token: "tok_123", secret: "whsec_example", byKey: map[string]string{}, wake: make(chan struct{})}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.srv.Close)
 	cfg, _ := json.Marshal(exampleConfig{BaseURL: p.srv.URL, Token: p.token, SigningSecret: p.secret})
+	bad, _ := json.Marshal(exampleConfig{BaseURL: p.srv.URL, Token: "tok_revoked", SigningSecret: p.secret})
 	return &channeltest.Fake{
-		Config: cfg,
-		To:     "+15550001",
+		Config:        cfg,
+		BadCredential: bad,
+		WebhookURL:    "https://comm.example/hooks/example/conn_channeltest",
+		To:            "+15550001",
+		Queue: func(_ *testing.T, m channels.Inbound) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.events = append(p.events, exampleMessage{ID: m.ProviderID, From: m.Sender, Thread: "dm:" + m.Sender, Text: m.Text})
+			close(p.wake)
+			p.wake = make(chan struct{})
+		},
+		Provisioned: func(*testing.T) bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.hook != ""
+		},
 		Sent: func(*testing.T, channels.Adapter) []channels.Outbound {
 			p.mu.Lock()
 			defer p.mu.Unlock()
@@ -326,6 +430,55 @@ func (p *exampleFake) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "Bearer "+p.token {
 		problem(http.StatusUnauthorized, "bad token")
 		return
+	}
+	switch r.Method + " " + r.URL.Path {
+	case "GET /v1/me":
+		answer(http.StatusOK, map[string]string{"address": "+15559999"})
+		return
+	case "POST /v1/webhook":
+		var hook struct {
+			URL string `json:"url"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&hook); err != nil || hook.URL == "" {
+			problem(http.StatusBadRequest, "url is required")
+			return
+		}
+		p.mu.Lock()
+		p.hook = hook.URL
+		p.mu.Unlock()
+		answer(http.StatusOK, map[string]bool{"ok": true})
+		return
+	case "DELETE /v1/webhook":
+		p.mu.Lock()
+		p.hook = ""
+		p.mu.Unlock()
+		answer(http.StatusOK, map[string]bool{"ok": true})
+		return
+	case "GET /v1/events":
+		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
+		timeout := time.After(time.Second)
+		for {
+			p.mu.Lock()
+			if after < len(p.events) {
+				var evs []map[string]any
+				for i, m := range p.events[after:] {
+					evs = append(evs, map[string]any{"seq": after + i + 1, "message": m})
+				}
+				p.mu.Unlock()
+				answer(http.StatusOK, map[string]any{"events": evs})
+				return
+			}
+			wake := p.wake
+			p.mu.Unlock()
+			select {
+			case <-wake:
+			case <-timeout:
+				answer(http.StatusOK, map[string]any{"events": []any{}})
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
 	}
 	var m exampleMessage
 	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {

@@ -40,6 +40,10 @@ func TestSuiteCatchesFlaws(t *testing.T) {
 		{"panic", "malformed", "panicked"},
 		{"unclassified", "errors/rate-limited", "errors.Is(err, channels.ErrTransient) = false"},
 		{"anonymous-errors", "errors/rejected", "does not name the channel"},
+		{"provision-plain-error", "provision", "is not a *channels.ConfigError naming the field"},
+		{"deprovision-noop", "deprovision", "still has the connection's setup"},
+		{"poll-nil-on-failure", "poll", "Poll returned nil after emit failed"},
+		{"poll-acks-failed", "poll", "Poll had not emitted the message \"Polled message two: its first emit fails.\""},
 	}
 	for _, tt := range flaws {
 		t.Run(tt.flaw, func(t *testing.T) {

@@ -189,6 +189,11 @@ func testErrors(t *testing.T, h Harness) {
 				_, err = e.send(t, out)
 			}
 			e.checkFailure(t, out, err, kind.Class(), detail)
+			if want := e.fake.RetryAfter; kind == RateLimited && want != 0 {
+				if got := channels.RetryAfter(err); got != want {
+					t.Errorf("Send error %q: channels.RetryAfter(err) = %s, want %s (the provider's retry delay; the outbox waits that long)", err, got, want)
+				}
+			}
 
 			// The adapter still works after the failure.
 			next := e.outbound("after_"+kind.String(), "Sent after a "+kind.String()+" failure.")
