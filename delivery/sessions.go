@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
@@ -39,7 +40,7 @@ type Sessions struct {
 	// degraded (default 3).
 	DegradedAfter int
 
-	abandon bool // tests: stop as if the process died, leases kept
+	abandon atomic.Bool // tests: stop as if the process died, leases kept
 }
 
 // Run claims and runs sessions until ctx ends, then stops them and
@@ -182,7 +183,7 @@ func (d *Sessions) run(ctx context.Context, s messaging.Session) {
 	}
 	cancel()
 	<-renewed
-	if ctx.Err() != nil && !d.abandon {
+	if ctx.Err() != nil && !d.abandon.Load() {
 		// Shutdown: hand the session over at once. Poll has returned, so
 		// two replicas never poll at the same time.
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

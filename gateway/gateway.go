@@ -5,6 +5,7 @@
 package gateway
 
 import (
+	"github.com/comm-gateway/comm/channels/telegram"
 	"log/slog"
 
 	"github.com/comm-gateway/comm/channels"
@@ -29,6 +30,8 @@ type Config struct {
 	// Mail configures the email side of the gateway; Domain and Box are
 	// filled in here.
 	Mail mailhost.Options
+	// Telegram configures the Telegram channel (its Bot API URL).
+	Telegram telegram.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -58,7 +61,10 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 		cfg.Email.Logger = logger
 	}
 	ch := email.New(cfg.Email)
-	reg := Registry(ch)
+	if cfg.Telegram.Logger == nil {
+		cfg.Telegram.Logger = logger
+	}
+	reg := Registry(ch, cfg.Telegram)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
 	}
@@ -84,10 +90,11 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 }
 
 // Registry is every channel comm knows, with the adapters built so far.
-func Registry(mail *email.Channel) *channels.Registry {
+func Registry(mail *email.Channel, tg telegram.Options) *channels.Registry {
 	r := channels.NewRegistry(channels.Known()...)
 	r.Add(testchan.Descriptor())
 	r.Add(mail.Descriptor())
+	r.Add(telegram.Descriptor(tg))
 	return r
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
@@ -95,6 +96,13 @@ func (b *bot) Typing(ctx context.Context, t channels.Typing) error {
 	}
 	return b.call(ctx, "typing", "sendChatAction", map[string]any{"chat_id": id, "action": "typing"}, nil)
 }
+
+// TypingRefresh is how often the gateway shows typing again while an
+// agent's typing lease lasts: Telegram's indicator fades after about 5 s.
+const TypingRefresh = 4 * time.Second
+
+// TypingEvery is TypingRefresh (channels.TypingRefresher).
+func (b *bot) TypingEvery() time.Duration { return TypingRefresh }
 
 // utf16Len is how many UTF-16 code units r takes.
 func utf16Len(r rune) int {

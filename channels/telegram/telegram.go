@@ -248,17 +248,19 @@ type PollingAdapter struct {
 var (
 	_ channels.Sender          = (*WebhookAdapter)(nil)
 	_ channels.Typer           = (*WebhookAdapter)(nil)
+	_ channels.TypingRefresher = (*WebhookAdapter)(nil)
 	_ channels.Provisioner     = (*WebhookAdapter)(nil)
 	_ channels.Deprovisioner   = (*WebhookAdapter)(nil)
 	_ channels.WebhookReceiver = (*WebhookAdapter)(nil)
 	_ channels.Closer          = (*WebhookAdapter)(nil)
 
-	_ channels.Sender        = (*PollingAdapter)(nil)
-	_ channels.Typer         = (*PollingAdapter)(nil)
-	_ channels.Provisioner   = (*PollingAdapter)(nil)
-	_ channels.Deprovisioner = (*PollingAdapter)(nil)
-	_ channels.Poller        = (*PollingAdapter)(nil)
-	_ channels.Closer        = (*PollingAdapter)(nil)
+	_ channels.Sender          = (*PollingAdapter)(nil)
+	_ channels.Typer           = (*PollingAdapter)(nil)
+	_ channels.TypingRefresher = (*PollingAdapter)(nil)
+	_ channels.Provisioner     = (*PollingAdapter)(nil)
+	_ channels.Deprovisioner   = (*PollingAdapter)(nil)
+	_ channels.Poller          = (*PollingAdapter)(nil)
+	_ channels.Closer          = (*PollingAdapter)(nil)
 )
 
 // Mode returns "webhook" or "polling".

@@ -1,0 +1,163 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/comm-gateway/comm/channels/telegram"
+	"github.com/comm-gateway/comm/channels/telegram/telegramtest"
+	"github.com/comm-gateway/comm/delivery"
+	entconn "github.com/comm-gateway/comm/ent/connection"
+	gw "github.com/comm-gateway/comm/gateway"
+	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/sealed"
+	"github.com/comm-gateway/comm/store"
+	"github.com/comm-gateway/comm/store/storetest"
+	"github.com/comm-gateway/comm/stream"
+)
+
+// startTelegramReplica is one replica of the gateway, wired by
+// gateway.New with the Telegram channel pointed at the fake Bot API.
+// Replicas of one database share box: they open each other's sealed
+// connection configurations.
+func startTelegramReplica(t *testing.T, cfg store.Config, box *sealed.Box, apiURL string) *gateway {
+	t.Helper()
+	db, err := store.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	logger := testLogger(t)
+	log, err := stream.Open(db, stream.Options{Logger: logger})
+	if err != nil {
+		db.Close()
+		t.Fatalf("stream.Open: %v", err)
+	}
+	w, err := gw.New(log, gw.Config{Logger: logger, Service: messaging.Options{Box: box},
+		Telegram: telegram.Options{APIURL: apiURL, PollTimeout: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gateway{DB: db, Log: log, Svc: w.Svc, srv: httptest.NewServer(w.Front)}
+	g.URL = g.srv.URL
+	t.Cleanup(g.stop)
+	return g
+}
+
+// sessionOwner is the replica holding the connection's session lease.
+func sessionOwner(t *testing.T, g *gateway, connID string) string {
+	t.Helper()
+	c, err := g.Svc.Ent().Connection.Query().Where(entconn.ID(connID)).Only(systemCtx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.SessionOwner
+}
+
+// receivedTexts are the texts of the project's message.received events,
+// in order.
+func receivedTexts(t *testing.T, g *gateway, key string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range g.eventsOfType(t, key, stream.MessageReceived) {
+		var d struct {
+			Message struct {
+				Text string `json:"text"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d.Message.Text)
+	}
+	return out
+}
+
+// TestTelegramSessionTakeover: a Telegram bot on a gateway without a
+// public URL polls getUpdates; exactly one of two replicas runs the
+// session (the lease), and when that replica dies without a word, the
+// other takes the session over once the lease lapses: a message sent
+// while nobody polled arrives, once, and nothing arrives twice.
+func TestTelegramSessionTakeover(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		fake := telegramtest.NewServer()
+		t.Cleanup(fake.Close)
+		bot := fake.NewBot("takeover_bot")
+		box := newBox(t)
+		a := startTelegramReplica(t, cfg, box, fake.URL)
+		b := startTelegramReplica(t, cfg, box, fake.URL)
+
+		p := a.newProject(t)
+		resp := a.do(t, http.MethodPost, "/v1/connections", p.Key,
+			fmt.Sprintf(`{"channel":"telegram","config":{"bot_token":%q}}`, bot.Token))
+		if resp.Status != http.StatusCreated {
+			t.Fatalf("connect: %d %s", resp.Status, resp.Body)
+		}
+		var conn struct {
+			ID      string  `json:"id"`
+			Address *string `json:"address"`
+			Status  string  `json:"status"`
+		}
+		if err := json.Unmarshal(resp.Body, &conn); err != nil {
+			t.Fatal(err)
+		}
+		if conn.Address == nil || *conn.Address != "@takeover_bot" || conn.Status != "active" {
+			t.Fatalf("connection %s: want address @takeover_bot, active", resp.Body)
+		}
+
+		const lease = time.Second
+		sa := &delivery.Sessions{Service: a.Svc, Owner: "replica-a", Lease: lease, ClaimInterval: 50 * time.Millisecond}
+		ctxA, stopA := context.WithCancel(context.Background())
+		doneA := make(chan struct{})
+		go func() { sa.Run(ctxA); close(doneA) }()
+		t.Cleanup(func() { stopA(); <-doneA })
+		waitFor(t, "replica a to own the session", 10*time.Second, func() bool {
+			return sessionOwner(t, a, conn.ID) == "replica-a" && bot.Held() == 1
+		})
+
+		sb := &delivery.Sessions{Service: b.Svc, Owner: "replica-b", Lease: lease, ClaimInterval: 50 * time.Millisecond}
+		ctxB, stopB := context.WithCancel(context.Background())
+		doneB := make(chan struct{})
+		go func() { sb.Run(ctxB); close(doneB) }()
+		t.Cleanup(func() { stopB(); <-doneB })
+
+		bot.Queue(telegramtest.TextMessage(7, "one"))
+		waitFor(t, "the first message", 10*time.Second, func() bool { return len(receivedTexts(t, a, p.Key)) == 1 })
+		// While a holds the lease, b does not poll: one session only.
+		time.Sleep(3 * lease)
+		if o := sessionOwner(t, a, conn.ID); o != "replica-a" {
+			t.Fatalf("owner while a lives: %q", o)
+		}
+
+		// a dies: no release, its lease lapses.
+		sa.Abandon()
+		stopA()
+		<-doneA
+		bot.Queue(telegramtest.TextMessage(7, "two"))
+		waitFor(t, "replica b to take over and receive the second message", 20*time.Second, func() bool {
+			return len(receivedTexts(t, b, p.Key)) == 2
+		})
+		if o := sessionOwner(t, b, conn.ID); o != "replica-b" {
+			t.Errorf("owner after a died: %q, want replica-b", o)
+		}
+		if got := receivedTexts(t, b, p.Key); got[0] != "one" || got[1] != "two" {
+			t.Errorf("received %q, want [one two]", got)
+		}
+		time.Sleep(2 * lease)
+		if got := receivedTexts(t, b, p.Key); len(got) != 2 {
+			t.Errorf("received %q after the takeover settled: a message arrived twice", got)
+		}
+
+		// Deleting the connection ends the session on the replica that
+		// runs it.
+		if r := b.do(t, http.MethodDelete, "/v1/connections/"+conn.ID, p.Key, ""); r.Status != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", r.Status, r.Body)
+		}
+		waitFor(t, "the session to stop after the delete", 10*time.Second, func() bool { return bot.Held() == 0 })
+	})
+}
