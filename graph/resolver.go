@@ -64,31 +64,6 @@ func nodeType(ctx context.Context, id string) (string, error) {
 	return table, nil
 }
 
-// deleted returns the ids of the deleted connections among ns: they are
-// gone from reads, as on REST, though their conversations and messages
-// stay. (The nodes hold only the columns the query selected, so the
-// deletion time is read here.)
-func (r *Resolver) deleted(ctx context.Context, ns ...ent.Noder) (map[string]bool, error) {
-	var ids []string
-	for _, n := range ns {
-		if c, ok := n.(*ent.Connection); ok {
-			ids = append(ids, c.ID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	gone, err := r.Ent.Connection.Query().Where(connection.IDIn(ids...), connection.DeletedAtNotNil()).IDs(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("deleted connections: %w", err)
-	}
-	out := make(map[string]bool, len(gone))
-	for _, id := range gone {
-		out[id] = true
-	}
-	return out, nil
-}
-
 func notFoundAsDomain(err error, what, id string) error {
 	if ent.IsNotFound(err) {
 		return fault.NotFound(what, id)
@@ -130,15 +105,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// nullable is an optional string field as the REST API shows it: ent
-// stores an absent value as "", which GraphQL answers as null.
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func derefInt(n *int) int {

@@ -137,6 +137,8 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	// the rows within the page budget; other queries pass through.
 	s.read.Message.Intercept(s.pageInterceptor())
 	s.read.Conversation.Intercept(s.pageInterceptor())
+	// Deleted connections are gone from reads (reads.go).
+	s.read.Connection.Intercept(liveOnly())
 	return s, nil
 }
 
