@@ -1,9 +1,12 @@
 // Package graph is comm's GraphQL front door: gqlgen resolvers over the
 // same domain functions as REST (package messaging), so the two cannot
 // disagree. Resolvers decode, call the domain, and encode; reads of ent
-// types go through ent with the caller's project in the context, where the
-// tenant interceptor filters them. generated.go and models_gen.go are
-// generated (go generate ./ent).
+// types go through the domain's read client (messaging.Service.Ent) with
+// the caller's project in the context, where the tenant interceptor and
+// the domain's read rules (deleted connections are gone) apply, and the
+// fields computed from a row are computed by the domain (typing by the
+// service clock). generated.go and models_gen.go are generated
+// (go generate ./ent).
 package graph
 
 import (
@@ -25,7 +28,9 @@ import (
 // Resolver is the root resolver.
 type Resolver struct {
 	Service *messaging.Service
-	// Ent reads; the tenant interceptor scopes every query to the caller.
+	// Ent reads: the service's read client (Service.Ent), whose
+	// interceptors scope every query to the caller and apply the domain's
+	// read rules.
 	Ent *ent.Client
 	// Mail serves custom email domains (nil: not available).
 	Mail *mailhost.Host

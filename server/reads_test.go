@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -50,8 +52,7 @@ type readGQLConn struct {
 const readConnFields = `id channel provider status customerID agentID name address webhookURL createdAt`
 
 func (c readGQLConn) rest() readConn {
-	return readConn{ID: c.ID, Channel: c.Channel, Provider: c.Provider, Status: c.Status, CustomerID: c.CustomerID,
-		AgentID: c.AgentID, Name: c.Name, Address: c.Address, WebhookURL: c.WebhookURL, CreatedAt: c.CreatedAt}
+	return readConn(c)
 }
 
 // readConv is a conversation as REST shows it.
@@ -79,6 +80,12 @@ func readGet(t *testing.T, g *gateway, key, path string, v any) {
 	if err := json.Unmarshal(resp.Body, v); err != nil {
 		t.Fatalf("GET %s: %v; body %s", path, err, resp.Body)
 	}
+}
+
+// asJSON shows v in test failures.
+func asJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // TestReadsAgree: REST and GraphQL read through the same rules of the
@@ -114,14 +121,14 @@ func TestReadsAgree(t *testing.T) {
 		var gc readGQLConn
 		decodeJSON(t, gconns[0], &gc)
 		if !same(gc.rest(), rconns[0]) || rconns[0].ID != kept.ID {
-			t.Errorf("connection through GraphQL %+v, through REST %+v", gc.rest(), rconns[0])
+			t.Errorf("connection through GraphQL %s, through REST %s", asJSON(gc.rest()), asJSON(rconns[0]))
 		}
 		var one readConn
 		g.get(t, key, "/v1/connections/"+kept.ID, &one)
 		var gn readGQLConn
 		g.gqlNode(t, key, kept.ID, "Connection", readConnFields, &gn)
 		if !same(gn.rest(), one) {
-			t.Errorf("node(%s) %+v, GET %+v", kept.ID, gn.rest(), one)
+			t.Errorf("node(%s) %s, GET %s", kept.ID, asJSON(gn.rest()), asJSON(one))
 		}
 
 		// Look-ups and filters do not reach the deleted one.
@@ -240,5 +247,43 @@ func TestReadsAgree(t *testing.T) {
 		gqlFail(t, g.gql(t, key, `{ webhookAttempts(first: 0) { id } }`, nil), "webhookAttempts", "invalid_parameter", "first")
 		wantError(t, g.do(t, request{Path: "/v1/events?limit=0", Key: key}), http.StatusBadRequest, "invalid_parameter", "limit")
 		gqlFail(t, g.gql(t, key, `{ events(first: 0) { edges { cursor } } }`, nil), "events", "invalid_parameter", "first")
+	})
+}
+
+// TestReadsDeletedConnectionOutbox: internal look-ups that must see a
+// deleted connection still do (messaging.IncludeDeleted): a message queued
+// before its connection was deleted fails with the reason, and REST and
+// GraphQL show the same failed message.
+func TestReadsDeletedConnectionOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		g := startNoOutbox(t, cfg, server.Options{})
+		key := g.newSandbox(t, "outbox").APIKey
+		conn := g.connectTest(t, key)
+		out := g.queue(t, key, "/v1/messages", `{"connection_id":"`+conn.ID+`","to":"carol","text":"queued"}`)
+		if resp := g.do(t, request{Method: http.MethodDelete, Path: "/v1/connections/" + conn.ID, Key: key}); resp.Status != http.StatusNoContent {
+			t.Fatalf("delete: status %d, body %s", resp.Status, resp.Body)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			(&delivery.Outbox{Service: g.Svc, Logger: testLogger(t)}).Run(ctx)
+			close(done)
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+		m := g.waitMessage(t, key, out.ID, "failed", func(m message) bool { return m.Status == "failed" })
+		const why = "connection was deleted before the message could be sent"
+		if m.Error == nil || *m.Error != why {
+			t.Errorf("failed message: error %s, want %q", asJSON(m.Error), why)
+		}
+		var gm struct {
+			Status string  `json:"status"`
+			Error  *string `json:"error"`
+		}
+		g.gqlNode(t, key, out.ID, "Message", `status error`, &gm)
+		if gm.Status != "failed" || !same(gm.Error, m.Error) {
+			t.Errorf("GraphQL %s, REST status %s error %s", asJSON(gm), m.Status, asJSON(m.Error))
+		}
 	})
 }
