@@ -10,82 +10,64 @@ import (
 	"time"
 
 	"entgo.io/contrib/entgql"
-	"github.com/99designs/gqlgen/graphql"
 	"github.com/comm-gateway/comm/ent"
-	"github.com/comm-gateway/comm/ent/connection"
-	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
 // Provider is the resolver for the provider field.
 func (r *connectionResolver) Provider(ctx context.Context, obj *ent.Connection) (*string, error) {
-	return nullable(obj.Provider), nil
+	return messaging.Optional(obj.Provider), nil
 }
 
 // Name is the resolver for the name field.
 func (r *connectionResolver) Name(ctx context.Context, obj *ent.Connection) (*string, error) {
-	return nullable(obj.Name), nil
+	return messaging.Optional(obj.Name), nil
 }
 
 // Address is the resolver for the address field.
 func (r *connectionResolver) Address(ctx context.Context, obj *ent.Connection) (*string, error) {
-	return nullable(obj.Address), nil
+	return messaging.Optional(obj.Address), nil
+}
+
+// WebhookURL is the resolver for the webhookURL field.
+func (r *connectionResolver) WebhookURL(ctx context.Context, obj *ent.Connection) (*string, error) {
+	return messaging.Optional(obj.WebhookURL), nil
 }
 
 // TypingUntil is the resolver for the typingUntil field.
 func (r *conversationResolver) TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error) {
-	if obj.TypingUntil == nil || !obj.TypingUntil.After(time.Now()) {
-		return nil, nil
-	}
-	t := obj.TypingUntil.UTC()
-	return &t, nil
+	return r.Service.TypingUntil(obj), nil
 }
 
 // Recipient is the resolver for the recipient field.
 func (r *messageResolver) Recipient(ctx context.Context, obj *ent.Message) (*string, error) {
-	return nullable(obj.Recipient), nil
+	return messaging.Optional(obj.Recipient), nil
 }
 
 // Node is the resolver for the node field.
 func (r *queryResolver) Node(ctx context.Context, id string) (ent.Noder, error) {
+	// Deleted connections are not found: the domain's read rules apply
+	// to every read of r.Ent (messaging.IncludeDeleted).
 	n, err := r.Ent.Noder(ctx, id, ent.WithNodeType(nodeType))
 	if err != nil {
 		return nil, notFoundAsDomain(err, "node", id)
-	}
-	gone, err := r.deleted(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	if gone[id] {
-		return nil, fault.NotFound("node", id)
 	}
 	return n, nil
 }
 
 // Nodes is the resolver for the nodes field.
 func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]ent.Noder, error) {
-	ns, err := r.Ent.Noders(ctx, ids, ent.WithNodeType(nodeType))
-	if err != nil {
-		return nil, err
-	}
-	gone, err := r.deleted(ctx, ns...)
-	if err != nil {
-		return nil, err
-	}
-	for i, n := range ns {
-		if n != nil && gone[ids[i]] {
-			ns[i] = nil
-			graphql.AddError(graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i)), fault.NotFound("node", ids[i]))
-		}
-	}
-	return ns, nil
+	// Ids not found (deleted connections among them) are null, each with
+	// its error.
+	return r.Ent.Noders(ctx, ids, ent.WithNodeType(nodeType))
 }
 
 // Connections is the resolver for the connections field.
 func (r *queryResolver) Connections(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConnectionOrder, where *ent.ConnectionWhereInput) (*ent.ConnectionConnection, error) {
-	// A page reads no provider configuration (not shown; its size is the
-	// caller's), whatever fields are asked for.
-	return r.Ent.Connection.Query().Where(connection.DeletedAtIsNil()).Select(messaging.ListedConnectionColumns...).
+	// Live connections only (the domain's read rules). A page reads no
+	// provider configuration (not shown; its size is the caller's),
+	// whatever fields are asked for.
+	return r.Ent.Connection.Query().Select(messaging.ListedConnectionColumns...).
 		Paginate(ctx, after, first, before, last, ent.WithConnectionOrder(orderBy), ent.WithConnectionFilter(where.Filter))
 }
 

@@ -347,6 +347,7 @@ type ConnectionResolver interface {
 
 	Name(ctx context.Context, obj *ent.Connection) (*string, error)
 	Address(ctx context.Context, obj *ent.Connection) (*string, error)
+	WebhookURL(ctx context.Context, obj *ent.Connection) (*string, error)
 }
 type ConversationResolver interface {
 	TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error)
@@ -5414,18 +5415,18 @@ func (ec *executionContext) _Connection_webhookURL(ctx context.Context, field gr
 			return ec.fieldContext_Connection_webhookURL(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.WebhookURL, nil
+			return ec.Resolvers.Connection().WebhookURL(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_Connection_webhookURL(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Connection", field, false, false, "String")
+	return graphql.NewScalarFieldContext("Connection", field, true, true, "String")
 }
 
 func (ec *executionContext) _ConnectionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ConnectionConnection) (ret graphql.Marshaler) {
@@ -15503,10 +15504,11 @@ func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSe
 					return ec._Connection_address(ctx, field, obj)
 				})
 		case "webhookURL":
-			out.Values[i] = ec._Connection_webhookURL(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Connection_webhookURL(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

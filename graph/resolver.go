@@ -1,9 +1,12 @@
 // Package graph is comm's GraphQL front door: gqlgen resolvers over the
 // same domain functions as REST (package messaging), so the two cannot
 // disagree. Resolvers decode, call the domain, and encode; reads of ent
-// types go through ent with the caller's project in the context, where the
-// tenant interceptor filters them. generated.go and models_gen.go are
-// generated (go generate ./ent).
+// types go through the domain's read client (messaging.Service.Ent) with
+// the caller's project in the context, where the tenant interceptor and
+// the domain's read rules (deleted connections are gone) apply, and the
+// fields computed from a row are computed by the domain (typing by the
+// service clock). generated.go and models_gen.go are generated
+// (go generate ./ent).
 package graph
 
 import (
@@ -25,7 +28,9 @@ import (
 // Resolver is the root resolver.
 type Resolver struct {
 	Service *messaging.Service
-	// Ent reads; the tenant interceptor scopes every query to the caller.
+	// Ent reads: the service's read client (Service.Ent), whose
+	// interceptors scope every query to the caller and apply the domain's
+	// read rules.
 	Ent *ent.Client
 	// Mail serves custom email domains (nil: not available).
 	Mail *mailhost.Host
@@ -62,31 +67,6 @@ func nodeType(ctx context.Context, id string) (string, error) {
 		return "", fault.NotFound("node", id)
 	}
 	return table, nil
-}
-
-// deleted returns the ids of the deleted connections among ns: they are
-// gone from reads, as on REST, though their conversations and messages
-// stay. (The nodes hold only the columns the query selected, so the
-// deletion time is read here.)
-func (r *Resolver) deleted(ctx context.Context, ns ...ent.Noder) (map[string]bool, error) {
-	var ids []string
-	for _, n := range ns {
-		if c, ok := n.(*ent.Connection); ok {
-			ids = append(ids, c.ID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	gone, err := r.Ent.Connection.Query().Where(connection.IDIn(ids...), connection.DeletedAtNotNil()).IDs(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("deleted connections: %w", err)
-	}
-	out := make(map[string]bool, len(gone))
-	for _, id := range gone {
-		out[id] = true
-	}
-	return out, nil
 }
 
 func notFoundAsDomain(err error, what, id string) error {
@@ -130,15 +110,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// nullable is an optional string field as the REST API shows it: ent
-// stores an absent value as "", which GraphQL answers as null.
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func derefInt(n *int) int {

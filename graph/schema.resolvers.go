@@ -62,7 +62,7 @@ func (r *domainRecordResolver) Priority(ctx context.Context, obj *mailhost.Domai
 
 // Detail is the resolver for the detail field.
 func (r *domainRecordResolver) Detail(ctx context.Context, obj *mailhost.DomainRecord) (*string, error) {
-	return nullable(obj.Detail), nil
+	return messaging.Optional(obj.Detail), nil
 }
 
 // Attachments is the resolver for the attachments field.
@@ -279,10 +279,11 @@ func (r *queryResolver) Events(ctx context.Context, afterSeq *int, first *int, t
 	if err != nil {
 		return nil, err
 	}
-	q := messaging.EventQuery{AfterSeq: int64(derefInt(afterSeq)), Limit: derefInt(first), Type: deref(typeArg)}
-	if first != nil && *first == 0 {
-		return nil, fault.Invalid("first", "must be between 1 and %d", messaging.MaxEventLimit)
+	limit, err := messaging.Limit("first", first, messaging.MaxEventLimit)
+	if err != nil {
+		return nil, err
 	}
+	q := messaging.EventQuery{AfterSeq: int64(derefInt(afterSeq)), Limit: limit, Type: deref(typeArg)}
 	evs, more, err := r.Service.EventsPage(ctx, p, q)
 	if err != nil {
 		return nil, err
@@ -315,7 +316,11 @@ func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, firs
 	if err != nil {
 		return nil, err
 	}
-	as, err := r.Service.WebhookAttempts(ctx, p, messaging.Page{After: deref(after), Limit: derefInt(first)})
+	limit, err := messaging.Limit("first", first, messaging.MaxPageLimit)
+	if err != nil {
+		return nil, err
+	}
+	as, err := r.Service.WebhookAttempts(ctx, p, messaging.Page{After: deref(after), Limit: limit})
 	return as, err
 }
 
@@ -325,14 +330,15 @@ func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) 
 	if err != nil {
 		return nil, err
 	}
-	if limit != nil && *limit == 0 {
-		return nil, fault.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
+	n, err := messaging.Limit("limit", limit, messaging.MaxPageLimit)
+	if err != nil {
+		return nil, err
 	}
 	mail, err := r.mail()
 	if err != nil {
 		return nil, err
 	}
-	return mail.Domains(ctx, p, messaging.Page{After: deref(after), Limit: derefInt(limit)})
+	return mail.Domains(ctx, p, messaging.Page{After: deref(after), Limit: n})
 }
 
 // Domain is the resolver for the domain field.

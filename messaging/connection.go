@@ -111,7 +111,7 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		in.AgentID = pr.AgentID
 	}
 	if pr.AccountID == nil && s.sandboxConnections > 0 {
-		n, err := s.read.Connection.Query().Where(entconn.DeletedAtIsNil()).Count(ctx)
+		n, err := s.read.Connection.Query().Count(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -286,7 +286,7 @@ func (s *Service) Connections(ctx context.Context, p *Principal, pg Page) ([]*Co
 	if err := pg.validate(ident.Connection); err != nil {
 		return nil, err
 	}
-	q := s.read.Connection.Query().Where(entconn.DeletedAtIsNil()).Order(ent.Asc(entconn.FieldID)).Limit(pg.Limit)
+	q := s.read.Connection.Query().Order(ent.Asc(entconn.FieldID)).Limit(pg.Limit)
 	if pg.After != "" {
 		q = q.Where(entconn.IDGT(pg.After))
 	}
@@ -327,7 +327,7 @@ func (s *Service) connection(ctx context.Context, id string) (*ent.Connection, e
 	if ident.Check(id, ident.Connection) != nil {
 		return nil, NotFound("connection", id)
 	}
-	c, err := s.read.Connection.Query().Where(entconn.ID(id), entconn.DeletedAtIsNil()).Only(ctx)
+	c, err := s.read.Connection.Query().Where(entconn.ID(id)).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, NotFound("connection", id)
 	}
@@ -369,7 +369,7 @@ func (s *Service) Release(ctx context.Context, ids ...string) {
 func (s *Service) release(ctx context.Context, id string) {
 	a, ok := s.adapters.take(id)
 	if !ok {
-		c, err := s.read.Connection.Query().Where(entconn.ID(id)).Only(tenant.System(ctx))
+		c, err := s.read.Connection.Query().Where(entconn.ID(id)).Only(IncludeDeleted(tenant.System(ctx)))
 		if err != nil {
 			return
 		}

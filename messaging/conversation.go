@@ -30,9 +30,8 @@ func (s *Service) conversationOf(c *ent.Conversation) *Conversation {
 	if c.Participant != "" {
 		out.Participant = c.Participant
 	}
-	if c.TypingUntil != nil && c.TypingUntil.After(s.now()) {
-		t := c.TypingUntil.UTC()
-		out.Typing, out.TypingUntil = true, &t
+	if t := s.TypingUntil(c); t != nil {
+		out.Typing, out.TypingUntil = true, t
 	}
 	return out
 }

@@ -341,7 +341,7 @@ func (s *Service) projectSummary(ctx context.Context, id string) (*ProjectSummar
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.read.Connection.Query().Where(entconn.ProjectID(id), entconn.DeletedAtIsNil()).Count(sys)
+	n, err := s.read.Connection.Query().Where(entconn.ProjectID(id)).Count(sys)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 	if ident.Check(connID, ident.Connection) != nil {
 		return nil, NotFound("connection", connID)
 	}
-	c, err := s.read.Connection.Query().Where(entconn.ID(connID), entconn.Channel(channel), entconn.DeletedAtIsNil()).
+	c, err := s.read.Connection.Query().Where(entconn.ID(connID), entconn.Channel(channel)).
 		Only(tenant.System(ctx))
 	if ent.IsNotFound(err) {
 		return nil, NotFound("connection", connID)

@@ -84,7 +84,7 @@ func (s *Service) ClaimDue(ctx context.Context, n int) ([]*Claim, error) {
 func (s *Service) Deliver(ctx context.Context, c *Claim) error {
 	m := c.msg
 	tctx := tenant.WithProject(ctx, m.ProjectID)
-	conn, err := s.read.Connection.Query().Where(entconn.ID(m.ConnectionID)).Only(tctx)
+	conn, err := s.read.Connection.Query().Where(entconn.ID(m.ConnectionID)).Only(IncludeDeleted(tctx))
 	if err != nil {
 		return s.fail(tctx, m, nil, fmt.Sprintf("connection %s: %v", m.ConnectionID, err))
 	}

@@ -137,6 +137,8 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	// the rows within the page budget; other queries pass through.
 	s.read.Message.Intercept(s.pageInterceptor())
 	s.read.Conversation.Intercept(s.pageInterceptor())
+	// Deleted connections are gone from reads (reads.go).
+	s.read.Connection.Intercept(liveOnly())
 	return s, nil
 }
 
@@ -144,7 +146,8 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 func (s *Service) Close() error { return s.keyByHash.Close() }
 
 // Ent returns the ent client for reads; queries are scoped by the tenant
-// in their context.
+// in their context and follow the domain's read rules (reads.go): deleted
+// connections are gone unless the context asks for them (IncludeDeleted).
 func (s *Service) Ent() *ent.Client { return s.read }
 
 // Now is the service's clock, as it stamps resources (UTC, microseconds).

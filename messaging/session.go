@@ -93,7 +93,7 @@ type Session struct {
 func (s *Service) ClaimSessions(ctx context.Context, owner string, lease time.Duration, skip func(id string) bool) ([]Session, error) {
 	now := s.now()
 	sys := tenant.System(ctx)
-	cs, err := s.read.Connection.Query().Where(entconn.DeletedAtIsNil(), entconn.SessionUntilNotNil(),
+	cs, err := s.read.Connection.Query().Where(entconn.SessionUntilNotNil(),
 		entconn.Or(entconn.SessionUntilLT(now), entconn.SessionOwner(owner))).
 		Select(entconn.FieldID, entconn.FieldProjectID).All(sys)
 	if err != nil {
@@ -119,6 +119,9 @@ func (s *Service) ClaimSessions(ctx context.Context, owner string, lease time.Du
 			continue
 		}
 		full, err := s.read.Connection.Get(sys, c.ID)
+		if ent.IsNotFound(err) {
+			continue // deleted since: no session
+		}
 		if err != nil {
 			return out, fmt.Errorf("sessions: claim %s: %w", c.ID, err)
 		}

@@ -10,13 +10,14 @@ import (
 )
 
 // page reads the after/limit paging parameters of list endpoints. An
-// explicit limit=0 is refused, not taken for the default.
+// explicit limit=0 is refused, not taken for the default (messaging.Limit).
 func page(q *query) messaging.Page {
-	pg := messaging.Page{After: q.str("after"), Limit: int(q.int("limit", messaging.DefaultPageLimit))}
-	if pg.Limit == 0 && q.err == nil {
-		q.err = fault.Invalid("limit", "must be between 1 and %d", messaging.MaxPageLimit)
+	n := int(q.int("limit", messaging.DefaultPageLimit))
+	limit, err := messaging.Limit("limit", &n, messaging.MaxPageLimit)
+	if err != nil && q.err == nil {
+		q.err = err
 	}
-	return pg
+	return messaging.Page{After: q.str("after"), Limit: limit}
 }
 
 // setNextLink tells the client of a list page that more items follow and

@@ -49,17 +49,18 @@ func (s *Server) getProject(w http.ResponseWriter, r *http.Request, p *messaging
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
 	q := newQuery(r)
+	limit := int(q.int("limit", messaging.DefaultEventLimit))
 	eq := messaging.EventQuery{
 		AfterSeq: q.int("after_seq", 0),
-		Limit:    int(q.int("limit", messaging.DefaultEventLimit)),
 		Type:     q.str("type"),
 		Wait:     time.Duration(q.int("wait", 0)) * time.Second,
 	}
 	if err := q.done(); err != nil {
 		return err
 	}
-	if eq.Limit == 0 {
-		return fault.Invalid("limit", "must be between 1 and %d", messaging.MaxEventLimit)
+	var err error
+	if eq.Limit, err = messaging.Limit("limit", &limit, messaging.MaxEventLimit); err != nil {
+		return err
 	}
 	page, err := s.svc.EventsJSON(r.Context(), p, eq)
 	if err != nil {

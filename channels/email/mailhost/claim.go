@@ -9,6 +9,7 @@ import (
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/fault"
+	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/tenant"
 )
 
@@ -33,7 +34,7 @@ func (h *Host) Claim(ctx context.Context, projectID, address string) error {
 	last, err := h.read.Connection.Query().
 		Where(entconn.Channel("email"), entconn.Address(address), entconn.DeletedAtGT(now.Add(-q)),
 			entconn.ProjectIDNEQ(projectID)).
-		Order(ent.Desc(entconn.FieldDeletedAt)).First(tenant.System(ctx))
+		Order(ent.Desc(entconn.FieldDeletedAt)).First(messaging.IncludeDeleted(tenant.System(ctx)))
 	if ent.IsNotFound(err) {
 		return nil
 	}

@@ -39,7 +39,7 @@ func (h *Host) inbox(ctx context.Context, rcpt string) (conn *ent.Connection, co
 		}
 	}
 	c, err := h.read.Connection.Query().
-		Where(entconn.InboxKey(messaging.InboxKey("email", local+"@"+domain)), entconn.DeletedAtIsNil()).
+		Where(entconn.InboxKey(messaging.InboxKey("email", local+"@"+domain))).
 		Only(tenant.System(ctx))
 	if ent.IsNotFound(err) {
 		return nil, "", fmt.Errorf("%q: %w", rcpt, inbound.ErrUnknownRecipient)
