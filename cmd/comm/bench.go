@@ -20,25 +20,22 @@ import (
 	"github.com/comm-gateway/comm/stream"
 )
 
-func runBench(args []string) error {
-	s := newSettings("bench", "Measures the event log and the REST API on this machine and prints a Markdown table.\n"+
-		"SQLite runs in a temporary directory; PostgreSQL in a scratch schema dropped afterwards.\n"+
-		"The load runs in this process and shares its CPU with what is measured.")
-	dbURL := s.add("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
-	sync := s.add("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.add("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers)")
-	dur := s.add("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
-	appenders := s.add("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
-	events := s.add("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
-	httpClients := s.add("http-clients", "COMM_BENCH_HTTP_CLIENTS", "64", "concurrent HTTP clients for the inbound benchmark")
-	clients := s.add("clients", "COMM_BENCH_CLIENTS", "8", "concurrent HTTP readers")
-	writers := s.add("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL")
-	subs := s.add("subscribers", "COMM_BENCH_SUBSCRIBERS", "10000", "subscriptions for the subscribe benchmark (one websocket each)")
-	rates := s.add("rates", "COMM_BENCH_RATES", "250,400,600", "event rates (events/s) for the subscribe benchmark")
-	backlog := s.add("backlog", "COMM_BENCH_BACKLOG", "1000000", "events a subscriber catches up in the subscribe benchmark (0 skips it)")
-	serverGOGC := s.add("server-gogc", "COMM_BENCH_SERVER_GOGC", "100", "GOGC of the server process in the subscribe benchmark")
-	cpuprofile := s.add("cpuprofile", "COMM_BENCH_CPUPROFILE", "", "write a CPU profile of the run to this file")
-	if err := s.parse(args); err != nil {
+func runBench(s *flagSet, args []string) error {
+	dbURL := s.String("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
+	sync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
+	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers)")
+	dur := s.String("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
+	appenders := s.String("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
+	events := s.String("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
+	httpClients := s.String("http-clients", "COMM_BENCH_HTTP_CLIENTS", "64", "concurrent HTTP clients for the inbound benchmark")
+	clients := s.String("clients", "COMM_BENCH_CLIENTS", "8", "concurrent HTTP readers")
+	writers := s.String("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL")
+	subs := s.String("subscribers", "COMM_BENCH_SUBSCRIBERS", "10000", "subscriptions for the subscribe benchmark (one websocket each)")
+	rates := s.String("rates", "COMM_BENCH_RATES", "250,400,600", "event rates (events/s) for the subscribe benchmark")
+	backlog := s.String("backlog", "COMM_BENCH_BACKLOG", "1000000", "events a subscriber catches up in the subscribe benchmark (0 skips it)")
+	serverGOGC := s.String("server-gogc", "COMM_BENCH_SERVER_GOGC", "100", "GOGC of the server process in the subscribe benchmark")
+	cpuprofile := s.String("cpuprofile", "COMM_BENCH_CPUPROFILE", "", "write a CPU profile of the run to this file")
+	if err := s.parse(args, 0, "no arguments"); err != nil {
 		return err
 	}
 	if *cpuprofile != "" {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,50 +31,6 @@ type cliError struct {
 }
 
 func (e cliError) Error() string { return e.err.Error() }
-
-// flags is a client command's flag set with the shared --json flag.
-type flags struct {
-	*flag.FlagSet
-	json       *bool
-	positional []string
-}
-
-// newFlags makes the flag set of a command: synopsis is its usage line
-// after "comm" ("keys create [flags]"), about what it does.
-func newFlags(synopsis, about string) *flags {
-	name, _, _ := strings.Cut(synopsis, " [")
-	fs := flag.NewFlagSet("comm "+name, flag.ContinueOnError)
-	f := &flags{FlagSet: fs, json: fs.Bool("json", false, "print JSON instead of text")}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: comm %s\n\n%s\n\nFlags:\n", synopsis, about)
-		fs.PrintDefaults()
-	}
-	return f
-}
-
-func (f *flags) parse(args []string, nargs int, what string) error {
-	// Flags may follow the arguments too.
-	var pos []string
-	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				os.Exit(exitOK)
-			}
-			return cliError{exitUsage, err}
-		}
-		if f.NArg() == 0 {
-			break
-		}
-		pos = append(pos, f.Arg(0))
-		args = f.Args()[1:]
-	}
-	if nargs >= 0 && len(pos) != nargs {
-		f.Usage()
-		return cliError{exitUsage, fmt.Errorf("want %s", what)}
-	}
-	f.positional = pos
-	return nil
-}
 
 // connect returns a client from the environment and .env.
 func connectClient() (*client.Client, error) {

@@ -172,3 +172,70 @@ func TestCLILogin(t *testing.T) {
 		t.Errorf(".env after login:\n%s", env)
 	}
 }
+
+// TestCLIHelp: comm help lists every command, each command's --help shows
+// its usage and flags and exits 0, and bad usage exits 2 saying what was
+// wrong.
+func TestCLIHelp(t *testing.T) {
+	bin := binary(t)
+	dir := t.TempDir()
+	clean := []string{"COMM_API_KEY=", "COMM_BASE_URL="}
+	help, _, code := run(t, bin, dir, clean, "help")
+	if code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	for _, tc := range []struct {
+		args []string // a command, as comm help lists it
+		flag string   // one of its flags
+	}{
+		{[]string{"serve"}, "--listen"}, {[]string{"sandbox"}, "--base-url"}, {[]string{"connect"}, "--provider"},
+		{[]string{"inject"}, "--sender"}, {[]string{"events"}, "--follow"}, {[]string{"listen"}, "--exec"},
+		{[]string{"reply"}, "--json"}, {[]string{"send"}, "--connection"}, {[]string{"webhook", "set"}, "--secret"},
+		{[]string{"webhook", "get"}, "--json"}, {[]string{"webhook", "delete"}, "--json"},
+		{[]string{"webhook", "replay"}, "--from-seq"}, {[]string{"webhook", "attempts"}, "--json"},
+		{[]string{"login"}, "--no-browser"}, {[]string{"account"}, "--json"}, {[]string{"keys", "list"}, "--json"},
+		{[]string{"keys", "create"}, "--name"}, {[]string{"keys", "revoke"}, "--json"}, {[]string{"bench"}, "--what"},
+	} {
+		name := strings.Join(tc.args, " ")
+		if !strings.Contains(help, "comm "+name) && !strings.Contains(help, "comm "+tc.args[0]+" ["+tc.args[len(tc.args)-1]+"]") {
+			t.Errorf("help lacks %q:\n%s", name, help)
+		}
+		_, errOut, code := run(t, bin, dir, clean, append(tc.args, "--help")...)
+		if code != 0 || !strings.Contains(errOut, "Usage: comm "+tc.args[0]) || !strings.Contains(errOut, "  "+tc.flag) {
+			t.Errorf("%s --help: exit %d:\n%s", name, code, errOut)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "Usage:"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"events", "--nope"}, "-nope"},
+		{[]string{"serve", "--nope"}, "-nope"},
+		{[]string{"serve", "extra"}, `"extra"`},
+		{[]string{"bench", "--duration"}, "-duration"},
+		{[]string{"webhook"}, "usage: comm webhook set URL"},
+		{[]string{"events", "--limit", "many"}, "-limit"},
+	} {
+		_, errOut, code := run(t, bin, dir, clean, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d (want 2), want %q in:\n%s", tc.args, code, tc.want, errOut)
+		}
+	}
+	// A client command's flag with an environment variable: the flag wins
+	// over the variable, the variable over the default.
+	refused := func(env []string, args ...string) string {
+		_, errOut, code := run(t, bin, t.TempDir(), env, append([]string{"sandbox"}, args...)...)
+		if code != 1 {
+			t.Errorf("sandbox %q with %q: exit %d: %s", args, env, code, errOut)
+		}
+		return errOut
+	}
+	if errOut := refused([]string{"COMM_BASE_URL=http://127.0.0.1:1"}); !strings.Contains(errOut, "127.0.0.1:1/") {
+		t.Errorf("COMM_BASE_URL not used: %s", errOut)
+	}
+	if errOut := refused([]string{"COMM_BASE_URL=http://127.0.0.1:1"}, "--base-url", "http://127.0.0.1:2"); !strings.Contains(errOut, "127.0.0.1:2/") {
+		t.Errorf("--base-url does not win over COMM_BASE_URL: %s", errOut)
+	}
+}

@@ -17,18 +17,23 @@ import (
 	"github.com/comm-gateway/comm/client"
 )
 
+// defaultBaseURL is where comm serve listens by default.
+const defaultBaseURL = "http://127.0.0.1:8080"
+
 // sandboxCmd: comm sandbox [name] creates a project and writes its key and
 // the base URL to .env.
-func sandboxCmd(args []string) error {
-	f := newFlags("sandbox [name] [flags]", "Creates an anonymous sandbox project and writes COMM_API_KEY and COMM_BASE_URL to .env.")
-	base := f.String("base-url", envOr("COMM_BASE_URL", "http://127.0.0.1:8080"), "the gateway's address")
-	envFile := f.String("env-file", ".env", "where to write the key")
-	force := f.Bool("force", false, "replace another key already in the env file")
+func sandboxCmd(f *flagSet, args []string) error {
+	base := f.String("base-url", "COMM_BASE_URL", defaultBaseURL, "the gateway's address")
+	envFile := f.String("env-file", "", ".env", "where to write the key")
+	force := f.Bool("force", "", false, "replace another key already in the env file")
 	if err := f.parse(args, -1, "at most one name"); err != nil {
 		return err
 	}
 	if len(f.positional) > 1 {
 		return cliError{exitUsage, errors.New("want at most one name; quote a name with spaces")}
+	}
+	if *base == "" {
+		*base = defaultBaseURL // an empty COMM_BASE_URL counts as unset, as in the client library
 	}
 	name := "sandbox"
 	if len(f.positional) == 1 {
@@ -91,12 +96,11 @@ func envOr(key, def string) string {
 }
 
 // eventsCmd: comm events prints the stream, optionally following it.
-func eventsCmd(args []string) error {
-	f := newFlags("events [flags]", "Prints the event stream.")
-	after := f.Int64("after-seq", 0, "print events after this seq")
-	limit := f.Int("limit", 100, "events per page (1 to 1000)")
-	typ := f.String("type", "", "only events of this type")
-	follow := f.Bool("follow", false, "keep waiting for new events (Ctrl-C stops)")
+func eventsCmd(f *flagSet, args []string) error {
+	after := f.Int64("after-seq", "", 0, "print events after this seq")
+	limit := f.Int("limit", "", 100, "events per page (1 to 1000)")
+	typ := f.String("type", "", "", "only events of this type")
+	follow := f.Bool("follow", "", false, "keep waiting for new events (Ctrl-C stops)")
 	if err := f.parse(args, 0, "no arguments"); err != nil {
 		return err
 	}
@@ -191,17 +195,16 @@ func summary(e client.Event) string {
 }
 
 // listenCmd: comm listen --exec CMD answers every message with CMD's output.
-func listenCmd(args []string) error {
-	f := newFlags("listen --exec CMD [flags]", "Runs CMD for every inbound message, with the message as JSON on stdin,\nand replies with its standard output (nothing is sent when it prints nothing).")
-	command := f.String("exec", "", "shell command to run per message (required)")
-	timeout := f.Duration("timeout", time.Minute, "how long CMD may run")
-	cursorFile := f.String("cursor-file", ".comm-cursor", "where the cursor is kept across restarts")
-	ws := f.Bool("websocket", false, "follow the GraphQL subscription instead of polling")
+func listenCmd(f *flagSet, args []string) error {
+	command := f.String("exec", "", "", "shell command to run per message (required)")
+	timeout := f.Duration("timeout", "", time.Minute, "how long CMD may run")
+	cursorFile := f.String("cursor-file", "", ".comm-cursor", "where the cursor is kept across restarts")
+	ws := f.Bool("websocket", "", false, "follow the GraphQL subscription instead of polling")
 	if err := f.parse(args, 0, "no arguments"); err != nil {
 		return err
 	}
 	if *command == "" {
-		f.Usage()
+		f.fs.Usage()
 		return cliError{exitUsage, errors.New("--exec is required")}
 	}
 	c, err := connectClient()
@@ -247,17 +250,16 @@ func listenCmd(args []string) error {
 }
 
 // sendCmd: comm send --connection ID --to WHO TEXT...
-func sendCmd(args []string) error {
-	f := newFlags("send --connection ID --to RECIPIENT TEXT...", "Sends a message proactively.")
-	conn := f.String("connection", "", "connection to send through (required)")
-	to := f.String("to", "", "recipient (required)")
-	subject := f.String("subject", "", "subject, on channels that carry one")
+func sendCmd(f *flagSet, args []string) error {
+	conn := f.String("connection", "", "", "connection to send through (required)")
+	to := f.String("to", "", "", "recipient (required)")
+	subject := f.String("subject", "", "", "subject, on channels that carry one")
 	if err := f.parse(args, -1, "the text"); err != nil {
 		return err
 	}
 	text := strings.Join(f.positional, " ")
 	if *conn == "" || *to == "" || text == "" {
-		f.Usage()
+		f.fs.Usage()
 		return cliError{exitUsage, errors.New("--connection, --to and a text are required")}
 	}
 	c, err := connectClient()
@@ -275,13 +277,12 @@ func sendCmd(args []string) error {
 }
 
 // replyCmd: comm reply MESSAGE_ID TEXT...
-func replyCmd(args []string) error {
-	f := newFlags("reply MESSAGE_ID TEXT...", "Replies to a message in its conversation.")
+func replyCmd(f *flagSet, args []string) error {
 	if err := f.parse(args, -1, "a message id and a text"); err != nil {
 		return err
 	}
 	if len(f.positional) < 2 {
-		f.Usage()
+		f.fs.Usage()
 		return cliError{exitUsage, errors.New("want a message id and a text")}
 	}
 	c, err := connectClient()
@@ -309,11 +310,10 @@ func printMessage(asJSON bool, m *client.Message) {
 }
 
 // connectCmd: comm connect CHANNEL.
-func connectCmd(args []string) error {
-	f := newFlags("connect CHANNEL [flags]", "Connects a channel (test, email, telegram, sms --provider twilio, ...).")
-	provider := f.String("provider", "", "provider, where a channel has several")
-	name := f.String("name", "", "a name for the connection")
-	config := f.String("config", "", "the channel's configuration as a JSON object")
+func connectCmd(f *flagSet, args []string) error {
+	provider := f.String("provider", "", "", "provider, where a channel has several")
+	name := f.String("name", "", "", "a name for the connection")
+	config := f.String("config", "", "", "the channel's configuration as a JSON object")
 	if err := f.parse(args, 1, "one channel"); err != nil {
 		return err
 	}
@@ -346,15 +346,14 @@ func connectCmd(args []string) error {
 }
 
 // injectCmd: comm inject CONNECTION_ID --sender WHO TEXT... (test channel).
-func injectCmd(args []string) error {
-	f := newFlags("inject CONNECTION_ID --sender WHO TEXT...", "Delivers a message into a test connection as if WHO had written it.")
-	sender := f.String("sender", "someone@example.com", "who the message is from")
-	id := f.String("id", "", "provider message id (a repeat is a duplicate delivery)")
+func injectCmd(f *flagSet, args []string) error {
+	sender := f.String("sender", "", "someone@example.com", "who the message is from")
+	id := f.String("id", "", "", "provider message id (a repeat is a duplicate delivery)")
 	if err := f.parse(args, -1, "a connection id and a text"); err != nil {
 		return err
 	}
 	if len(f.positional) < 2 {
-		f.Usage()
+		f.fs.Usage()
 		return cliError{exitUsage, errors.New("want a connection id and a text")}
 	}
 	c, err := connectClient()
@@ -374,18 +373,11 @@ func injectCmd(args []string) error {
 }
 
 // webhookCmd: comm webhook set URL | get | delete | replay --from-seq N | attempts.
-func webhookCmd(args []string) error {
-	if len(args) == 0 {
-		return cliError{exitUsage, errors.New("usage: comm webhook set URL [--secret S] [--from-seq N] | get | delete | replay --from-seq N | attempts")}
-	}
-	sub, args := args[0], args[1:]
-	f := newFlags("webhook "+sub+" [flags]", "Manages the project's push endpoint.")
-	secret := f.String("secret", "", "signing secret (set; generated and shown once when empty)")
-	fromSeq := f.Int64("from-seq", -1, "cursor: deliveries resume after this seq (set, replay)")
-	nargs := 0
-	if sub == "set" {
-		nargs = 1
-	}
+// The subcommands share this function and its flags; nargs is how many
+// arguments sub takes.
+func webhookCmd(f *flagSet, sub string, nargs int, args []string) error {
+	secret := f.String("secret", "", "", "signing secret (set; generated and shown once when empty)")
+	fromSeq := f.Int64("from-seq", "", -1, "cursor: deliveries resume after this seq (set, replay)")
 	if err := f.parse(args, nargs, "set takes a URL; the others no argument"); err != nil {
 		return err
 	}
@@ -433,8 +425,6 @@ func webhookCmd(args []string) error {
 			table(w, rows)
 		})
 		return nil
-	default:
-		return cliError{exitUsage, fmt.Errorf("unknown webhook command %q: set, get, delete, replay or attempts", sub)}
 	}
 	if err != nil {
 		return cliError{exitFailed, err}
@@ -453,10 +443,9 @@ func webhookCmd(args []string) error {
 
 // loginCmd: comm login runs the device sign-in and writes the signed-in
 // key to .env, replacing the sandbox key it upgrades.
-func loginCmd(args []string) error {
-	f := newFlags("login [flags]", "Signs in through the browser (device flow) and writes the signed-in key to .env.\nThe sandbox project of the current key carries over into the account.")
-	envFile := f.String("env-file", ".env", "where the key is read from and written to")
-	noBrowser := f.Bool("no-browser", false, "do not try to open a browser")
+func loginCmd(f *flagSet, args []string) error {
+	envFile := f.String("env-file", "", ".env", "where the key is read from and written to")
+	noBrowser := f.Bool("no-browser", "", false, "do not try to open a browser")
 	if err := f.parse(args, 0, "no arguments"); err != nil {
 		return err
 	}
@@ -508,8 +497,7 @@ func loginCmd(args []string) error {
 
 // accountCmd: comm account prints the signed-in account: who, the
 // balance, the ledger and the projects.
-func accountCmd(args []string) error {
-	f := newFlags("account [flags]", "Shows the account of the signed-in key: who signed in, the credit balance,\nthe ledger and the account's projects. A sandbox key has no account: run comm login.")
+func accountCmd(f *flagSet, args []string) error {
 	if err := f.parse(args, 0, "no arguments"); err != nil {
 		return err
 	}
@@ -579,28 +567,22 @@ func timeOr(t *time.Time, none string) string {
 	return t.Format(time.RFC3339)
 }
 
-const keysUsage = "usage: comm keys [list] | keys create [--name N] | keys revoke ID"
+// keysList: comm keys [list]; keysCreate: comm keys create [--name N];
+// keysRevoke: comm keys revoke ID.
+func keysList(f *flagSet, args []string) error { return keysCmd(f, "list", args) }
 
-// keysCmd: comm keys [list] | create [--name N] | revoke ID.
-func keysCmd(args []string) error {
-	sub := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
-	}
-	var f *flags
+func keysCreate(f *flagSet, args []string) error { return keysCmd(f, "create", args) }
+
+func keysRevoke(f *flagSet, args []string) error { return keysCmd(f, "revoke", args) }
+
+func keysCmd(f *flagSet, sub string, args []string) error {
 	var name *string
 	nargs := 0
 	switch sub {
-	case "list":
-		f = newFlags("keys [list] [flags]", "Lists the project's API keys, revoked ones included (* marks the key in use).\nThe keys themselves are never shown again after they were made.")
 	case "create":
-		f = newFlags("keys create [flags]", "Makes another API key for the project, of the current key's kind, and prints it:\nit is shown only this once.")
-		name = f.String("name", "", "what the key is for")
+		name = f.String("name", "", "", "what the key is for")
 	case "revoke":
-		f = newFlags("keys revoke ID [flags]", "Revokes one of the project's keys: it stops working at once.")
 		nargs = 1
-	default:
-		return cliError{exitUsage, fmt.Errorf("unknown keys command %q: list, create or revoke (%s)", sub, keysUsage)}
 	}
 	if err := f.parse(args, nargs, map[int]string{0: "no arguments", 1: "one key id"}[nargs]); err != nil {
 		return err
