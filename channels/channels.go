@@ -118,8 +118,9 @@ type Provisioner interface {
 
 // Provisioned is what Provision set up.
 type Provisioned struct {
-	// Config replaces the stored configuration when not nil; the next New
-	// of this connection gets it.
+	// Config replaces the stored configuration when not nil: the gateway
+	// builds the connection's adapter again from it (New), here and in
+	// every other process, and lets go of the one that provisioned.
 	Config json.RawMessage
 	// Address is the connection's own address on the channel (a bot's
 	// @username, a phone number), shown on the connection.

@@ -134,7 +134,17 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 			return nil, provisionError(d, err)
 		}
 		if got.Config != nil {
+			// The adapter this process keeps is built from what is stored,
+			// as every other process builds it.
 			config = got.Config
+			conn.Config = config
+			fresh, err := d.New(ctx, conn)
+			if err != nil {
+				closeAdapter(adapter)
+				return nil, configError(err)
+			}
+			closeAdapter(adapter)
+			adapter = fresh
 		}
 		address = got.Address
 	}

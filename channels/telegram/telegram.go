@@ -345,7 +345,7 @@ func (b *bot) getMe(ctx context.Context) (me, error) {
 	err := b.call(ctx, "check token", "getMe", struct{}{}, &m)
 	if errors.Is(err, channels.ErrRevoked) {
 		return me{}, &channels.ConfigError{Field: "bot_token",
-			Msg: "Telegram rejected the telegram bot token (" + err.Error() + "); copy the current token from @BotFather"}
+			Msg: "Telegram " + strings.TrimPrefix(err.Error(), "telegram: check token: the ")}
 	}
 	if err != nil {
 		return me{}, err

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/telegram"
+	"github.com/comm-gateway/comm/channels/telegram/telegramtest"
 	"github.com/comm-gateway/comm/gateway"
 	"net"
 	"net/http"
@@ -23,7 +25,7 @@ import (
 func runBench(s *flagSet, args []string) error {
 	dbURL := s.String("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers)")
+	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API)")
 	dur := s.String("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.String("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.String("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -141,6 +143,19 @@ func runBench(s *flagSet, args []string) error {
 			}
 			r.Engine = engine
 			results = append(results, r)
+		case "telegram":
+			nHTTP, err := parseInt("--http-clients", *httpClients)
+			if err != nil {
+				return err
+			}
+			got, err := benchTelegram(ctx, open, nHTTP, d)
+			if err != nil {
+				return err
+			}
+			for i := range got {
+				got[i].Engine = engine
+			}
+			results = append(results, got...)
 		case "subscribe":
 			nSubs, err := parseInt("--subscribers", *subs)
 			if err != nil {
@@ -198,8 +213,9 @@ func runBench(s *flagSet, args []string) error {
 
 // gateway serves the REST API and runs the outbox on a loopback port. The
 // abuse limits are off: the load comes from one address and few keys.
-func serveBench(l *stream.Log) (g *gateway.Gateway, base string, stop func(), err error) {
-	g, err = benchGateway(l, messaging.Options{SandboxConnections: -1})
+func serveBench(l *stream.Log, cfg gateway.Config) (g *gateway.Gateway, base string, stop func(), err error) {
+	cfg.Service.SandboxConnections = -1
+	g, err = benchGatewayWith(l, cfg)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -229,6 +245,49 @@ func benchInbound(ctx context.Context, open opener, projects, clients int, d tim
 	})
 }
 
+// benchTelegram measures Telegram webhook ingress (updates POSTed to
+// /hooks/telegram/{id} -> message.received, 1 and 100 bots) and reply ->
+// sendMessage at a fake Bot API on loopback. The gateway's base URL is a
+// public https one, so connections take the webhook mode; the load
+// generator plays Telegram and the TLS-terminating proxy in one.
+func benchTelegram(ctx context.Context, open opener, clients int, d time.Duration) ([]bench.Result, error) {
+	fake := telegramtest.NewServer()
+	defer fake.Close()
+	cfg := gateway.Config{Service: messaging.Options{BaseURL: "https://comm.bench.invalid"},
+		Telegram: telegram.Options{APIURL: fake.URL}}
+	var out []bench.Result
+	for _, bots := range []int{1, 100} {
+		r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
+			api := bench.NewAPI(base, clients)
+			conns, err := bench.NewTelegramConnections(ctx, api, fake, bots)
+			if err != nil {
+				return bench.Result{}, err
+			}
+			r, err := bench.TelegramIngress(ctx, base, conns, clients, d)
+			r.Name = fmt.Sprintf("POST /hooks/telegram/{id} -> message.received, %d bot(s)", bots)
+			return r, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
+		api := bench.NewAPI(base, 4)
+		conns, err := bench.NewTelegramConnections(ctx, api, fake, 1)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		r, err := bench.TelegramReplyLatency(ctx, api, base, conns[0], 1000)
+		r.Name = "reply -> fake sendMessage (telegram)"
+		return r, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(out, r), nil
+}
+
 func benchReply(ctx context.Context, open opener) (bench.Result, error) {
 	return onGateway(open, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
 		api := bench.NewAPI(base, 4)
@@ -247,12 +306,17 @@ type opener func() (*stream.Log, func(), error)
 
 // onGateway opens a fresh database, serves the gateway on it and runs fn.
 func onGateway(open opener, fn func(l *stream.Log, g *gateway.Gateway, base string) (bench.Result, error)) (bench.Result, error) {
+	return onGatewayWith(open, gateway.Config{}, fn)
+}
+
+// onGatewayWith is onGateway with the gateway configured by cfg.
+func onGatewayWith(open opener, cfg gateway.Config, fn func(l *stream.Log, g *gateway.Gateway, base string) (bench.Result, error)) (bench.Result, error) {
 	l, done, err := open()
 	if err != nil {
 		return bench.Result{}, err
 	}
 	defer done()
-	g, base, stop, err := serveBench(l)
+	g, base, stop, err := serveBench(l, cfg)
 	if err != nil {
 		return bench.Result{}, err
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/gateway"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -65,6 +67,7 @@ func serve(s *flagSet, args []string) error {
 	smtpParseTimeout := s.String("smtp-parse-timeout", "COMM_SMTP_PARSE_TIMEOUT", "20s", "longest time parsing one inbound email may take (451 4.3.0 beyond, logged)")
 	smtpMaxSessions := s.String("smtp-max-sessions", "COMM_SMTP_MAX_SESSIONS", "100", "most SMTP connections open at once (421 4.7.0 at connect beyond); 0: no limit")
 	smtpMaxPerIP := s.String("smtp-max-sessions-per-ip", "COMM_SMTP_MAX_SESSIONS_PER_IP", "10", "most SMTP connections open at once from one client IP address (421 4.7.0 at connect beyond); 0: no limit")
+	telegramURL := s.String("telegram-api-url", "COMM_TELEGRAM_API_URL", telegram.DefaultAPIURL, "Telegram Bot API base URL (a local Bot API server, a proxy, or a fake in tests)")
 	dnsResolver := s.String("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.String("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.String("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
@@ -233,6 +236,9 @@ func serve(s *flagSet, args []string) error {
 	if mx == "" {
 		mx = *mailDomain
 	}
+	if u, err := url.Parse(*telegramURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--telegram-api-url must be an http(s) URL, not %q", *telegramURL)
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -243,6 +249,7 @@ func serve(s *flagSet, args []string) error {
 	}
 	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
 	g, err := gateway.New(log, gateway.Config{Logger: logger,
+		Telegram: telegram.Options{APIURL: *telegramURL},
 		Service: messaging.Options{Box: box, WebhookAllowPrivate: private, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
 			SandboxConnections: limits.sandboxConns,

@@ -196,6 +196,11 @@ func (b *Bot) sendMessage(w http.ResponseWriter, p params) {
 	b.nextMsg[chat]++
 	id := b.nextMsg[chat]
 	b.sent = record(b.sent, Sent{ChatID: chat, MessageID: id, Text: text, ReplyTo: rp.MessageID, AllowWithoutReply: rp.AllowWithoutReply})
+	b.sentTotal++
+	if b.sentWake != nil {
+		close(b.sentWake)
+		b.sentWake = nil
+	}
 	b.mu.Unlock()
 	chatObj := map[string]any{"id": json.RawMessage(chat), "type": "private"}
 	if strings.HasPrefix(chat, "@") {

@@ -132,6 +132,8 @@ type Bot struct {
 	polls      int64         // getUpdates generation: a newer one ends the held one
 	held       int           // getUpdates requests waiting for updates
 	wake       chan struct{} // closed (and replaced) when a held getUpdates should look again
+	sentTotal  int64         // sendMessage calls accepted, ever
+	sentWake   chan struct{} // closed (and replaced) on every accepted sendMessage
 }
 
 type storedFile struct {
@@ -151,6 +153,36 @@ func record[T any](list []T, v T) []T {
 func (b *Bot) wakeLocked() {
 	close(b.wake)
 	b.wake = make(chan struct{})
+}
+
+// SentTotal is how many messages the bot has sent, ever (Sent keeps only
+// the last MaxRecorded).
+func (b *Bot) SentTotal() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sentTotal
+}
+
+// WaitSent waits until the bot has sent at least n messages in all
+// (SentTotal), or ctx ends.
+func (b *Bot) WaitSent(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		if b.sentTotal >= n {
+			b.mu.Unlock()
+			return nil
+		}
+		if b.sentWake == nil {
+			b.sentWake = make(chan struct{})
+		}
+		ch := b.sentWake
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
 }
 
 // Sent returns the messages the bot sent, oldest first.
@@ -431,3 +463,8 @@ func (b *Bot) takeFailure(w http.ResponseWriter, r *http.Request, method string)
 	fail(w, *f)
 	return false
 }
+
+// ServeHTTP serves the Bot API, so that a program can mount the fake on a
+// listener of its own (fakebot does); the Server's own httptest listener
+// serves it too.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
