@@ -30,7 +30,9 @@ type Workers struct {
 
 // StartWorkers runs w in the background. stop ends them and waits until
 // every one has returned (the outbox its sends in flight, the webhook
-// and session workers their leases released).
+// and session workers their leases released). The workers given are the
+// ones that run (a caller may keep a pointer to one), so each gateway
+// needs its own.
 func (g *Gateway) StartWorkers(w Workers) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
