@@ -16,16 +16,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/comm-gateway/comm/channels/email/mailhost"
-	gw "github.com/comm-gateway/comm/gateway"
-
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/domain"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/client"
 	"github.com/comm-gateway/comm/delivery"
+	gw "github.com/comm-gateway/comm/gateway"
+	"github.com/comm-gateway/comm/gateway/gatewaytest"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
-	"github.com/comm-gateway/comm/stream"
 )
 
 // startEmail is start with the email channel bound to the service
@@ -34,33 +33,11 @@ import (
 // finds nothing.
 func startEmail(t *testing.T, cfg store.Config) *gateway {
 	t.Helper()
-	db, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	logger := testLogger(t)
-	log, err := stream.Open(db, stream.Options{Logger: logger})
-	if err != nil {
-		db.Close()
-		t.Fatalf("stream.Open: %v", err)
-	}
-	wired, err := gw.New(log, gw.Config{Logger: logger, Email: email.Options{MailDomain: "mail.test"},
-		Mail: mailhost.Options{Resolver: domain.NewResolver("127.0.0.1:1")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, front := wired.Svc, wired.Front
-	g := &gateway{DB: db, Log: log, Svc: svc, Mail: wired.Mail, Front: front, hs: httptest.NewServer(front)}
-	g.URL = g.hs.URL
-	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
-	g.workers.Add(1)
-	go func() {
-		defer g.workers.Done()
-		(&delivery.Outbox{Service: svc, Logger: logger, PollInterval: 100 * time.Millisecond}).Run(ctx)
-	}()
-	t.Cleanup(g.stop)
-	return g
+	return gatewaytest.Start(t, cfg, gatewaytest.Options{
+		Config: gw.Config{Email: email.Options{MailDomain: "mail.test"},
+			Mail: mailhost.Options{Resolver: domain.NewResolver("127.0.0.1:1")}},
+		Workers: &gw.Workers{Outbox: &delivery.Outbox{PollInterval: 100 * time.Millisecond}},
+	})
 }
 
 // emailWithAttachment is an email from alice@example.org to rcpt with a

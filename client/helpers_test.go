@@ -1,12 +1,8 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"github.com/comm-gateway/comm/channels/email/mailhost"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,35 +14,22 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/apikey"
-	"github.com/comm-gateway/comm/channels"
-	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/client"
 	"github.com/comm-gateway/comm/delivery"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
+	gw "github.com/comm-gateway/comm/gateway"
+	"github.com/comm-gateway/comm/gateway/gatewaytest"
 	"github.com/comm-gateway/comm/messaging"
-	"github.com/comm-gateway/comm/netguard"
-	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
 )
 
 // gateway is one running comm server over a real database, wired the way
-// cmd/comm/serve.go wires it: the REST API, GraphQL and its websocket, the
-// outbox worker delivering replies, and (optionally) the webhook worker.
-type gateway struct {
-	URL   string
-	DB    *store.DB
-	Log   *stream.Log
-	Svc   *messaging.Service
-	Mail  *mailhost.Host
-	Front *server.Server
-
-	hs      *httptest.Server
-	cancel  context.CancelFunc
-	workers sync.WaitGroup
-	once    sync.Once
-}
+// cmd/comm/serve.go wires it (package gatewaytest): the REST API, GraphQL
+// and its websocket, the outbox worker delivering replies, and
+// (optionally) the webhook worker.
+type gateway = gatewaytest.Gateway
 
 // gwOptions configure start.
 type gwOptions struct {
@@ -56,83 +39,14 @@ type gwOptions struct {
 
 func start(t *testing.T, cfg store.Config, opts gwOptions) *gateway {
 	t.Helper()
-	db, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	logger := testLogger(t)
-	log, err := stream.Open(db, stream.Options{Logger: logger})
-	if err != nil {
-		db.Close()
-		t.Fatalf("stream.Open: %v", err)
-	}
-	reg := channels.NewRegistry(channels.Known()...)
-	reg.Add(testchan.Descriptor())
-	svc, err := messaging.New(log, messaging.Options{Channels: reg, Logger: logger, WebhookAllowPrivate: opts.Webhooks})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := server.New(svc, server.Options{Logger: logger})
-	g := &gateway{DB: db, Log: log, Svc: svc, Front: front, hs: httptest.NewServer(front)}
-	g.URL = g.hs.URL
-	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
-	g.workers.Add(1)
-	go func() {
-		defer g.workers.Done()
-		(&delivery.Outbox{Service: svc, Logger: logger, PollInterval: 100 * time.Millisecond}).Run(ctx)
-	}()
+	w := &gw.Workers{Outbox: &delivery.Outbox{PollInterval: 100 * time.Millisecond}}
 	if opts.Webhooks {
-		g.workers.Add(1)
-		go func() {
-			defer g.workers.Done()
-			(&delivery.Webhooks{Service: svc, Logger: logger, PollInterval: 50 * time.Millisecond,
-				Client: netguard.NewClient(netguard.Options{AllowPrivate: true})}).Run(ctx)
-		}()
+		w.Webhooks = &delivery.Webhooks{PollInterval: 50 * time.Millisecond}
 	}
-	t.Cleanup(g.stop)
-	return g
-}
-
-// stop shuts the gateway down like the binary: sockets and HTTP first,
-// then the workers, the log and the database.
-func (g *gateway) stop() {
-	g.once.Do(func() {
-		g.Front.Close()
-		g.hs.Close()
-		g.cancel()
-		g.workers.Wait()
-		g.Log.Close()
-		g.Svc.Close()
-		g.DB.Close()
+	return gatewaytest.Start(t, cfg, gatewaytest.Options{
+		Config:  gw.Config{Service: messaging.Options{WebhookAllowPrivate: opts.Webhooks}},
+		Workers: w,
 	})
-}
-
-// testLogger collects log output and prints it if the test fails.
-func testLogger(t *testing.T) *slog.Logger {
-	var (
-		mu  sync.Mutex
-		buf bytes.Buffer
-	)
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if t.Failed() && buf.Len() > 0 {
-			t.Logf("log:\n%s", buf.String())
-		}
-	})
-	return slog.New(slog.NewTextHandler(lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // project is a sandbox project with a client on it.
@@ -210,16 +124,10 @@ func signedInKey(t *testing.T, g *gateway, projectID string) string {
 	return key
 }
 
-// eventually polls cond every 20 ms until it holds or 15 s pass.
+// eventually polls cond until it holds or 15 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	gatewaytest.WaitFor(t, what, 15*time.Second, cond)
 }
 
 // proxy is a reverse proxy in front of a gateway that a test can cut:

@@ -1,7 +1,6 @@
 package delivery_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -11,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,29 +19,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/comm-gateway/comm/channels"
-	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/delivery"
+	gw "github.com/comm-gateway/comm/gateway"
+	"github.com/comm-gateway/comm/gateway/gatewaytest"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/netguard"
 	"github.com/comm-gateway/comm/sealed"
-	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
 )
 
 // gateway is one comm replica over a real database, wired the way
-// cmd/comm/serve.go wires it, minus the workers (see startWorker).
-type gateway struct {
-	URL string
-	DB  *store.DB
-	Log *stream.Log
-	Svc *messaging.Service
-
-	srv  *httptest.Server
-	once sync.Once
-}
+// cmd/comm/serve.go wires it (package gatewaytest), minus the workers (see
+// startWorker).
+type gateway struct{ *gatewaytest.Gateway }
 
 // gwOptions configure startGateway.
 type gwOptions struct {
@@ -66,76 +56,17 @@ func newBox(t testing.TB) *sealed.Box {
 	return b
 }
 
-// startGateway opens cfg and serves the REST API until stop or the end of
-// the test.
+// startGateway opens cfg and serves the REST API until Stop or the end of
+// the test; a test stopping it stops its workers first.
 func startGateway(t *testing.T, cfg store.Config, opts gwOptions) *gateway {
 	t.Helper()
-	db, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	logger := testLogger(t)
-	log, err := stream.Open(db, stream.Options{Logger: logger})
-	if err != nil {
-		db.Close()
-		t.Fatalf("stream.Open: %v", err)
-	}
 	if opts.Box == nil {
 		opts.Box = newBox(t)
 	}
-	svc, err := messaging.New(log, messaging.Options{Channels: registry(), Logger: logger, Box: opts.Box,
-		WebhookAllowPrivate: opts.AllowPrivate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gateway{DB: db, Log: log, Svc: svc, srv: httptest.NewServer(server.New(svc, server.Options{Logger: logger}))}
-	g.URL = g.srv.URL
-	t.Cleanup(g.stop)
-	return g
-}
-
-// stop shuts the gateway down like the binary: HTTP first, then the log,
-// then the database. Stop its workers first.
-func (g *gateway) stop() {
-	g.once.Do(func() {
-		g.srv.Close()
-		g.Log.Close()
-		g.Svc.Close()
-		g.DB.Close()
-	})
-}
-
-func registry() *channels.Registry {
-	r := channels.NewRegistry(channels.Known()...)
-	r.Add(testchan.Descriptor())
-	return r
-}
-
-// testLogger collects log output and prints it if the test fails.
-func testLogger(t *testing.T) *slog.Logger {
-	var (
-		mu  sync.Mutex
-		buf bytes.Buffer
-	)
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if t.Failed() && buf.Len() > 0 {
-			t.Logf("log:\n%s", buf.String())
-		}
-	})
-	return slog.New(slog.NewTextHandler(lockedWriter{mu: &mu, w: &buf}, nil))
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
+		Config:  gw.Config{Service: messaging.Options{Box: opts.Box, WebhookAllowPrivate: opts.AllowPrivate}},
+		Workers: &gw.Workers{},
+	})}
 }
 
 // worker is a running delivery.Webhooks.
@@ -154,7 +85,7 @@ func startWorker(t *testing.T, w *delivery.Webhooks) *worker {
 		w.PollInterval = 50 * time.Millisecond
 	}
 	if w.Logger == nil {
-		w.Logger = testLogger(t)
+		w.Logger = gatewaytest.Logger(t)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	wk := &worker{W: w, cancel: cancel, done: make(chan struct{})}
@@ -178,43 +109,17 @@ func (w *worker) stop() {
 	})
 }
 
-// response is an HTTP answer read in full.
-type response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-var apiClient = &http.Client{Timeout: 30 * time.Second}
+type response = gatewaytest.Response
 
 // do calls the gateway's REST API with key; a non-empty body is sent as
 // application/json.
 func (g *gateway) do(t *testing.T, method, path, key, body string) response {
 	t.Helper()
-	var rd io.Reader
+	req := gatewaytest.Request{Method: method, Path: path, Key: key, Body: body}
 	if body != "" {
-		rd = strings.NewReader(body)
+		req.ContentType = "application/json"
 	}
-	r, err := http.NewRequest(method, g.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "" {
-		r.Header.Set("Authorization", "Bearer "+key)
-	}
-	if body != "" {
-		r.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := apiClient.Do(r)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read: %v", method, path, err)
-	}
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return g.Do(t, req)
 }
 
 // project is a sandbox project: its id and key.
@@ -251,14 +156,7 @@ type webhook struct {
 	Secret         *string    `json:"secret"`
 }
 
-func decodeStrict(t *testing.T, b []byte, v any) {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-}
+var decodeStrict = gatewaytest.DecodeStrict
 
 // putWebhook registers a webhook and fails the test unless it is accepted.
 func (g *gateway) putWebhook(t *testing.T, key string, in map[string]any) webhook {
@@ -422,16 +320,7 @@ func wantError(t *testing.T, what string, resp response, status int, param strin
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+var waitFor = gatewaytest.WaitFor
 
 // ---- receiver ----
 

@@ -342,7 +342,7 @@ func TestRestartMidDelivery(t *testing.T) {
 			t.Fatal("the fourth delivery never came")
 		}
 		wk.stop()
-		g.stop()
+		g.Stop()
 
 		g = startGateway(t, cfg, gwOptions{AllowPrivate: true, Box: box})
 		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: client})

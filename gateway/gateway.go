@@ -48,10 +48,14 @@ type Gateway struct {
 	Email    *email.Channel
 	Mail     *mailhost.Host
 	Front    *server.Server
+
+	logger       *slog.Logger
+	allowPrivate bool // Service.WebhookAllowPrivate, for the webhook worker
 }
 
-// New wires a gateway over log. Close releases what New made; the log
-// and its database stay the caller's.
+// New wires a gateway over log. StartWorkers runs its background
+// workers; Close releases what New made; the log and its database stay
+// the caller's.
 func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	logger := cfg.Logger
 	if logger == nil {
@@ -86,7 +90,8 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if fo.Logger == nil {
 		fo.Logger = logger
 	}
-	return &Gateway{Log: log, Channels: reg, Svc: svc, Email: ch, Mail: mail, Front: server.New(svc, fo)}, nil
+	return &Gateway{Log: log, Channels: reg, Svc: svc, Email: ch, Mail: mail, Front: server.New(svc, fo),
+		logger: logger, allowPrivate: so.WebhookAllowPrivate}, nil
 }
 
 // Registry is every channel comm knows, with the adapters built so far.
@@ -98,5 +103,9 @@ func Registry(mail *email.Channel, tg telegram.Options) *channels.Registry {
 	return r
 }
 
-// Close releases the domain's resources.
-func (g *Gateway) Close() error { return g.Svc.Close() }
+// Close closes the front door's websockets and releases the domain's
+// resources. Stop the HTTP server and the workers first.
+func (g *Gateway) Close() error {
+	g.Front.Close()
+	return g.Svc.Close()
+}

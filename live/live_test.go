@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,8 +13,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/comm-gateway/comm/channels"
-	"github.com/comm-gateway/comm/channels/testchan"
+	gw "github.com/comm-gateway/comm/gateway"
+	"github.com/comm-gateway/comm/gateway/gatewaytest"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
@@ -24,31 +23,16 @@ import (
 	"github.com/comm-gateway/comm/stream"
 )
 
-type gateway struct {
-	URL string
-	Log *stream.Log
-	Svc *messaging.Service
-	Srv *server.Server
-}
+// gateway is a running comm gateway (package gatewaytest) without
+// workers: the websockets are Front.Live().
+type gateway struct{ *gatewaytest.Gateway }
 
 func start(t *testing.T, cfg store.Config, opts live.Options) *gateway {
 	t.Helper()
-	db := storetest.Open(t, cfg)
-	l, err := stream.Open(db, stream.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Close)
-	reg := channels.NewRegistry(channels.Known()...)
-	reg.Add(testchan.Descriptor())
-	svc, err := messaging.New(l, messaging.Options{Channels: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := server.New(svc, server.Options{Live: opts})
-	hs := httptest.NewServer(front)
-	t.Cleanup(func() { front.Close(); hs.Close() })
-	return &gateway{URL: hs.URL, Log: l, Svc: svc, Srv: front}
+	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
+		Config:  gw.Config{Server: server.Options{Live: opts}},
+		Workers: &gw.Workers{},
+	})}
 }
 
 func (g *gateway) sandbox(t *testing.T) *messaging.Sandbox {
@@ -424,13 +408,13 @@ func TestGoroutinesReturnToBaseline(t *testing.T) {
 	wg.Wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if runtime.NumGoroutine() <= base+2 && g.Srv.Live().Conns() == 0 && g.Srv.Live().Broker().Feeds() == 0 {
+		if runtime.NumGoroutine() <= base+2 && g.Front.Live().Conns() == 0 && g.Front.Live().Broker().Feeds() == 0 {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("goroutines %d (baseline %d), conns %d, feeds %d", runtime.NumGoroutine(), base,
-		g.Srv.Live().Conns(), g.Srv.Live().Broker().Feeds())
+		g.Front.Live().Conns(), g.Front.Live().Broker().Feeds())
 }
 
 // TestSlowSubscriberPagesFromDatabase: a subscriber that stops reading
@@ -515,10 +499,10 @@ func TestSocketCaps(t *testing.T) {
 func waitConns(t *testing.T, g *gateway, n int) {
 	t.Helper()
 	for range 200 {
-		if g.Srv.Live().Conns() == n {
+		if g.Front.Live().Conns() == n {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("%d sockets open, want %d", g.Srv.Live().Conns(), n)
+	t.Fatalf("%d sockets open, want %d", g.Front.Live().Conns(), n)
 }

@@ -1,27 +1,20 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/comm-gateway/comm/channels/email/mailhost"
-	gw "github.com/comm-gateway/comm/gateway"
-
 	"github.com/comm-gateway/comm/channels/email"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/delivery"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
+	gw "github.com/comm-gateway/comm/gateway"
+	"github.com/comm-gateway/comm/gateway/gatewaytest"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -30,26 +23,12 @@ import (
 )
 
 // gateway is one running comm server over a real database, wired the way
-// cmd/comm/serve.go wires it.
-type gateway struct {
-	URL string
-	Log *stream.Log
-	DB  *store.DB
-
-	Svc *messaging.Service
-	// Mail is the email side of the gateway.
-	Mail *mailhost.Host
-	// Front is the gateway's HTTP handler (its websockets: Front.Live()).
-	Front *server.Server
-
-	srv        *httptest.Server
-	stopOutbox context.CancelFunc
-	outboxDone chan struct{}
-	closeOnce  sync.Once
-}
+// cmd/comm/serve.go wires it (package gatewaytest): URL, Log, DB, Svc,
+// Mail (the email side) and Front (its websockets: Front.Live()).
+type gateway struct{ *gatewaytest.Gateway }
 
 // start opens cfg and serves the REST API on a local port until the test
-// ends (or until stop is called), with the outbox worker delivering.
+// ends (or until Stop is called), with the outbox worker delivering.
 func start(t *testing.T, cfg store.Config, opts server.Options) *gateway {
 	t.Helper()
 	return startGateway(t, cfg, setup{server: opts, outbox: true})
@@ -77,166 +56,44 @@ type setup struct {
 	// mail are the options of the email side (custom domains, budgets).
 	mail   mailhost.Options
 	outbox bool
-	// email adds the email channel on the mail domain "mail.test", bound
-	// to the service, as main does.
+	// email puts the email channel's inboxes on the mail domain
+	// "mail.test" (the default domain otherwise).
 	email bool
 	// relay is the email channel's SMTP relay, if any.
 	relay email.Submitter
 }
 
-// startGateway serves the gateway on a port known before the server is
-// made, so BaseURL (when the test leaves it empty) is its real address:
-// sign-in links and the OIDC redirect URL work.
+// startGateway serves the gateway (gatewaytest.Start); BaseURL, when the
+// test leaves it empty, is its real address.
 func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	mailOpts := email.Options{Relay: su.relay}
+	if su.email {
+		mailOpts.MailDomain = "mail.test"
 	}
-	ctx := context.Background()
-	db, err := store.Open(ctx, cfg)
-	if err != nil {
-		ln.Close()
-		t.Fatalf("store.Open: %v", err)
-	}
-	log, err := stream.Open(db, stream.Options{})
-	if err != nil {
-		ln.Close()
-		db.Close()
-		t.Fatalf("stream.Open: %v", err)
-	}
-	logger := testLogger(t)
-	opts := su.server
-	opts.Logger = logger
-	if opts.BaseURL == "" {
-		opts.BaseURL = "http://" + ln.Addr().String()
-	}
-	mailOpts := email.Options{MailDomain: "mail.test", Relay: su.relay, Logger: logger}
-	if !su.email {
-		mailOpts.MailDomain = ""
-	}
-	wired, err := gw.New(log, gw.Config{Logger: logger, Service: su.svc, Email: mailOpts, Mail: su.mail, Server: opts})
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
-	svc, front := wired.Svc, wired.Front
-	srv := httptest.NewUnstartedServer(front)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	g := &gateway{Log: log, DB: db, Svc: svc, Mail: wired.Mail, Front: front, srv: srv, outboxDone: make(chan struct{})}
-	var octx context.Context
-	octx, g.stopOutbox = context.WithCancel(context.Background())
+	workers := &gw.Workers{}
 	if su.outbox {
-		go func() {
-			(&delivery.Outbox{Service: svc, Logger: logger}).Run(octx)
-			close(g.outboxDone)
-		}()
-	} else {
-		close(g.outboxDone)
+		workers.Outbox = &delivery.Outbox{}
 	}
-	g.URL = g.srv.URL
-	t.Cleanup(g.stop)
-	return g
+	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server},
+		Workers: workers,
+	})}
 }
 
-// stop shuts the gateway down like the binary does: HTTP first, then the
-// log (letting queued writes finish), then the database.
-func (g *gateway) stop() {
-	g.closeOnce.Do(func() {
-		g.srv.Close()
-		g.stopOutbox()
-		<-g.outboxDone
-		g.Log.Close()
-		g.DB.Close()
-	})
-}
+type (
+	// request describes one call; zero fields are left out.
+	request = gatewaytest.Request
+	// response is an HTTP answer read in full.
+	response = gatewaytest.Response
+)
 
-// testLogger collects the server's log and prints it if the test fails,
-// so an internal error's cause is visible without cluttering green runs.
-func testLogger(t *testing.T) *slog.Logger {
-	var (
-		mu  sync.Mutex
-		buf bytes.Buffer
-	)
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if t.Failed() && buf.Len() > 0 {
-			t.Logf("server log:\n%s", buf.String())
-		}
-	})
-	return slog.New(slog.NewTextHandler(lockedWriter{mu: &mu, w: &buf}, nil))
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// response is an HTTP answer read in full.
-type response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// request describes one call; zero fields are left out.
-type request struct {
-	Method      string
-	Path        string // path and query
-	Key         string // sent as "Authorization: Bearer <Key>"
-	Auth        string // sent as the Authorization header as it is
-	ContentType string
-	Body        string
-	RequestID   string // sent as X-Request-Id
-}
-
-var client = &http.Client{Timeout: 30 * time.Second}
+var client = gatewaytest.Client
 
 // do sends req to the gateway and reads the whole answer.
 func (g *gateway) do(t *testing.T, req request) response {
 	t.Helper()
-	if req.Method == "" {
-		req.Method = http.MethodGet
-	}
-	var body io.Reader
-	if req.Body != "" {
-		body = strings.NewReader(req.Body)
-	}
-	r, err := http.NewRequest(req.Method, g.URL+req.Path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if req.Key != "" {
-		r.Header.Set("Authorization", "Bearer "+req.Key)
-	}
-	if req.Auth != "" {
-		r.Header.Set("Authorization", req.Auth)
-	}
-	if req.RequestID != "" {
-		r.Header.Set("X-Request-Id", req.RequestID)
-	}
-	if req.ContentType != "" {
-		r.Header.Set("Content-Type", req.ContentType)
-	}
-	resp, err := client.Do(r)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.Path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", req.Method, req.Path, err)
-	}
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return g.Do(t, req)
 }
 
 // sandbox is the body of a 201 from POST /v1/projects/sandbox.
@@ -349,14 +206,7 @@ func wantError(t *testing.T, resp response, status int, code, param string) apiE
 	return e
 }
 
-func decodeJSON(t *testing.T, b []byte, v any) {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-}
+var decodeJSON = gatewaytest.DecodeStrict
 
 // appendN appends n message.received events to project and returns their
 // payloads by seq.

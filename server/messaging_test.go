@@ -584,7 +584,7 @@ func TestReplySurvivesRestart(t *testing.T) {
 			t.Fatalf("without a worker the reply is %s after %d attempts", m.Status, m.Attempts)
 		}
 		head := g.project(t, sb.APIKey).LastSeq
-		g.stop()
+		g.Stop()
 
 		g = start(t, cfg, server.Options{})
 		sent := g.waitEvent(t, sb.APIKey, head, stream.MessageSent, out.ID)

@@ -833,7 +833,7 @@ func TestRestart(t *testing.T) {
 		if got := len(g.events(t, sb.APIKey, "limit=1000")); got != 25 {
 			t.Fatalf("before restart: %d events, want 25", got)
 		}
-		g.stop()
+		g.Stop()
 
 		g = start(t, cfg, server.Options{})
 		if p := g.project(t, sb.APIKey); p.ID != sb.ProjectID || p.LastSeq != 25 {

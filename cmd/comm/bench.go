@@ -17,7 +17,6 @@ import (
 	"github.com/comm-gateway/comm/channels/email/inbound"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/messaging"
-	"github.com/comm-gateway/comm/netguard"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 )
@@ -219,17 +218,15 @@ func serveBench(l *stream.Log, cfg gateway.Config) (g *gateway.Gateway, base str
 	if err != nil {
 		return nil, "", nil, err
 	}
-	svc := g.Svc
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		g.Close()
 		return nil, "", nil, err
 	}
 	srv := &http.Server{Handler: g.Front, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	wctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { (&delivery.Outbox{Service: svc}).Run(wctx); close(done) }()
-	return g, "http://" + ln.Addr().String(), func() { srv.Close(); cancel(); <-done; svc.Close() }, nil
+	stopWorkers := g.StartWorkers(gateway.Workers{Outbox: &delivery.Outbox{}})
+	return g, "http://" + ln.Addr().String(), func() { srv.Close(); stopWorkers(); g.Close() }, nil
 }
 
 func benchInbound(ctx context.Context, open opener, projects, clients int, d time.Duration) (bench.Result, error) {
@@ -355,12 +352,7 @@ func benchWebhooks(ctx context.Context, open opener, d time.Duration) ([]bench.R
 		}
 		svc := g.Svc
 		rcv := bench.NewReceiver()
-		wctx, cancel := context.WithCancel(ctx)
-		hooksDone := make(chan struct{})
-		go func() {
-			(&delivery.Webhooks{Service: svc, Client: netguard.NewClient(netguard.Options{AllowPrivate: true})}).Run(wctx)
-			close(hooksDone)
-		}()
+		stopWorkers := g.StartWorkers(gateway.Workers{Webhooks: &delivery.Webhooks{}}) // private targets allowed, as the service's
 		r, err := bench.WebhookDrain(ctx, svc, rcv, c.endpoints, c.per)
 		if err == nil {
 			r.Name = fmt.Sprintf("webhook delivery, %d endpoint(s)", c.endpoints)
@@ -369,10 +361,9 @@ func benchWebhooks(ctx context.Context, open opener, d time.Duration) ([]bench.R
 			r.Name = fmt.Sprintf("webhook latency, %d endpoint(s)", c.endpoints)
 			out = append(out, r)
 		}
-		cancel()
-		<-hooksDone
+		stopWorkers()
 		rcv.Close()
-		svc.Close()
+		g.Close()
 		done()
 		if err != nil {
 			return nil, err

@@ -29,7 +29,6 @@ import (
 	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
-	"github.com/comm-gateway/comm/netguard"
 	"github.com/comm-gateway/comm/sealed"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -278,23 +277,15 @@ func serve(s *flagSet, args []string) error {
 		return err
 	}
 	defer g.Close()
-	svc, front := g.Svc, g.Front
-	defer front.Close()
+	front := g.Front
 
-	workers, stopWorkers := context.WithCancel(context.Background())
-	outbox := &delivery.Outbox{Service: svc, Logger: logger}
-	outboxDone := make(chan struct{})
-	go func() { outbox.Run(workers); close(outboxDone) }()
-	hooks := &delivery.Webhooks{Service: svc, Logger: logger, DisableAfter: disableD,
-		Client: netguard.NewClient(netguard.Options{AllowPrivate: private})}
-	hooksDone := make(chan struct{})
-	go func() { hooks.Run(workers); close(hooksDone) }()
-	sessions := &delivery.Sessions{Service: svc, Logger: logger}
-	sessionsDone := make(chan struct{})
-	go func() { sessions.Run(workers); close(sessionsDone) }()
-	verifierDone := make(chan struct{})
-	go func() { verifyDomains(workers, g.Mail, verifyD, logger); close(verifierDone) }()
-	defer func() { stopWorkers(); <-outboxDone; <-hooksDone; <-sessionsDone; <-verifierDone }()
+	stopWorkers := g.StartWorkers(gateway.Workers{
+		Outbox:        &delivery.Outbox{},
+		Webhooks:      &delivery.Webhooks{DisableAfter: disableD}, // its client allows private targets as --webhook-allow-private says
+		Sessions:      &delivery.Sessions{},
+		VerifyDomains: verifyD,
+	})
+	defer stopWorkers()
 
 	var smtpLine string
 	if *smtpListen != "off" && *smtpListen != "" {
@@ -502,21 +493,4 @@ func signInOptions(issuer, clientID, secret, password string, allowRemote bool, 
 	}
 	o.LocalToken = rand.Text()
 	return o, fmt.Sprintf("comm: local sign-in token for /device: %s (no identity provider configured; valid until this process exits)\n", o.LocalToken)
-}
-
-// verifyDomains checks pending custom domains again every so often, until
-// ctx ends.
-func verifyDomains(ctx context.Context, mail *mailhost.Host, every time.Duration, logger *slog.Logger) {
-	tick := time.NewTicker(min(every, time.Minute))
-	defer tick.Stop()
-	for {
-		if _, err := mail.VerifyPending(ctx, every, 20); err != nil && ctx.Err() == nil {
-			logger.Warn("domain verification", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
 }

@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/delivery"
+	"github.com/comm-gateway/comm/netguard"
+)
+
+// Workers are the background workers of a gateway. A nil worker does not
+// run; a worker's Service and Logger are filled in when unset, and the
+// webhook worker's Client too (a netguard client allowing private targets
+// exactly when Config.Service.WebhookAllowPrivate does).
+type Workers struct {
+	// Outbox delivers queued outbound messages.
+	Outbox *delivery.Outbox
+	// Webhooks pushes each project's events to its webhook endpoint.
+	Webhooks *delivery.Webhooks
+	// Sessions runs the long-lived provider sessions (pollers) under
+	// leases.
+	Sessions *delivery.Sessions
+	// VerifyDomains is how often pending custom domains are checked
+	// again; 0 runs no domain verifier.
+	VerifyDomains time.Duration
+}
+
+// StartWorkers runs w in the background. stop ends them and waits until
+// every one has returned (the outbox its sends in flight, the webhook
+// and session workers their leases released). The workers given are the
+// ones that run (a caller may keep a pointer to one), so each gateway
+// needs its own.
+func (g *Gateway) StartWorkers(w Workers) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	run := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	if o := w.Outbox; o != nil {
+		if o.Service == nil {
+			o.Service = g.Svc
+		}
+		if o.Logger == nil {
+			o.Logger = g.logger
+		}
+		run(o.Run)
+	}
+	if h := w.Webhooks; h != nil {
+		if h.Service == nil {
+			h.Service = g.Svc
+		}
+		if h.Logger == nil {
+			h.Logger = g.logger
+		}
+		if h.Client == nil {
+			h.Client = netguard.NewClient(netguard.Options{AllowPrivate: g.allowPrivate})
+		}
+		run(h.Run)
+	}
+	if s := w.Sessions; s != nil {
+		if s.Service == nil {
+			s.Service = g.Svc
+		}
+		if s.Logger == nil {
+			s.Logger = g.logger
+		}
+		run(s.Run)
+	}
+	if every := w.VerifyDomains; every > 0 {
+		run(func(ctx context.Context) { verifyDomains(ctx, g.Mail, every, g.logger) })
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// verifyDomains checks pending custom domains again every so often, until
+// ctx ends.
+func verifyDomains(ctx context.Context, mail *mailhost.Host, every time.Duration, logger *slog.Logger) {
+	tick := time.NewTicker(min(every, time.Minute))
+	defer tick.Stop()
+	for {
+		if _, err := mail.VerifyPending(ctx, every, 20); err != nil && ctx.Err() == nil {
+			logger.Warn("domain verification", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
