@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/comm-gateway/comm/delivery"
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	gw "github.com/comm-gateway/comm/gateway"
+	"github.com/comm-gateway/comm/gateway/gatewaytest"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/sealed"
 	"github.com/comm-gateway/comm/store"
@@ -21,31 +21,17 @@ import (
 	"github.com/comm-gateway/comm/stream"
 )
 
-// startTelegramReplica is one replica of the gateway, wired by
-// gateway.New with the Telegram channel pointed at the fake Bot API.
-// Replicas of one database share box: they open each other's sealed
-// connection configurations.
+// startTelegramReplica is one replica of the gateway with the Telegram
+// channel pointed at the fake Bot API and no workers (the test runs the
+// session workers itself). Replicas of one database share box: they open
+// each other's sealed connection configurations.
 func startTelegramReplica(t *testing.T, cfg store.Config, box *sealed.Box, apiURL string) *gateway {
 	t.Helper()
-	db, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	logger := testLogger(t)
-	log, err := stream.Open(db, stream.Options{Logger: logger})
-	if err != nil {
-		db.Close()
-		t.Fatalf("stream.Open: %v", err)
-	}
-	w, err := gw.New(log, gw.Config{Logger: logger, Service: messaging.Options{Box: box},
-		Telegram: telegram.Options{APIURL: apiURL, PollTimeout: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gateway{DB: db, Log: log, Svc: w.Svc, srv: httptest.NewServer(w.Front)}
-	g.URL = g.srv.URL
-	t.Cleanup(g.stop)
-	return g
+	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
+		Config: gw.Config{Service: messaging.Options{Box: box},
+			Telegram: telegram.Options{APIURL: apiURL, PollTimeout: time.Second}},
+		Workers: &gw.Workers{},
+	})}
 }
 
 // sessionOwner is the replica holding the connection's session lease.

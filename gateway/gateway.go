@@ -74,6 +74,11 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	}
 	so := cfg.Service
 	so.Channels, so.Logger = reg, logger
+	if so.BaseURL == "" {
+		// One public address: provider ingress URLs are built from the
+		// front door's.
+		so.BaseURL = cfg.Server.BaseURL
+	}
 	svc, err := messaging.New(log, so)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/comm-gateway/comm/channels/telegram"
 	"net/http"
 	"strconv"
 	"testing"
@@ -61,6 +62,10 @@ type setup struct {
 	email bool
 	// relay is the email channel's SMTP relay, if any.
 	relay email.Submitter
+	// telegram configures the Telegram channel (its Bot API URL).
+	telegram telegram.Options
+	// sessions runs the session worker (long-lived provider sessions).
+	sessions bool
 }
 
 // startGateway serves the gateway (gatewaytest.Start); BaseURL, when the
@@ -75,8 +80,11 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 	if su.outbox {
 		workers.Outbox = &delivery.Outbox{}
 	}
+	if su.sessions {
+		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
+	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram},
 		Workers: workers,
 	})}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/delivery"
+	"github.com/comm-gateway/comm/gateway/gatewaytest"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -268,7 +269,7 @@ func TestReadsDeletedConnectionOutbox(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
-			(&delivery.Outbox{Service: g.Svc, Logger: testLogger(t)}).Run(ctx)
+			(&delivery.Outbox{Service: g.Svc, Logger: gatewaytest.Logger(t)}).Run(ctx)
 			close(done)
 		}()
 		t.Cleanup(func() { cancel(); <-done })

@@ -158,6 +158,8 @@ type Request struct {
 	ContentType string
 	Body        string
 	RequestID   string // sent as X-Request-Id
+	// Header holds more request headers (a provider's signature).
+	Header map[string]string
 }
 
 // Response is an HTTP answer read in full.
@@ -196,6 +198,9 @@ func (g *Gateway) Do(t testing.TB, req Request) Response {
 	}
 	if req.ContentType != "" {
 		r.Header.Set("Content-Type", req.ContentType)
+	}
+	for k, v := range req.Header {
+		r.Header.Set(k, v)
 	}
 	resp, err := Client.Do(r)
 	if err != nil {
