@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/api"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -26,38 +27,10 @@ import (
 )
 
 // Message is a message as the API shows it.
-type Message struct {
-	ID             string     `json:"id"`
-	ConversationID string     `json:"conversation_id"`
-	ConnectionID   string     `json:"connection_id"`
-	Channel        string     `json:"channel"`
-	Direction      string     `json:"direction"`
-	Status         string     `json:"status"`
-	Sender         string     `json:"sender"`
-	Recipient      *string    `json:"recipient"`
-	Subject        *string    `json:"subject"`
-	Text           string     `json:"text"`
-	HTML           *string    `json:"html"`
-	InReplyTo      *string    `json:"in_reply_to"`
-	Error          *string    `json:"error"`
-	Attempts       int        `json:"attempts"`
-	CreatedAt      time.Time  `json:"created_at"`
-	SentAt         *time.Time `json:"sent_at"`
-	// Attachments and Details appear on channels that have them (email).
-	Attachments []AttachmentInfo `json:"attachments,omitempty"`
-	Details     json.RawMessage  `json:"details,omitempty"`
-}
+type Message = api.Message
 
-// AttachmentInfo describes an attachment of a message; its bytes are at
-// GET /v1/messages/{message_id}/attachments/{id}.
-type AttachmentInfo struct {
-	ID          string  `json:"id"`
-	Filename    string  `json:"filename"`
-	ContentType string  `json:"content_type"`
-	Size        int64   `json:"size"`
-	Inline      bool    `json:"inline"`
-	ContentID   *string `json:"content_id"`
-}
+// AttachmentInfo describes an attachment of a message.
+type AttachmentInfo = api.AttachmentInfo
 
 // AttachmentsOf decodes the attachment list a message row keeps; a list
 // that does not decode shows none.
@@ -570,11 +543,8 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 // TypingLease is how long one typing call shows the indicator.
 const TypingLease = 10 * time.Second
 
-// TypingState is the answer to a typing call.
-type TypingState struct {
-	ConversationID string    `json:"conversation_id"`
-	TypingUntil    time.Time `json:"typing_until"`
-}
+// TypingState is the answer to a typing request.
+type TypingState = api.TypingState
 
 // Typing shows a typing indicator in a message's conversation: a lease that
 // ends on its own after TypingLease, or when a reply is sent.

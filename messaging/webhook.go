@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"github.com/comm-gateway/comm/api"
 	"strings"
 	"time"
 
@@ -17,21 +18,8 @@ import (
 	"github.com/comm-gateway/comm/stream"
 )
 
-// Webhook is a project's push endpoint as the API shows it. Secret is set
-// only in the answer that generated it.
-type Webhook struct {
-	ID             string     `json:"id"`
-	URL            string     `json:"url"`
-	Status         string     `json:"status"`
-	Cursor         int64      `json:"cursor"`
-	LastError      *string    `json:"last_error"`
-	FailingSince   *time.Time `json:"failing_since"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at"`
-	DisabledReason *string    `json:"disabled_reason"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	Secret         string     `json:"secret,omitempty"`
-}
+// Webhook is the project's push endpoint.
+type Webhook = api.Webhook
 
 func webhookOf(w *ent.Webhook) *Webhook {
 	return &Webhook{
@@ -242,17 +230,8 @@ func (s *Service) ReplayWebhook(ctx context.Context, p *Principal, fromSeq *int6
 	return webhookOf(saved), nil
 }
 
-// WebhookAttempt is one recorded delivery attempt.
-type WebhookAttempt struct {
-	ID         string    `json:"id"`
-	URL        string    `json:"url"`
-	Seq        int64     `json:"seq"`
-	OK         bool      `json:"ok"`
-	StatusCode int       `json:"status_code"`
-	LatencyMS  int       `json:"latency_ms"`
-	Error      *string   `json:"error"`
-	At         time.Time `json:"at"`
-}
+// WebhookAttempt is one recorded push delivery attempt.
+type WebhookAttempt = api.WebhookAttempt
 
 // MaxAttemptHistory bounds the attempts kept per webhook.
 const MaxAttemptHistory = 1000

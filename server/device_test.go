@@ -17,6 +17,7 @@ import (
 
 	"github.com/oauth2-proxy/mockoidc"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -199,19 +200,8 @@ func (g *gateway) webUndecided(t *testing.T, deviceCode string) {
 	}
 }
 
-type webAccountView struct {
-	Account struct {
-		ID, Issuer, Subject, Email, Name string
-	} `json:"account"`
-	Balance string `json:"balance"`
-	Ledger  []struct {
-		Kind   string `json:"kind"`
-		Amount string `json:"amount"`
-	} `json:"ledger"`
-	Projects []struct {
-		ID string `json:"id"`
-	} `json:"projects"`
-}
+// webAccountView is the body of GET /v1/account.
+type webAccountView = api.AccountView
 
 func (g *gateway) webAccount(t *testing.T, key string) webAccountView {
 	t.Helper()
@@ -220,9 +210,7 @@ func (g *gateway) webAccount(t *testing.T, key string) webAccountView {
 		t.Fatalf("GET /v1/account: status %d, body %s", resp.Status, resp.Body)
 	}
 	var a webAccountView
-	if err := json.Unmarshal(resp.Body, &a); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, resp.Body, &a)
 	return a
 }
 

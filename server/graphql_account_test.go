@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -67,16 +68,7 @@ type gqlKey struct {
 }
 
 // keyREST is a key as GET /v1/keys shows it.
-type keyREST struct {
-	ID         string     `json:"id"`
-	Kind       string     `json:"kind"`
-	Display    string     `json:"display"`
-	Name       *string    `json:"name"`
-	Current    bool       `json:"current"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
-}
+type keyREST = api.Key
 
 func (k gqlKey) rest() keyREST {
 	return keyREST{ID: k.ID, Kind: k.Kind, Display: k.Display, Name: k.Name, Current: k.Current,

@@ -19,6 +19,7 @@ import (
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	gw "github.com/comm-gateway/comm/gateway"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/delivery"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
@@ -240,12 +241,7 @@ func (g *gateway) do(t *testing.T, req request) response {
 }
 
 // sandbox is the body of a 201 from POST /v1/projects/sandbox.
-type sandbox struct {
-	ProjectID  string `json:"project_id"`
-	APIKey     string `json:"api_key"`
-	CustomerID string `json:"customer_id"`
-	AgentID    string `json:"agent_id"`
-}
+type sandbox = api.Sandbox
 
 // newSandbox creates a project through the API.
 func (g *gateway) newSandbox(t *testing.T, name string) sandbox {
@@ -265,11 +261,7 @@ func (g *gateway) newSandbox(t *testing.T, name string) sandbox {
 }
 
 // event is one element of GET /v1/events.
-type event struct {
-	Seq  int64           `json:"seq"`
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
+type event = api.Event
 
 // events calls GET /v1/events with query (without the "?") and fails the
 // test unless it answers 200.
@@ -292,14 +284,7 @@ func (g *gateway) events(t *testing.T, key, query string) []event {
 }
 
 // project is the body of GET /v1/project.
-type project struct {
-	ID         string    `json:"id"`
-	Name       string    `json:"name"`
-	CustomerID string    `json:"customer_id"`
-	AgentID    string    `json:"agent_id"`
-	LastSeq    int64     `json:"last_seq"`
-	CreatedAt  time.Time `json:"created_at"`
-}
+type project = api.Project
 
 func (g *gateway) project(t *testing.T, key string) project {
 	t.Helper()
@@ -356,6 +341,7 @@ func decodeJSON(t *testing.T, b []byte, v any) {
 	if err := dec.Decode(v); err != nil {
 		t.Fatalf("decode %s: %v", b, err)
 	}
+	wireRoundTrip(t, b, v)
 }
 
 // appendN appends n message.received events to project and returns their

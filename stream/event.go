@@ -20,14 +20,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/comm-gateway/comm/api"
 )
 
 // Event is one entry of a project's stream, in the spec's shape.
-type Event struct {
-	Seq  int64           `json:"seq"`
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
+type Event = api.Event
 
 // The stored form of an event is its JSON envelope, exactly as every front
 // door serves it: {"seq":N,"type":"T","data":D}. It is encoded once, at
