@@ -31,3 +31,16 @@ type WebhookAttempt struct {
 	Error      *string   `json:"error"`
 	At         time.Time `json:"at"`
 }
+
+// WebhookRequest is the body of PUT /v1/webhook: it registers (or
+// replaces) the project's push endpoint.
+type WebhookRequest struct {
+	URL string `json:"url"`
+	// Secret signs deliveries; a "whsec_" secret is base64 after the
+	// prefix. Generated (and shown once) when empty.
+	Secret string `json:"secret,omitempty"`
+	// FromSeq starts (or moves) the cursor: deliveries resume after it.
+	// Default: a new registration starts at the stream's head; a
+	// re-registration keeps its cursor.
+	FromSeq *int64 `json:"from_seq,omitempty"`
+}

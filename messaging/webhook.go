@@ -38,16 +38,7 @@ func utc(t *time.Time) *time.Time {
 }
 
 // WebhookInput is the body of PUT /v1/webhook.
-type WebhookInput struct {
-	URL string `json:"url"`
-	// Secret signs deliveries; a "whsec_" secret is base64 after the
-	// prefix. Generated (and shown once) when empty.
-	Secret string `json:"secret"`
-	// FromSeq starts (or moves) the cursor: deliveries resume after it.
-	// Default: a new registration starts at the stream's head; a
-	// re-registration keeps its cursor.
-	FromSeq *int64 `json:"from_seq"`
-}
+type WebhookInput = api.WebhookRequest
 
 // webhookEvent is the data of webhook.disabled and webhook.enabled.
 type webhookEvent struct {

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -22,21 +23,11 @@ import (
 // HTTP; approval is the domain call the /device page makes (the page has
 // its own tests).
 
-type deviceStart struct {
-	UserCode                string `json:"user_code"`
-	DeviceCode              string `json:"device_code"`
-	VerificationURI         string `json:"verification_uri"`
-	VerificationURIComplete string `json:"verification_uri_complete"`
-	Interval                int    `json:"interval"`
-	ExpiresIn               int    `json:"expires_in"`
-}
+// deviceStart is the answer of POST /v1/auth/device/start.
+type deviceStart = api.DeviceStart
 
-type deviceToken struct {
-	Status   string `json:"status"`
-	APIKey   string `json:"api_key"`
-	BaseURL  string `json:"base_url"`
-	Interval int    `json:"interval"`
-}
+// deviceToken is the answer of POST /v1/auth/device/token.
+type deviceToken = api.DeviceToken
 
 func (g *gateway) startDevice(t *testing.T, apiKey string) deviceStart {
 	t.Helper()

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/json"
 	"html"
 	"io"
 	"net"
@@ -142,14 +141,8 @@ func (p webPage) wantNot(t *testing.T, texts ...string) {
 	}
 }
 
-type webStart struct {
-	UserCode                string `json:"user_code"`
-	DeviceCode              string `json:"device_code"`
-	VerificationURI         string `json:"verification_uri"`
-	VerificationURIComplete string `json:"verification_uri_complete"`
-	Interval                int    `json:"interval"`
-	ExpiresIn               int    `json:"expires_in"`
-}
+// webStart is the answer of POST /v1/auth/device/start.
+type webStart = api.DeviceStart
 
 func (g *gateway) webStart(t *testing.T, apiKey string) webStart {
 	t.Helper()
@@ -162,21 +155,15 @@ func (g *gateway) webStart(t *testing.T, apiKey string) webStart {
 		t.Fatalf("device start: status %d, body %s", resp.Status, resp.Body)
 	}
 	var st webStart
-	if err := json.Unmarshal(resp.Body, &st); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, resp.Body, &st)
 	if st.VerificationURIComplete != g.URL+"/device?code="+url.QueryEscape(st.UserCode) {
 		t.Fatalf("verification_uri_complete %q, base %s", st.VerificationURIComplete, g.URL)
 	}
 	return st
 }
 
-type webToken struct {
-	Status   string `json:"status"`
-	APIKey   string `json:"api_key"`
-	BaseURL  string `json:"base_url"`
-	Interval int    `json:"interval"`
-}
+// webToken is the answer of POST /v1/auth/device/token.
+type webToken = api.DeviceToken
 
 func (g *gateway) webPoll(t *testing.T, deviceCode string) webToken {
 	t.Helper()
@@ -185,9 +172,7 @@ func (g *gateway) webPoll(t *testing.T, deviceCode string) webToken {
 		t.Fatalf("device token: status %d, body %s", resp.Status, resp.Body)
 	}
 	var tok webToken
-	if err := json.Unmarshal(resp.Body, &tok); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, resp.Body, &tok)
 	return tok
 }
 

@@ -298,14 +298,7 @@ func (g *gateway) project(t *testing.T, key string) project {
 }
 
 // apiError is the one JSON error shape.
-type apiError struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		Param     string `json:"param"`
-		RequestID string `json:"request_id"`
-	} `json:"error"`
-}
+type apiError = api.ErrorBody
 
 // wantError checks status, the JSON error shape, its code and (if not
 // empty) its param, and returns the decoded error.
