@@ -2,6 +2,15 @@ package api
 
 import "time"
 
+// Key kinds and ledger entry kinds.
+const (
+	KeySandbox  = "sandbox"
+	KeySignedIn = "signed_in"
+
+	CreditGrant = "grant"
+	CreditDebit = "debit"
+)
+
 // Account is who signed in (comm login): the owner of signed-in projects.
 type Account struct {
 	ID string `json:"id"`

@@ -2,6 +2,20 @@ package api
 
 import "time"
 
+// Domain statuses and domain record states.
+const (
+	DomainPending = "pending"
+	// DomainUnverified: verified once, then its ownership record was
+	// missing past the gateway's grace period.
+	DomainUnverified = "unverified"
+	DomainVerified   = "verified"
+
+	RecordPending  = "pending"
+	RecordFound    = "found"
+	RecordMissing  = "missing"
+	RecordMismatch = "mismatch"
+)
+
 // Domain is a custom email domain of the project: the DNS records its
 // owner publishes, and what verification found. Once verified, mail from
 // the domain is DKIM-signed and inboxes on InboundDomain receive mail.

@@ -18,6 +18,18 @@ type Conversation struct {
 	CreatedAt     time.Time  `json:"created_at"`
 }
 
+// Message directions and statuses.
+const (
+	DirectionInbound  = "inbound"
+	DirectionOutbound = "outbound"
+
+	StatusReceived = "received"
+	StatusQueued   = "queued"
+	StatusSending  = "sending"
+	StatusSent     = "sent"
+	StatusFailed   = "failed"
+)
+
 // Message is a stored message, inbound or outbound.
 type Message struct {
 	ID             string     `json:"id"`

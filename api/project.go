@@ -27,6 +27,21 @@ type Project struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// Event types: the Type of an Event.
+const (
+	EventMessageReceived      = "message.received"
+	EventMessageSent          = "message.sent"
+	EventMessageFailed        = "message.failed"
+	EventConnectionActive     = "connection.active"
+	EventConnectionAuthorized = "connection.authorized"
+	EventConnectionDegraded   = "connection.degraded"
+	EventConnectionRevoked    = "connection.revoked"
+	EventDomainVerified       = "domain.verified"
+	EventDomainUnverified     = "domain.unverified"
+	EventWebhookDisabled      = "webhook.disabled"
+	EventWebhookEnabled       = "webhook.enabled"
+)
+
 // Event is one entry of the project's stream: GET /v1/events, the GraphQL
 // subscription and push deliveries all carry this shape.
 type Event struct {

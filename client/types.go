@@ -9,17 +9,17 @@ import (
 
 // Event types of the stream.
 const (
-	EventMessageReceived      = "message.received"
-	EventMessageSent          = "message.sent"
-	EventMessageFailed        = "message.failed"
-	EventConnectionActive     = "connection.active"
-	EventConnectionAuthorized = "connection.authorized"
-	EventConnectionDegraded   = "connection.degraded"
-	EventConnectionRevoked    = "connection.revoked"
-	EventDomainVerified       = "domain.verified"
-	EventDomainUnverified     = "domain.unverified"
-	EventWebhookDisabled      = "webhook.disabled"
-	EventWebhookEnabled       = "webhook.enabled"
+	EventMessageReceived      = api.EventMessageReceived
+	EventMessageSent          = api.EventMessageSent
+	EventMessageFailed        = api.EventMessageFailed
+	EventConnectionActive     = api.EventConnectionActive
+	EventConnectionAuthorized = api.EventConnectionAuthorized
+	EventConnectionDegraded   = api.EventConnectionDegraded
+	EventConnectionRevoked    = api.EventConnectionRevoked
+	EventDomainVerified       = api.EventDomainVerified
+	EventDomainUnverified     = api.EventDomainUnverified
+	EventWebhookDisabled      = api.EventWebhookDisabled
+	EventWebhookEnabled       = api.EventWebhookEnabled
 )
 
 // Sandbox is a new anonymous project and its key (shown once).
@@ -81,14 +81,14 @@ type Conversation = api.Conversation
 
 // Message directions and statuses.
 const (
-	DirectionInbound  = "inbound"
-	DirectionOutbound = "outbound"
+	DirectionInbound  = api.DirectionInbound
+	DirectionOutbound = api.DirectionOutbound
 
-	StatusReceived = "received"
-	StatusQueued   = "queued"
-	StatusSending  = "sending"
-	StatusSent     = "sent"
-	StatusFailed   = "failed"
+	StatusReceived = api.StatusReceived
+	StatusQueued   = api.StatusQueued
+	StatusSending  = api.StatusSending
+	StatusSent     = api.StatusSent
+	StatusFailed   = api.StatusFailed
 )
 
 // Message is a stored message, inbound or outbound.
@@ -111,16 +111,16 @@ type AttachmentFile struct {
 
 // Domain statuses and domain record states.
 const (
-	DomainPending = "pending"
+	DomainPending = api.DomainPending
 	// DomainUnverified: verified once, then its ownership record was
 	// missing past the gateway's grace period.
-	DomainUnverified = "unverified"
-	DomainVerified   = "verified"
+	DomainUnverified = api.DomainUnverified
+	DomainVerified   = api.DomainVerified
 
-	RecordPending  = "pending"
-	RecordFound    = "found"
-	RecordMissing  = "missing"
-	RecordMismatch = "mismatch"
+	RecordPending  = api.RecordPending
+	RecordFound    = api.RecordFound
+	RecordMissing  = api.RecordMissing
+	RecordMismatch = api.RecordMismatch
 )
 
 // Domain is a custom email domain of the project: the DNS records its
@@ -172,11 +172,11 @@ type WebhookAttempt = api.WebhookAttempt
 
 // Key kinds and ledger entry kinds.
 const (
-	KeySandbox  = "sandbox"
-	KeySignedIn = "signed_in"
+	KeySandbox  = api.KeySandbox
+	KeySignedIn = api.KeySignedIn
 
-	CreditGrant = "grant"
-	CreditDebit = "debit"
+	CreditGrant = api.CreditGrant
+	CreditDebit = api.CreditDebit
 )
 
 // Account is who signed in (comm login): the owner of signed-in projects.
