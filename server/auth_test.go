@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -143,22 +142,9 @@ func TestDeviceFlow(t *testing.T) {
 		}
 
 		// The account: $100 once.
-		var a struct {
-			Account struct {
-				Email string `json:"email"`
-			} `json:"account"`
-			Balance      string `json:"balance"`
-			BalanceCents int64  `json:"balance_cents"`
-			Ledger       []struct {
-				Kind        string `json:"kind"`
-				AmountCents int64  `json:"amount_cents"`
-			} `json:"ledger"`
-			Projects []struct {
-				ID string `json:"id"`
-			} `json:"projects"`
-		}
+		var a api.AccountView
 		r := g.do(t, request{Path: "/v1/account", Key: tok.APIKey})
-		json.Unmarshal(r.Body, &a)
+		decodeJSON(t, r.Body, &a)
 		if r.Status != 200 || a.Balance != "100.00" || a.BalanceCents != 10000 || len(a.Ledger) != 1 || a.Ledger[0].Kind != "grant" ||
 			a.Account.Email != "ann@example.com" || len(a.Projects) != 1 || a.Projects[0].ID != sb.ProjectID {
 			t.Fatalf("account: %d %s", r.Status, r.Body)
@@ -178,7 +164,7 @@ func TestDeviceFlow(t *testing.T) {
 		}
 		_, tok2, _ := g.pollDevice(t, st2.DeviceCode)
 		r = g.do(t, request{Path: "/v1/account", Key: tok2.APIKey})
-		json.Unmarshal(r.Body, &a)
+		decodeJSON(t, r.Body, &a)
 		if a.Balance != "100.00" || len(a.Ledger) != 1 || len(a.Projects) != 2 {
 			t.Fatalf("account after a second sign-in: %s", r.Body)
 		}
@@ -314,13 +300,8 @@ func TestKeys(t *testing.T) {
 		g := start(t, cfg, server.Options{})
 		sb := g.newSandbox(t, "keys")
 		r := g.do(t, request{Method: "POST", Path: "/v1/keys", Key: sb.APIKey, ContentType: "application/json", Body: `{"name":"ci"}`})
-		var nk struct {
-			ID      string `json:"id"`
-			APIKey  string `json:"api_key"`
-			Display string `json:"display"`
-			Kind    string `json:"kind"`
-		}
-		json.Unmarshal(r.Body, &nk)
+		var nk api.NewKey
+		decodeJSON(t, r.Body, &nk)
 		if r.Status != 201 || !strings.HasPrefix(nk.APIKey, "comm_sandbox_") || nk.Kind != "sandbox" {
 			t.Fatalf("create key: %d %s", r.Status, r.Body)
 		}

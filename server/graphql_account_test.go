@@ -132,9 +132,7 @@ func TestGraphQLAccount(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("GET /v1/account: %d %s", r.Status, r.Body)
 		}
-		if err := json.Unmarshal(r.Body, &rest); err != nil {
-			t.Fatal(err)
-		}
+		decodeJSON(t, r.Body, &rest)
 		if rest.Account.ID != a.ID || rest.Account.Issuer != a.Issuer || rest.Account.Subject != a.Subject ||
 			rest.Account.Email != a.Email || rest.Account.Name != a.Name || !rest.Account.CreatedAt.Equal(a.CreatedAt) ||
 			rest.Currency != a.Currency || rest.BalanceCents != a.BalanceCents || rest.Balance != a.Balance ||

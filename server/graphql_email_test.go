@@ -444,17 +444,12 @@ func TestGraphQLMessageAttachments(t *testing.T) {
 		if !same(node, m) {
 			t.Errorf("node(id) %+v, messages %+v", node, m)
 		}
-		var rest struct {
-			Attachments []attachmentREST `json:"attachments"`
-			Details     json.RawMessage  `json:"details"`
-		}
+		var rest api.Message
 		resp := g.do(t, request{Path: "/v1/messages/" + m.ID, Key: a.APIKey})
 		if resp.Status != http.StatusOK {
 			t.Fatalf("GET message: status %d, body %s", resp.Status, resp.Body)
 		}
-		if err := json.Unmarshal(resp.Body, &rest); err != nil {
-			t.Fatal(err)
-		}
+		decodeJSON(t, resp.Body, &rest)
 		var fromGQL []attachmentREST
 		for _, att := range m.Attachments {
 			fromGQL = append(fromGQL, attachmentREST{ID: att.ID, Filename: att.Filename, ContentType: att.ContentType,
