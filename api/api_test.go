@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/comm-gateway/comm/api"
 )
 
 // TestFieldsHaveJSONTags checks every struct type declared in the package:
@@ -86,4 +88,42 @@ func checkField(t *testing.T, typ string, fld *ast.Field) {
 	if tag == "-" {
 		t.Errorf("%s: a field the wire never carries does not belong in package api", name)
 	}
+}
+
+// TestEventMessageCoversWrittenMessages checks that readers' EventMessage
+// has every field the gateway writes in message events (ReceivedMessage,
+// SentMessage), under the same JSON name and of the same type (or a
+// pointer to it, where the reader tells absent from zero).
+func TestEventMessageCoversWrittenMessages(t *testing.T) {
+	t.Parallel()
+	reader := jsonFields(reflect.TypeFor[api.EventMessage]())
+	for _, typ := range []reflect.Type{reflect.TypeFor[api.ReceivedMessage](), reflect.TypeFor[api.SentMessage]()} {
+		for name, ft := range jsonFields(typ) {
+			rt, ok := reader[name]
+			if !ok {
+				t.Errorf("%s writes %q, which EventMessage lacks", typ.Name(), name)
+				continue
+			}
+			if rt != ft && !(rt.Kind() == reflect.Pointer && rt.Elem() == ft) {
+				t.Errorf("%q: %s writes %s, EventMessage reads %s", name, typ.Name(), ft, rt)
+			}
+		}
+	}
+}
+
+// jsonFields maps the JSON names of t's fields (embedded structs
+// flattened) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			for k, v := range jsonFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		out[name] = f.Type
+	}
+	return out
 }

@@ -1,9 +1,6 @@
 package client
 
 import (
-	"encoding/json"
-	"time"
-
 	"github.com/comm-gateway/comm/api"
 )
 
@@ -34,31 +31,7 @@ type Event = api.Event
 
 // MessageEvent is the data of message.received, message.sent and
 // message.failed.
-type MessageEvent struct {
-	CustomerID string `json:"customer_id"`
-	AgentID    string `json:"agent_id"`
-	Message    struct {
-		ID             string  `json:"id"`
-		ConversationID string  `json:"conversation_id"`
-		ConnectionID   string  `json:"connection_id"`
-		Channel        string  `json:"channel"`
-		Sender         string  `json:"sender"`
-		Subject        *string `json:"subject"`
-		Text           string  `json:"text"`
-		HTML           *string `json:"html"`
-		// Attachments and Details are set on channels that have them
-		// (email), as in Message.
-		Attachments []AttachmentInfo `json:"attachments,omitempty"`
-		Details     json.RawMessage  `json:"details,omitempty"`
-		// The fields below are set on message.sent and message.failed.
-		Recipient *string    `json:"recipient,omitempty"`
-		InReplyTo *string    `json:"in_reply_to,omitempty"`
-		Status    string     `json:"status,omitempty"`
-		SentAt    *time.Time `json:"sent_at,omitempty"`
-		Error     *string    `json:"error,omitempty"`
-		Attempts  int        `json:"attempts,omitempty"`
-	} `json:"message"`
-}
+type MessageEvent = api.MessageEvent
 
 // Connection is a channel connection (an inbox, a bot, an app).
 type Connection = api.Connection

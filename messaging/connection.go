@@ -154,7 +154,7 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		if err != nil {
 			return err
 		}
-		return tx.Append(stream.ConnectionActive, connectionEvent{
+		return tx.Append(stream.ConnectionActive, api.ConnectionEvent{
 			CustomerID: in.CustomerID, AgentID: in.AgentID, Connection: connectionOf(created),
 		})
 	})
@@ -251,14 +251,6 @@ func (s *Service) webhookURL(channel, id string) string {
 		return ""
 	}
 	return s.baseURL + "/hooks/" + channel + "/" + id
-}
-
-// connectionEvent is the data of connection.active: the scope, like
-// message.received, and the connection as GET /v1/connections/{id} shows it.
-type connectionEvent struct {
-	CustomerID string      `json:"customer_id"`
-	AgentID    string      `json:"agent_id"`
-	Connection *Connection `json:"connection"`
 }
 
 func label(d channels.Descriptor) string {

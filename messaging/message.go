@@ -58,25 +58,6 @@ func messageOf(m *ent.Message) *Message {
 	return out
 }
 
-// receivedMessage is the message object of message.received, exactly the
-// spec's fields.
-type receivedMessage struct {
-	ID             string  `json:"id"`
-	ConversationID string  `json:"conversation_id"`
-	ConnectionID   string  `json:"connection_id"`
-	Channel        string  `json:"channel"`
-	Sender         string  `json:"sender"`
-	Subject        *string `json:"subject"`
-	Text           string  `json:"text"`
-	HTML           *string `json:"html"`
-	// Beyond the spec's fields, on channels that have them (email).
-	Attachments []AttachmentInfo `json:"attachments,omitempty"`
-	Details     json.RawMessage  `json:"details,omitempty"`
-	// Truncated says the event carries less than the message: text, html
-	// or subject cut, or details left out; GET /v1/messages/{id} has all.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
 // DefaultEventBodyBytes is the default cap on each of the text, html and
 // subject of a message in an event, and on its details.
 const DefaultEventBodyBytes = 64 << 10
@@ -87,7 +68,7 @@ const DefaultEventBodyBytes = 64 << 10
 // details.full_text (the whole body, quoted history included) is never
 // carried, and details larger than the cap are left out. Anything cut or
 // left out sets Truncated; the message itself is stored whole.
-func (s *Service) envelope(m *receivedMessage) {
+func (s *Service) envelope(m *api.ReceivedMessage) {
 	limit := s.eventBody
 	cut := func(v string) string {
 		if len(v) <= limit/6 { // fits however it is escaped
@@ -225,7 +206,7 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 		if stored, err = create.Save(tctx); err != nil {
 			return err
 		}
-		ev := receivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
+		ev := api.ReceivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
 			Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
 			Attachments: atts, Details: in.Details}
 		s.envelope(&ev)

@@ -40,12 +40,6 @@ func utc(t *time.Time) *time.Time {
 // WebhookInput is the body of PUT /v1/webhook.
 type WebhookInput = api.WebhookRequest
 
-// webhookEvent is the data of webhook.disabled and webhook.enabled.
-type webhookEvent struct {
-	Webhook *Webhook `json:"webhook"`
-	Reason  string   `json:"reason,omitempty"`
-}
-
 // SetWebhook registers (or replaces) the project's push endpoint.
 func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput) (*Webhook, error) {
 	if in.URL == "" {
@@ -103,7 +97,7 @@ func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput)
 			return err
 		}
 		if old.Status == entwh.StatusDisabled {
-			return tx.Append(stream.WebhookEnabled, webhookEvent{Webhook: webhookOf(saved), Reason: "registered again"})
+			return tx.Append(stream.WebhookEnabled, api.WebhookEvent{Webhook: webhookOf(saved), Reason: "registered again"})
 		}
 		return nil
 	})

@@ -35,6 +35,86 @@ func wireRoundTrip(t *testing.T, b []byte, v any) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%T does not round-trip the gateway's JSON:\n gateway: %s\n api:     %s", v, want, got)
 	}
+	switch evs := v.(type) {
+	case *[]api.Event:
+		for _, e := range *evs {
+			eventRoundTrip(t, e)
+		}
+	case *api.Event:
+		eventRoundTrip(t, *evs)
+	}
+}
+
+// eventRoundTrip holds an event's data to the same rule, by the event's
+// type: the data decodes strictly into the api type the gateway writes it
+// with and encodes back to the same bytes (the stream stores data as
+// json.Marshal wrote it). A message event's data also decodes strictly
+// into api.MessageEvent, the type readers use for all three. Events that
+// tests append straight into the log carry data of their own, without the
+// object the gateway's event of that type carries; they are left alone.
+func eventRoundTrip(t *testing.T, e api.Event) {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if json.Unmarshal(e.Data, &top) != nil {
+		return
+	}
+	object := map[string]string{
+		api.EventMessageReceived: "message", api.EventMessageSent: "message", api.EventMessageFailed: "message",
+		api.EventConnectionActive: "connection", api.EventConnectionAuthorized: "connection",
+		api.EventConnectionDegraded: "connection", api.EventConnectionRevoked: "connection",
+		api.EventDomainVerified: "domain", api.EventDomainUnverified: "domain",
+		api.EventWebhookDisabled: "webhook", api.EventWebhookEnabled: "webhook",
+	}[e.Type]
+	if _, ok := top[object]; !ok {
+		return
+	}
+	switch e.Type {
+	case api.EventMessageReceived:
+		dataRoundTrip(t, e, &struct {
+			CustomerID string              `json:"customer_id"`
+			AgentID    string              `json:"agent_id"`
+			Message    api.ReceivedMessage `json:"message"`
+		}{})
+		strictDecode(t, e, &api.MessageEvent{})
+	case api.EventMessageSent, api.EventMessageFailed:
+		dataRoundTrip(t, e, &struct {
+			CustomerID string          `json:"customer_id"`
+			AgentID    string          `json:"agent_id"`
+			Message    api.SentMessage `json:"message"`
+		}{})
+		strictDecode(t, e, &api.MessageEvent{})
+	case api.EventConnectionActive, api.EventConnectionAuthorized, api.EventConnectionDegraded, api.EventConnectionRevoked:
+		dataRoundTrip(t, e, &api.ConnectionEvent{})
+	case api.EventDomainVerified, api.EventDomainUnverified:
+		dataRoundTrip(t, e, &api.DomainEvent{})
+	case api.EventWebhookDisabled, api.EventWebhookEnabled:
+		dataRoundTrip(t, e, &api.WebhookEvent{})
+	}
+}
+
+func strictDecode(t *testing.T, e api.Event, v any) bool {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(e.Data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Errorf("event %d (%s): data does not decode into %T: %v\n%s", e.Seq, e.Type, v, err, e.Data)
+		return false
+	}
+	return true
+}
+
+func dataRoundTrip(t *testing.T, e api.Event, v any) {
+	t.Helper()
+	if !strictDecode(t, e, v) {
+		return
+	}
+	got, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("re-encode %T: %v", v, err)
+	}
+	if !bytes.Equal(got, e.Data) {
+		t.Errorf("event %d (%s): %T does not round-trip the data:\n gateway: %s\n api:     %s", e.Seq, e.Type, v, e.Data, got)
+	}
 }
 
 // isWireType reports whether t is (a pointer to, a slice or map of) a

@@ -372,9 +372,7 @@ func (h *Host) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error) {
 		if unverified {
 			typ = stream.DomainUnverified
 		}
-		return tx.Append(typ, struct {
-			Domain *Domain `json:"domain"`
-		}{view})
+		return tx.Append(typ, api.DomainEvent{Domain: view})
 	})
 	if unverified && err == nil {
 		h.keys.Delete(d.ID)
