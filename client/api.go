@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/comm-gateway/comm/api"
 )
 
 // MaxWait is the longest long-poll wait the gateway accepts.
@@ -97,19 +99,13 @@ func (c *Client) EventsWait(ctx context.Context, afterSeq int64, limit int, typ 
 }
 
 // WebhookOption adjusts SetWebhook.
-type WebhookOption func(*webhookRequest)
-
-type webhookRequest struct {
-	URL     string `json:"url"`
-	Secret  string `json:"secret,omitempty"`
-	FromSeq *int64 `json:"from_seq,omitempty"`
-}
+type WebhookOption func(*api.WebhookRequest)
 
 // WebhookFromSeq sets the endpoint's cursor: deliveries resume with the
 // event after seq. By default a new registration starts at the stream's
 // head and a re-registration keeps its cursor.
 func WebhookFromSeq(seq int64) WebhookOption {
-	return func(r *webhookRequest) { r.FromSeq = &seq }
+	return func(r *api.WebhookRequest) { r.FromSeq = &seq }
 }
 
 // SetWebhook registers (or replaces) the project's push endpoint
@@ -118,7 +114,7 @@ func WebhookFromSeq(seq int64) WebhookOption {
 // gateway generates one and returns it in Webhook.Secret, once. Check
 // deliveries with VerifyWebhook or WebhookHandler.
 func (c *Client) SetWebhook(ctx context.Context, webhookURL, secret string, opts ...WebhookOption) (*Webhook, error) {
-	in := webhookRequest{URL: webhookURL, Secret: secret}
+	in := api.WebhookRequest{URL: webhookURL, Secret: secret}
 	for _, o := range opts {
 		o(&in)
 	}

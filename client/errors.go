@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/comm-gateway/comm/api"
 )
 
 // Error is an error answer of the gateway: its JSON error body
@@ -146,15 +148,8 @@ func codeOfStatus(status int) string {
 func errorOf(resp *http.Response, body []byte) *Error {
 	e := &Error{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"),
 		RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
-	var b struct {
-		Error *struct {
-			Code      string `json:"code"`
-			Message   string `json:"message"`
-			Param     string `json:"param"`
-			RequestID string `json:"request_id"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &b) == nil && b.Error != nil && b.Error.Code != "" {
+	var b api.ErrorBody
+	if json.Unmarshal(body, &b) == nil && b.Error.Code != "" {
 		e.Code, e.Message, e.Param = b.Error.Code, b.Error.Message, b.Error.Param
 		if b.Error.RequestID != "" {
 			e.RequestID = b.Error.RequestID

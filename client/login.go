@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/comm-gateway/comm/api"
 )
 
 // Login errors.
@@ -30,20 +32,6 @@ type LoginResult struct {
 	BaseURL string `json:"base_url"`
 }
 
-type deviceStart struct {
-	UserCode                string `json:"user_code"`
-	DeviceCode              string `json:"device_code"`
-	VerificationURIComplete string `json:"verification_uri_complete"`
-	Interval                int    `json:"interval"`
-}
-
-type deviceToken struct {
-	Status   string `json:"status"` // pending, approved, slow_down, denied, expired
-	APIKey   string `json:"api_key"`
-	BaseURL  string `json:"base_url"`
-	Interval int    `json:"interval"`
-}
-
 // Login runs the device sign-in flow of the spec: POST
 // /v1/auth/device/start (with sandboxKey, if any, so that sandbox project
 // carries over into the account), show the prompt, then poll POST
@@ -55,12 +43,9 @@ func Login(ctx context.Context, baseURL, sandboxKey string, show func(LoginPromp
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]string{}
-	if sandboxKey != "" {
-		body["api_key"] = sandboxKey
-	}
-	var st deviceStart
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/auth/device/start", body: body, out: &st, noAuth: true}); err != nil {
+	var st api.DeviceStart
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/auth/device/start",
+		body: api.DeviceStartRequest{APIKey: sandboxKey}, out: &st, noAuth: true}); err != nil {
 		return nil, fmt.Errorf("comm: start sign-in: %w", err)
 	}
 	interval := time.Duration(max(st.Interval, 1)) * time.Second
@@ -71,9 +56,9 @@ func Login(ctx context.Context, baseURL, sandboxKey string, show func(LoginPromp
 			return nil, ctx.Err()
 		case <-time.After(interval):
 		}
-		var tok deviceToken
+		var tok api.DeviceToken
 		err := c.do(ctx, request{method: http.MethodPost, path: "/v1/auth/device/token",
-			body: map[string]string{"device_code": st.DeviceCode}, out: &tok, noAuth: true})
+			body: api.DeviceTokenRequest{DeviceCode: st.DeviceCode}, out: &tok, noAuth: true})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -15,10 +15,9 @@ import (
 	"entgo.io/contrib/entgql"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
-	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/ent/message"
-	"github.com/comm-gateway/comm/messaging"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -335,12 +334,12 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type AccountResolver interface {
-	ID(ctx context.Context, obj *messaging.AccountView) (string, error)
-	Issuer(ctx context.Context, obj *messaging.AccountView) (string, error)
-	Subject(ctx context.Context, obj *messaging.AccountView) (string, error)
-	Email(ctx context.Context, obj *messaging.AccountView) (string, error)
-	Name(ctx context.Context, obj *messaging.AccountView) (string, error)
-	CreatedAt(ctx context.Context, obj *messaging.AccountView) (*time.Time, error)
+	ID(ctx context.Context, obj *api.AccountView) (string, error)
+	Issuer(ctx context.Context, obj *api.AccountView) (string, error)
+	Subject(ctx context.Context, obj *api.AccountView) (string, error)
+	Email(ctx context.Context, obj *api.AccountView) (string, error)
+	Name(ctx context.Context, obj *api.AccountView) (string, error)
+	CreatedAt(ctx context.Context, obj *api.AccountView) (*time.Time, error)
 }
 type ConnectionResolver interface {
 	Provider(ctx context.Context, obj *ent.Connection) (*string, error)
@@ -353,11 +352,11 @@ type ConversationResolver interface {
 	TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error)
 }
 type DomainRecordResolver interface {
-	Kind(ctx context.Context, obj *mailhost.DomainRecord) (string, error)
+	Kind(ctx context.Context, obj *api.DomainRecord) (string, error)
 
-	Priority(ctx context.Context, obj *mailhost.DomainRecord) (*int, error)
+	Priority(ctx context.Context, obj *api.DomainRecord) (*int, error)
 
-	Detail(ctx context.Context, obj *mailhost.DomainRecord) (*string, error)
+	Detail(ctx context.Context, obj *api.DomainRecord) (*string, error)
 }
 type MessageResolver interface {
 	Recipient(ctx context.Context, obj *ent.Message) (*string, error)
@@ -372,14 +371,14 @@ type MutationResolver interface {
 	Reply(ctx context.Context, messageID string, input ReplyInput) (*ent.Message, error)
 	Typing(ctx context.Context, messageID string) (*TypingState, error)
 	Send(ctx context.Context, input SendInput) (*ent.Message, error)
-	SetWebhook(ctx context.Context, input WebhookInput) (*messaging.Webhook, error)
+	SetWebhook(ctx context.Context, input WebhookInput) (*api.Webhook, error)
 	DeleteWebhook(ctx context.Context) (bool, error)
-	ReplayWebhook(ctx context.Context, fromSeq int) (*messaging.Webhook, error)
-	AddDomain(ctx context.Context, domain string) (*mailhost.Domain, error)
-	VerifyDomain(ctx context.Context, id string) (*mailhost.Domain, error)
+	ReplayWebhook(ctx context.Context, fromSeq int) (*api.Webhook, error)
+	AddDomain(ctx context.Context, domain string) (*api.Domain, error)
+	VerifyDomain(ctx context.Context, id string) (*api.Domain, error)
 	DeleteDomain(ctx context.Context, id string) (bool, error)
-	CreateAPIKey(ctx context.Context, name *string) (*messaging.NewKey, error)
-	RevokeAPIKey(ctx context.Context, id string) (*messaging.Key, error)
+	CreateAPIKey(ctx context.Context, name *string) (*api.NewKey, error)
+	RevokeAPIKey(ctx context.Context, id string) (*api.Key, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (ent.Noder, error)
@@ -389,12 +388,12 @@ type QueryResolver interface {
 	Messages(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.MessageOrder, where *ent.MessageWhereInput) (*ent.MessageConnection, error)
 	Project(ctx context.Context) (*ent.Project, error)
 	Events(ctx context.Context, afterSeq *int, first *int, typeArg *string) (*EventConnection, error)
-	Webhook(ctx context.Context) (*messaging.Webhook, error)
-	WebhookAttempts(ctx context.Context, after *string, first *int) ([]*messaging.WebhookAttempt, error)
-	Domains(ctx context.Context, after *string, limit *int) ([]*mailhost.Domain, error)
-	Domain(ctx context.Context, id string) (*mailhost.Domain, error)
-	Account(ctx context.Context) (*messaging.AccountView, error)
-	APIKeys(ctx context.Context) ([]*messaging.Key, error)
+	Webhook(ctx context.Context) (*api.Webhook, error)
+	WebhookAttempts(ctx context.Context, after *string, first *int) ([]*api.WebhookAttempt, error)
+	Domains(ctx context.Context, after *string, limit *int) ([]*api.Domain, error)
+	Domain(ctx context.Context, id string) (*api.Domain, error)
+	Account(ctx context.Context) (*api.AccountView, error)
+	APIKeys(ctx context.Context) ([]*api.Key, error)
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, afterSeq *int, typeArg *string) (<-chan *Event, error)
@@ -4583,7 +4582,7 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 
 // region    **************************** field.gotpl *****************************
 
-func (ec *executionContext) _APIKey_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+func (ec *executionContext) _APIKey_id(ctx context.Context, field graphql.CollectedField, obj *api.Key) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4606,7 +4605,7 @@ func (ec *executionContext) fieldContext_APIKey_id(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, "ID")
 }
 
-func (ec *executionContext) _APIKey_kind(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+func (ec *executionContext) _APIKey_kind(ctx context.Context, field graphql.CollectedField, obj *api.Key) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4629,7 +4628,7 @@ func (ec *executionContext) fieldContext_APIKey_kind(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, "String")
 }
 
-func (ec *executionContext) _APIKey_display(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+func (ec *executionContext) _APIKey_display(ctx context.Context, field graphql.CollectedField, obj *api.Key) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4652,7 +4651,7 @@ func (ec *executionContext) fieldContext_APIKey_display(_ context.Context, field
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, "String")
 }
 
-func (ec *executionContext) _APIKey_name(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+func (ec *executionContext) _APIKey_name(ctx context.Context, field graphql.CollectedField, obj *api.Key) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4675,7 +4674,7 @@ func (ec *executionContext) fieldContext_APIKey_name(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, "String")
 }
 
-func (ec *executionContext) _APIKey_current(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+func (ec *executionContext) _APIKey_current(ctx context.Context, field graphql.CollectedField, obj *api.Key) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4698,7 +4697,7 @@ func (ec *executionContext) fieldContext_APIKey_current(_ context.Context, field
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _APIKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+func (ec *executionContext) _APIKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *api.Key) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4721,7 +4720,7 @@ func (ec *executionContext) fieldContext_APIKey_createdAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, "Time")
 }
 
-func (ec *executionContext) _APIKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+func (ec *executionContext) _APIKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *api.Key) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4744,7 +4743,7 @@ func (ec *executionContext) fieldContext_APIKey_lastUsedAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, "Time")
 }
 
-func (ec *executionContext) _APIKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Key) (ret graphql.Marshaler) {
+func (ec *executionContext) _APIKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *api.Key) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4767,7 +4766,7 @@ func (ec *executionContext) fieldContext_APIKey_revokedAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Account_id(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_id(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4790,7 +4789,7 @@ func (ec *executionContext) fieldContext_Account_id(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Account", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Account_issuer(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_issuer(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4813,7 +4812,7 @@ func (ec *executionContext) fieldContext_Account_issuer(_ context.Context, field
 	return graphql.NewScalarFieldContext("Account", field, true, true, "String")
 }
 
-func (ec *executionContext) _Account_subject(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_subject(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4836,7 +4835,7 @@ func (ec *executionContext) fieldContext_Account_subject(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Account", field, true, true, "String")
 }
 
-func (ec *executionContext) _Account_email(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_email(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4859,7 +4858,7 @@ func (ec *executionContext) fieldContext_Account_email(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Account", field, true, true, "String")
 }
 
-func (ec *executionContext) _Account_name(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_name(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4882,7 +4881,7 @@ func (ec *executionContext) fieldContext_Account_name(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Account", field, true, true, "String")
 }
 
-func (ec *executionContext) _Account_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_createdAt(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4905,7 +4904,7 @@ func (ec *executionContext) fieldContext_Account_createdAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Account", field, true, true, "Time")
 }
 
-func (ec *executionContext) _Account_currency(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_currency(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4928,7 +4927,7 @@ func (ec *executionContext) fieldContext_Account_currency(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Account", field, false, false, "String")
 }
 
-func (ec *executionContext) _Account_balanceCents(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_balanceCents(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4951,7 +4950,7 @@ func (ec *executionContext) fieldContext_Account_balanceCents(_ context.Context,
 	return graphql.NewScalarFieldContext("Account", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Account_balance(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_balance(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4974,7 +4973,7 @@ func (ec *executionContext) fieldContext_Account_balance(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Account", field, false, false, "String")
 }
 
-func (ec *executionContext) _Account_ledger(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_ledger(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4986,8 +4985,8 @@ func (ec *executionContext) _Account_ledger(ctx context.Context, field graphql.C
 			return obj.Ledger, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []messaging.CreditLine) graphql.Marshaler {
-			return ec.marshalNCreditEntry2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐCreditLineᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []api.CreditEntry) graphql.Marshaler {
+			return ec.marshalNCreditEntry2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐCreditEntryᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5006,7 +5005,7 @@ func (ec *executionContext) fieldContext_Account_ledger(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _Account_projects(ctx context.Context, field graphql.CollectedField, obj *messaging.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_projects(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5018,8 +5017,8 @@ func (ec *executionContext) _Account_projects(ctx context.Context, field graphql
 			return obj.Projects, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*messaging.ProjectSummary) graphql.Marshaler {
-			return ec.marshalNProjectSummary2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐProjectSummaryᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []api.ProjectSummary) graphql.Marshaler {
+			return ec.marshalNProjectSummary2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐProjectSummaryᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5897,7 +5896,7 @@ func (ec *executionContext) fieldContext_ConversationEdge_cursor(_ context.Conte
 	return graphql.NewScalarFieldContext("ConversationEdge", field, false, false, "Cursor")
 }
 
-func (ec *executionContext) _CreditEntry_id(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreditEntry_id(ctx context.Context, field graphql.CollectedField, obj *api.CreditEntry) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5920,7 +5919,7 @@ func (ec *executionContext) fieldContext_CreditEntry_id(_ context.Context, field
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "ID")
 }
 
-func (ec *executionContext) _CreditEntry_kind(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreditEntry_kind(ctx context.Context, field graphql.CollectedField, obj *api.CreditEntry) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5943,7 +5942,7 @@ func (ec *executionContext) fieldContext_CreditEntry_kind(_ context.Context, fie
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "String")
 }
 
-func (ec *executionContext) _CreditEntry_amountCents(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreditEntry_amountCents(ctx context.Context, field graphql.CollectedField, obj *api.CreditEntry) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5966,7 +5965,7 @@ func (ec *executionContext) fieldContext_CreditEntry_amountCents(_ context.Conte
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "Int")
 }
 
-func (ec *executionContext) _CreditEntry_amount(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreditEntry_amount(ctx context.Context, field graphql.CollectedField, obj *api.CreditEntry) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5989,7 +5988,7 @@ func (ec *executionContext) fieldContext_CreditEntry_amount(_ context.Context, f
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "String")
 }
 
-func (ec *executionContext) _CreditEntry_description(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreditEntry_description(ctx context.Context, field graphql.CollectedField, obj *api.CreditEntry) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6012,7 +6011,7 @@ func (ec *executionContext) fieldContext_CreditEntry_description(_ context.Conte
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "String")
 }
 
-func (ec *executionContext) _CreditEntry_projectID(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreditEntry_projectID(ctx context.Context, field graphql.CollectedField, obj *api.CreditEntry) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6035,7 +6034,7 @@ func (ec *executionContext) fieldContext_CreditEntry_projectID(_ context.Context
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "ID")
 }
 
-func (ec *executionContext) _CreditEntry_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.CreditLine) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreditEntry_createdAt(ctx context.Context, field graphql.CollectedField, obj *api.CreditEntry) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6058,7 +6057,7 @@ func (ec *executionContext) fieldContext_CreditEntry_createdAt(_ context.Context
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Domain_id(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_id(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6081,7 +6080,7 @@ func (ec *executionContext) fieldContext_Domain_id(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "ID")
 }
 
-func (ec *executionContext) _Domain_domain(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_domain(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6104,7 +6103,7 @@ func (ec *executionContext) fieldContext_Domain_domain(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
 }
 
-func (ec *executionContext) _Domain_inboundDomain(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_inboundDomain(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6127,7 +6126,7 @@ func (ec *executionContext) fieldContext_Domain_inboundDomain(_ context.Context,
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
 }
 
-func (ec *executionContext) _Domain_status(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_status(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6150,7 +6149,7 @@ func (ec *executionContext) fieldContext_Domain_status(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
 }
 
-func (ec *executionContext) _Domain_records(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_records(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6162,8 +6161,8 @@ func (ec *executionContext) _Domain_records(ctx context.Context, field graphql.C
 			return obj.Records, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []mailhost.DomainRecord) graphql.Marshaler {
-			return ec.marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainRecordᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []api.DomainRecord) graphql.Marshaler {
+			return ec.marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomainRecordᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6182,7 +6181,7 @@ func (ec *executionContext) fieldContext_Domain_records(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _Domain_lastError(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_lastError(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6205,7 +6204,7 @@ func (ec *executionContext) fieldContext_Domain_lastError(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "String")
 }
 
-func (ec *executionContext) _Domain_checkedAt(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_checkedAt(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6228,7 +6227,7 @@ func (ec *executionContext) fieldContext_Domain_checkedAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Domain_verifiedAt(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_verifiedAt(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6251,7 +6250,7 @@ func (ec *executionContext) fieldContext_Domain_verifiedAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Domain_createdAt(ctx context.Context, field graphql.CollectedField, obj *mailhost.Domain) (ret graphql.Marshaler) {
+func (ec *executionContext) _Domain_createdAt(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6274,7 +6273,7 @@ func (ec *executionContext) fieldContext_Domain_createdAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Domain", field, false, false, "Time")
 }
 
-func (ec *executionContext) _DomainRecord_kind(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_kind(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6297,7 +6296,7 @@ func (ec *executionContext) fieldContext_DomainRecord_kind(_ context.Context, fi
 	return graphql.NewScalarFieldContext("DomainRecord", field, true, true, "String")
 }
 
-func (ec *executionContext) _DomainRecord_type(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_type(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6320,7 +6319,7 @@ func (ec *executionContext) fieldContext_DomainRecord_type(_ context.Context, fi
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_name(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_name(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6343,7 +6342,7 @@ func (ec *executionContext) fieldContext_DomainRecord_name(_ context.Context, fi
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_value(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_value(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6366,7 +6365,7 @@ func (ec *executionContext) fieldContext_DomainRecord_value(_ context.Context, f
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_priority(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_priority(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6389,7 +6388,7 @@ func (ec *executionContext) fieldContext_DomainRecord_priority(_ context.Context
 	return graphql.NewScalarFieldContext("DomainRecord", field, true, true, "Int")
 }
 
-func (ec *executionContext) _DomainRecord_required(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_required(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6412,7 +6411,7 @@ func (ec *executionContext) fieldContext_DomainRecord_required(_ context.Context
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _DomainRecord_purpose(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_purpose(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6435,7 +6434,7 @@ func (ec *executionContext) fieldContext_DomainRecord_purpose(_ context.Context,
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_state(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_state(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6458,7 +6457,7 @@ func (ec *executionContext) fieldContext_DomainRecord_state(_ context.Context, f
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_seen(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_seen(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6481,7 +6480,7 @@ func (ec *executionContext) fieldContext_DomainRecord_seen(_ context.Context, fi
 	return graphql.NewScalarFieldContext("DomainRecord", field, false, false, "String")
 }
 
-func (ec *executionContext) _DomainRecord_detail(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_detail(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6504,7 +6503,7 @@ func (ec *executionContext) fieldContext_DomainRecord_detail(_ context.Context, 
 	return graphql.NewScalarFieldContext("DomainRecord", field, true, true, "String")
 }
 
-func (ec *executionContext) _DomainRecord_zone(ctx context.Context, field graphql.CollectedField, obj *mailhost.DomainRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _DomainRecord_zone(ctx context.Context, field graphql.CollectedField, obj *api.DomainRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7704,8 +7703,8 @@ func (ec *executionContext) _Mutation_setWebhook(ctx context.Context, field grap
 			return ec.Resolvers.Mutation().SetWebhook(ctx, fc.Args["input"].(WebhookInput))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
-			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *api.Webhook) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐWebhook(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7771,8 +7770,8 @@ func (ec *executionContext) _Mutation_replayWebhook(ctx context.Context, field g
 			return ec.Resolvers.Mutation().ReplayWebhook(ctx, fc.Args["fromSeq"].(int))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
-			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *api.Webhook) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐWebhook(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7815,8 +7814,8 @@ func (ec *executionContext) _Mutation_addDomain(ctx context.Context, field graph
 			return ec.Resolvers.Mutation().AddDomain(ctx, fc.Args["domain"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
-			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *api.Domain) graphql.Marshaler {
+			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomain(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7859,8 +7858,8 @@ func (ec *executionContext) _Mutation_verifyDomain(ctx context.Context, field gr
 			return ec.Resolvers.Mutation().VerifyDomain(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
-			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *api.Domain) graphql.Marshaler {
+			return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomain(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7947,8 +7946,8 @@ func (ec *executionContext) _Mutation_createAPIKey(ctx context.Context, field gr
 			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["name"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *messaging.NewKey) graphql.Marshaler {
-			return ec.marshalNNewAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐNewKey(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *api.NewKey) graphql.Marshaler {
+			return ec.marshalNNewAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐNewKey(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7991,8 +7990,8 @@ func (ec *executionContext) _Mutation_revokeAPIKey(ctx context.Context, field gr
 			return ec.Resolvers.Mutation().RevokeAPIKey(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Key) graphql.Marshaler {
-			return ec.marshalNAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKey(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *api.Key) graphql.Marshaler {
+			return ec.marshalNAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐKey(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8022,7 +8021,7 @@ func (ec *executionContext) fieldContext_Mutation_revokeAPIKey(ctx context.Conte
 	return fc, nil
 }
 
-func (ec *executionContext) _NewAPIKey_id(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _NewAPIKey_id(ctx context.Context, field graphql.CollectedField, obj *api.NewKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8045,7 +8044,7 @@ func (ec *executionContext) fieldContext_NewAPIKey_id(_ context.Context, field g
 	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "ID")
 }
 
-func (ec *executionContext) _NewAPIKey_kind(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _NewAPIKey_kind(ctx context.Context, field graphql.CollectedField, obj *api.NewKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8068,7 +8067,7 @@ func (ec *executionContext) fieldContext_NewAPIKey_kind(_ context.Context, field
 	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "String")
 }
 
-func (ec *executionContext) _NewAPIKey_display(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _NewAPIKey_display(ctx context.Context, field graphql.CollectedField, obj *api.NewKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8091,7 +8090,7 @@ func (ec *executionContext) fieldContext_NewAPIKey_display(_ context.Context, fi
 	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "String")
 }
 
-func (ec *executionContext) _NewAPIKey_name(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _NewAPIKey_name(ctx context.Context, field graphql.CollectedField, obj *api.NewKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8114,7 +8113,7 @@ func (ec *executionContext) fieldContext_NewAPIKey_name(_ context.Context, field
 	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "String")
 }
 
-func (ec *executionContext) _NewAPIKey_current(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _NewAPIKey_current(ctx context.Context, field graphql.CollectedField, obj *api.NewKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8137,7 +8136,7 @@ func (ec *executionContext) fieldContext_NewAPIKey_current(_ context.Context, fi
 	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _NewAPIKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _NewAPIKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *api.NewKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8160,7 +8159,7 @@ func (ec *executionContext) fieldContext_NewAPIKey_createdAt(_ context.Context, 
 	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "Time")
 }
 
-func (ec *executionContext) _NewAPIKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _NewAPIKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *api.NewKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8183,7 +8182,7 @@ func (ec *executionContext) fieldContext_NewAPIKey_lastUsedAt(_ context.Context,
 	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "Time")
 }
 
-func (ec *executionContext) _NewAPIKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _NewAPIKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *api.NewKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8206,7 +8205,7 @@ func (ec *executionContext) fieldContext_NewAPIKey_revokedAt(_ context.Context, 
 	return graphql.NewScalarFieldContext("NewAPIKey", field, false, false, "Time")
 }
 
-func (ec *executionContext) _NewAPIKey_apiKey(ctx context.Context, field graphql.CollectedField, obj *messaging.NewKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _NewAPIKey_apiKey(ctx context.Context, field graphql.CollectedField, obj *api.NewKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8482,7 +8481,7 @@ func (ec *executionContext) fieldContext_Project_accountID(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Project", field, false, false, "String")
 }
 
-func (ec *executionContext) _ProjectSummary_id(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProjectSummary_id(ctx context.Context, field graphql.CollectedField, obj *api.ProjectSummary) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8505,7 +8504,7 @@ func (ec *executionContext) fieldContext_ProjectSummary_id(_ context.Context, fi
 	return graphql.NewScalarFieldContext("ProjectSummary", field, false, false, "ID")
 }
 
-func (ec *executionContext) _ProjectSummary_name(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProjectSummary_name(ctx context.Context, field graphql.CollectedField, obj *api.ProjectSummary) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8528,7 +8527,7 @@ func (ec *executionContext) fieldContext_ProjectSummary_name(_ context.Context, 
 	return graphql.NewScalarFieldContext("ProjectSummary", field, false, false, "String")
 }
 
-func (ec *executionContext) _ProjectSummary_connections(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProjectSummary_connections(ctx context.Context, field graphql.CollectedField, obj *api.ProjectSummary) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8551,7 +8550,7 @@ func (ec *executionContext) fieldContext_ProjectSummary_connections(_ context.Co
 	return graphql.NewScalarFieldContext("ProjectSummary", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ProjectSummary_lastSeq(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProjectSummary_lastSeq(ctx context.Context, field graphql.CollectedField, obj *api.ProjectSummary) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8574,7 +8573,7 @@ func (ec *executionContext) fieldContext_ProjectSummary_lastSeq(_ context.Contex
 	return graphql.NewScalarFieldContext("ProjectSummary", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ProjectSummary_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.ProjectSummary) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProjectSummary_createdAt(ctx context.Context, field graphql.CollectedField, obj *api.ProjectSummary) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8905,8 +8904,8 @@ func (ec *executionContext) _Query_webhook(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Query().Webhook(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
-			return ec.marshalOWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *api.Webhook) graphql.Marshaler {
+			return ec.marshalOWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐWebhook(ctx, selections, v)
 		},
 		true,
 		false,
@@ -8938,8 +8937,8 @@ func (ec *executionContext) _Query_webhookAttempts(ctx context.Context, field gr
 			return ec.Resolvers.Query().WebhookAttempts(ctx, fc.Args["after"].(*string), fc.Args["first"].(*int))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*messaging.WebhookAttempt) graphql.Marshaler {
-			return ec.marshalNWebhookAttempt2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhookAttemptᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*api.WebhookAttempt) graphql.Marshaler {
+			return ec.marshalNWebhookAttempt2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐWebhookAttemptᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8982,8 +8981,8 @@ func (ec *executionContext) _Query_domains(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Query().Domains(ctx, fc.Args["after"].(*string), fc.Args["limit"].(*int))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*mailhost.Domain) graphql.Marshaler {
-			return ec.marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*api.Domain) graphql.Marshaler {
+			return ec.marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomainᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9026,8 +9025,8 @@ func (ec *executionContext) _Query_domain(ctx context.Context, field graphql.Col
 			return ec.Resolvers.Query().Domain(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
-			return ec.marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *api.Domain) graphql.Marshaler {
+			return ec.marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomain(ctx, selections, v)
 		},
 		true,
 		false,
@@ -9069,8 +9068,8 @@ func (ec *executionContext) _Query_account(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Query().Account(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *messaging.AccountView) graphql.Marshaler {
-			return ec.marshalOAccount2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐAccountView(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *api.AccountView) graphql.Marshaler {
+			return ec.marshalOAccount2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐAccountView(ctx, selections, v)
 		},
 		true,
 		false,
@@ -9101,8 +9100,8 @@ func (ec *executionContext) _Query_apiKeys(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Query().APIKeys(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*messaging.Key) graphql.Marshaler {
-			return ec.marshalNAPIKey2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKeyᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*api.Key) graphql.Marshaler {
+			return ec.marshalNAPIKey2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐKeyᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9331,7 +9330,7 @@ func (ec *executionContext) fieldContext_TypingState_typingUntil(_ context.Conte
 	return graphql.NewScalarFieldContext("TypingState", field, false, false, "Time")
 }
 
-func (ec *executionContext) _WebhookAttempt_id(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookAttempt_id(ctx context.Context, field graphql.CollectedField, obj *api.WebhookAttempt) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9354,7 +9353,7 @@ func (ec *executionContext) fieldContext_WebhookAttempt_id(_ context.Context, fi
 	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "ID")
 }
 
-func (ec *executionContext) _WebhookAttempt_url(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookAttempt_url(ctx context.Context, field graphql.CollectedField, obj *api.WebhookAttempt) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9377,7 +9376,7 @@ func (ec *executionContext) fieldContext_WebhookAttempt_url(_ context.Context, f
 	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "String")
 }
 
-func (ec *executionContext) _WebhookAttempt_seq(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookAttempt_seq(ctx context.Context, field graphql.CollectedField, obj *api.WebhookAttempt) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9400,7 +9399,7 @@ func (ec *executionContext) fieldContext_WebhookAttempt_seq(_ context.Context, f
 	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Int")
 }
 
-func (ec *executionContext) _WebhookAttempt_ok(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookAttempt_ok(ctx context.Context, field graphql.CollectedField, obj *api.WebhookAttempt) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9423,7 +9422,7 @@ func (ec *executionContext) fieldContext_WebhookAttempt_ok(_ context.Context, fi
 	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _WebhookAttempt_statusCode(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookAttempt_statusCode(ctx context.Context, field graphql.CollectedField, obj *api.WebhookAttempt) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9446,7 +9445,7 @@ func (ec *executionContext) fieldContext_WebhookAttempt_statusCode(_ context.Con
 	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Int")
 }
 
-func (ec *executionContext) _WebhookAttempt_latencyMs(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookAttempt_latencyMs(ctx context.Context, field graphql.CollectedField, obj *api.WebhookAttempt) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9469,7 +9468,7 @@ func (ec *executionContext) fieldContext_WebhookAttempt_latencyMs(_ context.Cont
 	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Int")
 }
 
-func (ec *executionContext) _WebhookAttempt_error(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookAttempt_error(ctx context.Context, field graphql.CollectedField, obj *api.WebhookAttempt) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9492,7 +9491,7 @@ func (ec *executionContext) fieldContext_WebhookAttempt_error(_ context.Context,
 	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "String")
 }
 
-func (ec *executionContext) _WebhookAttempt_at(ctx context.Context, field graphql.CollectedField, obj *messaging.WebhookAttempt) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookAttempt_at(ctx context.Context, field graphql.CollectedField, obj *api.WebhookAttempt) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9515,7 +9514,7 @@ func (ec *executionContext) fieldContext_WebhookAttempt_at(_ context.Context, fi
 	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Time")
 }
 
-func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9538,7 +9537,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_id(_ context.Context, f
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "ID")
 }
 
-func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9561,7 +9560,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_url(_ context.Context, 
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
 }
 
-func (ec *executionContext) _WebhookEndpoint_status(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_status(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9584,7 +9583,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_status(_ context.Contex
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
 }
 
-func (ec *executionContext) _WebhookEndpoint_cursor(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_cursor(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9607,7 +9606,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_cursor(_ context.Contex
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Int")
 }
 
-func (ec *executionContext) _WebhookEndpoint_lastError(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_lastError(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9630,7 +9629,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_lastError(_ context.Con
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
 }
 
-func (ec *executionContext) _WebhookEndpoint_failingSince(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_failingSince(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9653,7 +9652,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_failingSince(_ context.
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Time")
 }
 
-func (ec *executionContext) _WebhookEndpoint_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9676,7 +9675,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_nextAttemptAt(_ context
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Time")
 }
 
-func (ec *executionContext) _WebhookEndpoint_disabledReason(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_disabledReason(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9699,7 +9698,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_disabledReason(_ contex
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
 }
 
-func (ec *executionContext) _WebhookEndpoint_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_createdAt(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9722,7 +9721,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_createdAt(_ context.Con
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Time")
 }
 
-func (ec *executionContext) _WebhookEndpoint_updatedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_updatedAt(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9745,7 +9744,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_updatedAt(_ context.Con
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Time")
 }
 
-func (ec *executionContext) _WebhookEndpoint_secret(ctx context.Context, field graphql.CollectedField, obj *messaging.Webhook) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_secret(ctx context.Context, field graphql.CollectedField, obj *api.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -15226,7 +15225,7 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 
 var aPIKeyImplementors = []string{"APIKey"}
 
-func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, obj *messaging.Key) graphql.Marshaler {
+func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, obj *api.Key) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, aPIKeyImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15294,7 +15293,7 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 
 var accountImplementors = []string{"Account"}
 
-func (ec *executionContext) _Account(ctx context.Context, sel ast.SelectionSet, obj *messaging.AccountView) graphql.Marshaler {
+func (ec *executionContext) _Account(ctx context.Context, sel ast.SelectionSet, obj *api.AccountView) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, accountImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15759,7 +15758,7 @@ func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.Selec
 
 var creditEntryImplementors = []string{"CreditEntry"}
 
-func (ec *executionContext) _CreditEntry(ctx context.Context, sel ast.SelectionSet, obj *messaging.CreditLine) graphql.Marshaler {
+func (ec *executionContext) _CreditEntry(ctx context.Context, sel ast.SelectionSet, obj *api.CreditEntry) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, creditEntryImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15822,7 +15821,7 @@ func (ec *executionContext) _CreditEntry(ctx context.Context, sel ast.SelectionS
 
 var domainImplementors = []string{"Domain"}
 
-func (ec *executionContext) _Domain(ctx context.Context, sel ast.SelectionSet, obj *mailhost.Domain) graphql.Marshaler {
+func (ec *executionContext) _Domain(ctx context.Context, sel ast.SelectionSet, obj *api.Domain) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, domainImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15895,7 +15894,7 @@ func (ec *executionContext) _Domain(ctx context.Context, sel ast.SelectionSet, o
 
 var domainRecordImplementors = []string{"DomainRecord"}
 
-func (ec *executionContext) _DomainRecord(ctx context.Context, sel ast.SelectionSet, obj *mailhost.DomainRecord) graphql.Marshaler {
+func (ec *executionContext) _DomainRecord(ctx context.Context, sel ast.SelectionSet, obj *api.DomainRecord) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, domainRecordImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16522,7 +16521,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 
 var newAPIKeyImplementors = []string{"NewAPIKey"}
 
-func (ec *executionContext) _NewAPIKey(ctx context.Context, sel ast.SelectionSet, obj *messaging.NewKey) graphql.Marshaler {
+func (ec *executionContext) _NewAPIKey(ctx context.Context, sel ast.SelectionSet, obj *api.NewKey) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, newAPIKeyImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16706,7 +16705,7 @@ func (ec *executionContext) _Project(ctx context.Context, sel ast.SelectionSet, 
 
 var projectSummaryImplementors = []string{"ProjectSummary"}
 
-func (ec *executionContext) _ProjectSummary(ctx context.Context, sel ast.SelectionSet, obj *messaging.ProjectSummary) graphql.Marshaler {
+func (ec *executionContext) _ProjectSummary(ctx context.Context, sel ast.SelectionSet, obj *api.ProjectSummary) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, projectSummaryImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16947,7 +16946,7 @@ func (ec *executionContext) _TypingState(ctx context.Context, sel ast.SelectionS
 
 var webhookAttemptImplementors = []string{"WebhookAttempt"}
 
-func (ec *executionContext) _WebhookAttempt(ctx context.Context, sel ast.SelectionSet, obj *messaging.WebhookAttempt) graphql.Marshaler {
+func (ec *executionContext) _WebhookAttempt(ctx context.Context, sel ast.SelectionSet, obj *api.WebhookAttempt) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, webhookAttemptImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -17015,7 +17014,7 @@ func (ec *executionContext) _WebhookAttempt(ctx context.Context, sel ast.Selecti
 
 var webhookEndpointImplementors = []string{"WebhookEndpoint"}
 
-func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.SelectionSet, obj *messaging.Webhook) graphql.Marshaler {
+func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.SelectionSet, obj *api.Webhook) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEndpointImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -17458,11 +17457,11 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
-func (ec *executionContext) marshalNAPIKey2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKeyᚄ(ctx context.Context, sel ast.SelectionSet, v []*messaging.Key) graphql.Marshaler {
+func (ec *executionContext) marshalNAPIKey2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐKeyᚄ(ctx context.Context, sel ast.SelectionSet, v []*api.Key) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKey(ctx, sel, v[i])
+		return ec.marshalNAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐKey(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17474,7 +17473,7 @@ func (ec *executionContext) marshalNAPIKey2ᚕᚖgithubᚗcomᚋcommᚑgateway�
 	return ret
 }
 
-func (ec *executionContext) marshalNAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐKey(ctx context.Context, sel ast.SelectionSet, v *messaging.Key) graphql.Marshaler {
+func (ec *executionContext) marshalNAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐKey(ctx context.Context, sel ast.SelectionSet, v *api.Key) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "APIKey!")
 		return graphql.Null
@@ -17587,15 +17586,15 @@ func (ec *executionContext) unmarshalNConversationWhereInput2ᚖgithubᚗcomᚋc
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNCreditEntry2githubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐCreditLine(ctx context.Context, sel ast.SelectionSet, v messaging.CreditLine) graphql.Marshaler {
+func (ec *executionContext) marshalNCreditEntry2githubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐCreditEntry(ctx context.Context, sel ast.SelectionSet, v api.CreditEntry) graphql.Marshaler {
 	return ec._CreditEntry(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNCreditEntry2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐCreditLineᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.CreditLine) graphql.Marshaler {
+func (ec *executionContext) marshalNCreditEntry2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐCreditEntryᚄ(ctx context.Context, sel ast.SelectionSet, v []api.CreditEntry) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNCreditEntry2githubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐCreditLine(ctx, sel, v[i])
+		return ec.marshalNCreditEntry2githubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐCreditEntry(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17617,11 +17616,11 @@ func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCurso
 	return v
 }
 
-func (ec *executionContext) marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainᚄ(ctx context.Context, sel ast.SelectionSet, v []*mailhost.Domain) graphql.Marshaler {
+func (ec *executionContext) marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomainᚄ(ctx context.Context, sel ast.SelectionSet, v []*api.Domain) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx, sel, v[i])
+		return ec.marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomain(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17633,7 +17632,7 @@ func (ec *executionContext) marshalNDomain2ᚕᚖgithubᚗcomᚋcommᚑgateway�
 	return ret
 }
 
-func (ec *executionContext) marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx context.Context, sel ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
+func (ec *executionContext) marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomain(ctx context.Context, sel ast.SelectionSet, v *api.Domain) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Domain!")
 		return graphql.Null
@@ -17641,15 +17640,15 @@ func (ec *executionContext) marshalNDomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋco
 	return ec._Domain(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainRecord(ctx context.Context, sel ast.SelectionSet, v mailhost.DomainRecord) graphql.Marshaler {
+func (ec *executionContext) marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomainRecord(ctx context.Context, sel ast.SelectionSet, v api.DomainRecord) graphql.Marshaler {
 	return ec._DomainRecord(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []mailhost.DomainRecord) graphql.Marshaler {
+func (ec *executionContext) marshalNDomainRecord2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomainRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []api.DomainRecord) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomainRecord(ctx, sel, v[i])
+		return ec.marshalNDomainRecord2githubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomainRecord(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17878,7 +17877,7 @@ func (ec *executionContext) unmarshalNMessageWhereInput2ᚖgithubᚗcomᚋcomm�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNNewAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐNewKey(ctx context.Context, sel ast.SelectionSet, v *messaging.NewKey) graphql.Marshaler {
+func (ec *executionContext) marshalNNewAPIKey2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐNewKey(ctx context.Context, sel ast.SelectionSet, v *api.NewKey) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "NewAPIKey!")
 		return graphql.Null
@@ -17932,11 +17931,15 @@ func (ec *executionContext) marshalNProjectOrderField2ᚖgithubᚗcomᚋcommᚑg
 	return v
 }
 
-func (ec *executionContext) marshalNProjectSummary2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐProjectSummaryᚄ(ctx context.Context, sel ast.SelectionSet, v []*messaging.ProjectSummary) graphql.Marshaler {
+func (ec *executionContext) marshalNProjectSummary2githubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐProjectSummary(ctx context.Context, sel ast.SelectionSet, v api.ProjectSummary) graphql.Marshaler {
+	return ec._ProjectSummary(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProjectSummary2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐProjectSummaryᚄ(ctx context.Context, sel ast.SelectionSet, v []api.ProjectSummary) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNProjectSummary2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐProjectSummary(ctx, sel, v[i])
+		return ec.marshalNProjectSummary2githubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐProjectSummary(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17946,14 +17949,6 @@ func (ec *executionContext) marshalNProjectSummary2ᚕᚖgithubᚗcomᚋcommᚑg
 	}
 
 	return ret
-}
-
-func (ec *executionContext) marshalNProjectSummary2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐProjectSummary(ctx context.Context, sel ast.SelectionSet, v *messaging.ProjectSummary) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "ProjectSummary!")
-		return graphql.Null
-	}
-	return ec._ProjectSummary(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNProjectWhereInput2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋentᚐProjectWhereInput(ctx context.Context, v any) (*ent.ProjectWhereInput, error) {
@@ -18054,11 +18049,11 @@ func (ec *executionContext) marshalNTypingState2ᚖgithubᚗcomᚋcommᚑgateway
 	return ec._TypingState(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNWebhookAttempt2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhookAttemptᚄ(ctx context.Context, sel ast.SelectionSet, v []*messaging.WebhookAttempt) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookAttempt2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐWebhookAttemptᚄ(ctx context.Context, sel ast.SelectionSet, v []*api.WebhookAttempt) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNWebhookAttempt2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhookAttempt(ctx, sel, v[i])
+		return ec.marshalNWebhookAttempt2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐWebhookAttempt(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -18070,7 +18065,7 @@ func (ec *executionContext) marshalNWebhookAttempt2ᚕᚖgithubᚗcomᚋcommᚑg
 	return ret
 }
 
-func (ec *executionContext) marshalNWebhookAttempt2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhookAttempt(ctx context.Context, sel ast.SelectionSet, v *messaging.WebhookAttempt) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookAttempt2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐWebhookAttempt(ctx context.Context, sel ast.SelectionSet, v *api.WebhookAttempt) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "WebhookAttempt!")
 		return graphql.Null
@@ -18078,7 +18073,7 @@ func (ec *executionContext) marshalNWebhookAttempt2ᚖgithubᚗcomᚋcommᚑgate
 	return ec._WebhookAttempt(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx context.Context, sel ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐWebhook(ctx context.Context, sel ast.SelectionSet, v *api.Webhook) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "WebhookEndpoint!")
 		return graphql.Null
@@ -18233,7 +18228,7 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 	return res
 }
 
-func (ec *executionContext) marshalOAccount2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐAccountView(ctx context.Context, sel ast.SelectionSet, v *messaging.AccountView) graphql.Marshaler {
+func (ec *executionContext) marshalOAccount2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐAccountView(ctx context.Context, sel ast.SelectionSet, v *api.AccountView) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -18406,7 +18401,7 @@ func (ec *executionContext) marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCu
 	return v
 }
 
-func (ec *executionContext) marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋchannelsᚋemailᚋmailhostᚐDomain(ctx context.Context, sel ast.SelectionSet, v *mailhost.Domain) graphql.Marshaler {
+func (ec *executionContext) marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomain(ctx context.Context, sel ast.SelectionSet, v *api.Domain) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -18902,7 +18897,7 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	return res
 }
 
-func (ec *executionContext) marshalOWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋmessagingᚐWebhook(ctx context.Context, sel ast.SelectionSet, v *messaging.Webhook) graphql.Marshaler {
+func (ec *executionContext) marshalOWebhookEndpoint2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐWebhook(ctx context.Context, sel ast.SelectionSet, v *api.Webhook) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

@@ -11,49 +11,49 @@ import (
 	"errors"
 	"time"
 
-	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
 
 // ID is the resolver for the id field.
-func (r *accountResolver) ID(ctx context.Context, obj *messaging.AccountView) (string, error) {
+func (r *accountResolver) ID(ctx context.Context, obj *api.AccountView) (string, error) {
 	return obj.Account.ID, nil
 }
 
 // Issuer is the resolver for the issuer field.
-func (r *accountResolver) Issuer(ctx context.Context, obj *messaging.AccountView) (string, error) {
+func (r *accountResolver) Issuer(ctx context.Context, obj *api.AccountView) (string, error) {
 	return obj.Account.Issuer, nil
 }
 
 // Subject is the resolver for the subject field.
-func (r *accountResolver) Subject(ctx context.Context, obj *messaging.AccountView) (string, error) {
+func (r *accountResolver) Subject(ctx context.Context, obj *api.AccountView) (string, error) {
 	return obj.Account.Subject, nil
 }
 
 // Email is the resolver for the email field.
-func (r *accountResolver) Email(ctx context.Context, obj *messaging.AccountView) (string, error) {
+func (r *accountResolver) Email(ctx context.Context, obj *api.AccountView) (string, error) {
 	return obj.Account.Email, nil
 }
 
 // Name is the resolver for the name field.
-func (r *accountResolver) Name(ctx context.Context, obj *messaging.AccountView) (string, error) {
+func (r *accountResolver) Name(ctx context.Context, obj *api.AccountView) (string, error) {
 	return obj.Account.Name, nil
 }
 
 // CreatedAt is the resolver for the createdAt field.
-func (r *accountResolver) CreatedAt(ctx context.Context, obj *messaging.AccountView) (*time.Time, error) {
+func (r *accountResolver) CreatedAt(ctx context.Context, obj *api.AccountView) (*time.Time, error) {
 	return &obj.Account.CreatedAt, nil
 }
 
 // Kind is the resolver for the kind field.
-func (r *domainRecordResolver) Kind(ctx context.Context, obj *mailhost.DomainRecord) (string, error) {
+func (r *domainRecordResolver) Kind(ctx context.Context, obj *api.DomainRecord) (string, error) {
 	return string(obj.Kind), nil
 }
 
 // Priority is the resolver for the priority field.
-func (r *domainRecordResolver) Priority(ctx context.Context, obj *mailhost.DomainRecord) (*int, error) {
+func (r *domainRecordResolver) Priority(ctx context.Context, obj *api.DomainRecord) (*int, error) {
 	if obj.Priority == 0 {
 		return nil, nil
 	}
@@ -61,7 +61,7 @@ func (r *domainRecordResolver) Priority(ctx context.Context, obj *mailhost.Domai
 }
 
 // Detail is the resolver for the detail field.
-func (r *domainRecordResolver) Detail(ctx context.Context, obj *mailhost.DomainRecord) (*string, error) {
+func (r *domainRecordResolver) Detail(ctx context.Context, obj *api.DomainRecord) (*string, error) {
 	return messaging.Optional(obj.Detail), nil
 }
 
@@ -163,7 +163,7 @@ func (r *mutationResolver) Send(ctx context.Context, input SendInput) (*ent.Mess
 }
 
 // SetWebhook is the resolver for the setWebhook field.
-func (r *mutationResolver) SetWebhook(ctx context.Context, input WebhookInput) (*messaging.Webhook, error) {
+func (r *mutationResolver) SetWebhook(ctx context.Context, input WebhookInput) (*api.Webhook, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (r *mutationResolver) DeleteWebhook(ctx context.Context) (bool, error) {
 }
 
 // ReplayWebhook is the resolver for the replayWebhook field.
-func (r *mutationResolver) ReplayWebhook(ctx context.Context, fromSeq int) (*messaging.Webhook, error) {
+func (r *mutationResolver) ReplayWebhook(ctx context.Context, fromSeq int) (*api.Webhook, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (r *mutationResolver) ReplayWebhook(ctx context.Context, fromSeq int) (*mes
 }
 
 // AddDomain is the resolver for the addDomain field.
-func (r *mutationResolver) AddDomain(ctx context.Context, domain string) (*mailhost.Domain, error) {
+func (r *mutationResolver) AddDomain(ctx context.Context, domain string) (*api.Domain, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func (r *mutationResolver) AddDomain(ctx context.Context, domain string) (*mailh
 }
 
 // VerifyDomain is the resolver for the verifyDomain field.
-func (r *mutationResolver) VerifyDomain(ctx context.Context, id string) (*mailhost.Domain, error) {
+func (r *mutationResolver) VerifyDomain(ctx context.Context, id string) (*api.Domain, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func (r *mutationResolver) DeleteDomain(ctx context.Context, id string) (bool, e
 }
 
 // CreateAPIKey is the resolver for the createAPIKey field.
-func (r *mutationResolver) CreateAPIKey(ctx context.Context, name *string) (*messaging.NewKey, error) {
+func (r *mutationResolver) CreateAPIKey(ctx context.Context, name *string) (*api.NewKey, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -255,7 +255,7 @@ func (r *mutationResolver) CreateAPIKey(ctx context.Context, name *string) (*mes
 }
 
 // RevokeAPIKey is the resolver for the revokeAPIKey field.
-func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*messaging.Key, error) {
+func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*api.Key, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -298,7 +298,7 @@ func (r *queryResolver) Events(ctx context.Context, afterSeq *int, first *int, t
 }
 
 // Webhook is the resolver for the webhook field.
-func (r *queryResolver) Webhook(ctx context.Context) (*messaging.Webhook, error) {
+func (r *queryResolver) Webhook(ctx context.Context) (*api.Webhook, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -311,7 +311,7 @@ func (r *queryResolver) Webhook(ctx context.Context) (*messaging.Webhook, error)
 }
 
 // WebhookAttempts is the resolver for the webhookAttempts field.
-func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, first *int) ([]*messaging.WebhookAttempt, error) {
+func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, first *int) ([]*api.WebhookAttempt, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -325,7 +325,7 @@ func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, firs
 }
 
 // Domains is the resolver for the domains field.
-func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) ([]*mailhost.Domain, error) {
+func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) ([]*api.Domain, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -342,7 +342,7 @@ func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) 
 }
 
 // Domain is the resolver for the domain field.
-func (r *queryResolver) Domain(ctx context.Context, id string) (*mailhost.Domain, error) {
+func (r *queryResolver) Domain(ctx context.Context, id string) (*api.Domain, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -359,7 +359,7 @@ func (r *queryResolver) Domain(ctx context.Context, id string) (*mailhost.Domain
 }
 
 // Account is the resolver for the account field.
-func (r *queryResolver) Account(ctx context.Context) (*messaging.AccountView, error) {
+func (r *queryResolver) Account(ctx context.Context) (*api.AccountView, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -368,7 +368,7 @@ func (r *queryResolver) Account(ctx context.Context) (*messaging.AccountView, er
 }
 
 // APIKeys is the resolver for the apiKeys field.
-func (r *queryResolver) APIKeys(ctx context.Context) ([]*messaging.Key, error) {
+func (r *queryResolver) APIKeys(ctx context.Context) ([]*api.Key, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err

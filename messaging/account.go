@@ -3,6 +3,7 @@ package messaging
 import (
 	"context"
 	"fmt"
+	"github.com/comm-gateway/comm/api"
 	"strings"
 	"time"
 
@@ -37,15 +38,13 @@ type Identity struct {
 }
 
 // Account is a signed-in account.
-type Account struct {
-	ID        string    `json:"id"`
-	Issuer    string    `json:"issuer"`
-	Subject   string    `json:"subject"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
+type Account = api.Account
+
+// SignedIn is the account a sign-in found or made.
+type SignedIn struct {
+	*Account
 	// New says this sign-in made the account (and granted the credit).
-	New bool `json:"-"`
+	New bool
 }
 
 func accountOf(a *ent.Account) *Account {
@@ -54,7 +53,7 @@ func accountOf(a *ent.Account) *Account {
 
 // SignIn records a sign-in: it finds the account of the identity, or makes
 // it and grants SignUpCreditCents, once.
-func (s *Service) SignIn(ctx context.Context, id Identity) (*Account, error) {
+func (s *Service) SignIn(ctx context.Context, id Identity) (*SignedIn, error) {
 	if id.Issuer == "" || id.Subject == "" {
 		return nil, fmt.Errorf("sign-in: the identity has no issuer or subject")
 	}
@@ -103,9 +102,7 @@ func (s *Service) SignIn(ctx context.Context, id Identity) (*Account, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := accountOf(out)
-	a.New = created
-	return a, nil
+	return &SignedIn{Account: accountOf(out), New: created}, nil
 }
 
 // AccountByID returns an account.
@@ -173,26 +170,11 @@ func (s *Service) EndWebSession(ctx context.Context, tokenHash []byte) error {
 }
 
 // CreditLine is one ledger entry.
-type CreditLine struct {
-	ID          string    `json:"id"`
-	Kind        string    `json:"kind"`
-	AmountCents int64     `json:"amount_cents"`
-	Amount      string    `json:"amount"`
-	Description string    `json:"description"`
-	ProjectID   *string   `json:"project_id"`
-	CreatedAt   time.Time `json:"created_at"`
-}
+type CreditLine = api.CreditEntry
 
 // AccountView is GET /v1/account: the account of a signed-in key, its
 // credit and its projects.
-type AccountView struct {
-	Account      *Account          `json:"account"`
-	Currency     string            `json:"currency"`
-	BalanceCents int64             `json:"balance_cents"`
-	Balance      string            `json:"balance"`
-	Ledger       []CreditLine      `json:"ledger"`
-	Projects     []*ProjectSummary `json:"projects"`
-}
+type AccountView = api.AccountView
 
 // dollars renders cents as "100.00" (or "-0.25").
 func dollars(cents int64) string {
@@ -226,7 +208,7 @@ func (s *Service) AccountOf(ctx context.Context, p *Principal) (*AccountView, er
 	if err != nil {
 		return nil, err
 	}
-	v := &AccountView{Account: accountOf(a), Currency: "USD", Ledger: []CreditLine{}, Projects: []*ProjectSummary{}}
+	v := &AccountView{Account: *accountOf(a), Currency: "USD", Ledger: []CreditLine{}, Projects: []ProjectSummary{}}
 	for _, l := range lines {
 		v.BalanceCents += l.AmountCents
 		v.Ledger = append(v.Ledger, CreditLine{ID: l.ID, Kind: string(l.Kind), AmountCents: l.AmountCents,
@@ -238,32 +220,20 @@ func (s *Service) AccountOf(ctx context.Context, p *Principal) (*AccountView, er
 		return nil, err
 	}
 	for _, pr := range prs {
-		ps, err := s.projectSummary(ctx, pr.ID)
+		ps, _, err := s.projectSummary(ctx, pr.ID)
 		if err != nil {
 			return nil, err
 		}
-		v.Projects = append(v.Projects, ps)
+		v.Projects = append(v.Projects, *ps)
 	}
 	return v, nil
 }
 
 // Key is an API key as listings show it: never the key itself.
-type Key struct {
-	ID         string     `json:"id"`
-	Kind       string     `json:"kind"`
-	Display    string     `json:"display"`
-	Name       *string    `json:"name"`
-	Current    bool       `json:"current"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
-}
+type Key = api.Key
 
 // NewKey is a key just made, shown this once.
-type NewKey struct {
-	*Key
-	APIKey string `json:"api_key"`
-}
+type NewKey = api.NewKey
 
 func keyOf(k *ent.APIKey, p *Principal) *Key {
 	return &Key{ID: k.ID, Kind: string(k.Kind), Display: k.Display, Name: nonEmpty(k.Name), Current: k.ID == p.KeyID,
@@ -361,7 +331,7 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*Ne
 	if err != nil {
 		return nil, err
 	}
-	return &NewKey{Key: keyOf(created, p), APIKey: key}, nil
+	return &NewKey{Key: *keyOf(created, p), APIKey: key}, nil
 }
 
 // RevokeKey revokes one of the project's keys; it stops working at once.

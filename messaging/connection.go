@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/api"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,20 +26,7 @@ const (
 )
 
 // Connection is a connection as the API shows it.
-type Connection struct {
-	ID         string  `json:"id"`
-	Channel    string  `json:"channel"`
-	Provider   *string `json:"provider"`
-	Status     string  `json:"status"`
-	CustomerID string  `json:"customer_id"`
-	AgentID    string  `json:"agent_id"`
-	Name       *string `json:"name"`
-	Address    *string `json:"address"`
-	// WebhookURL is where the provider sends this connection's events,
-	// for the channels where the customer gives it to the provider.
-	WebhookURL *string   `json:"webhook_url"`
-	CreatedAt  time.Time `json:"created_at"`
-}
+type Connection = api.Connection
 
 func connectionOf(c *ent.Connection) *Connection {
 	return &Connection{
@@ -176,7 +164,7 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		if err != nil {
 			return err
 		}
-		return tx.Append(stream.ConnectionActive, connectionEvent{
+		return tx.Append(stream.ConnectionActive, api.ConnectionEvent{
 			CustomerID: in.CustomerID, AgentID: in.AgentID, Connection: connectionOf(created),
 		})
 	})
@@ -273,14 +261,6 @@ func (s *Service) webhookURL(channel, id string) string {
 		return ""
 	}
 	return s.baseURL + "/hooks/" + channel + "/" + id
-}
-
-// connectionEvent is the data of connection.active: the scope, like
-// message.received, and the connection as GET /v1/connections/{id} shows it.
-type connectionEvent struct {
-	CustomerID string      `json:"customer_id"`
-	AgentID    string      `json:"agent_id"`
-	Connection *Connection `json:"connection"`
 }
 
 func label(d channels.Descriptor) string {

@@ -2,7 +2,7 @@ package messaging
 
 import (
 	"context"
-	"time"
+	"github.com/comm-gateway/comm/api"
 
 	"github.com/comm-gateway/comm/ent"
 	entconv "github.com/comm-gateway/comm/ent/conversation"
@@ -11,16 +11,7 @@ import (
 )
 
 // Conversation is a conversation as the API shows it.
-type Conversation struct {
-	ID            string     `json:"id"`
-	ConnectionID  string     `json:"connection_id"`
-	Participant   string     `json:"participant"`
-	Subject       *string    `json:"subject"`
-	Typing        bool       `json:"typing"`
-	TypingUntil   *time.Time `json:"typing_until"`
-	LastMessageAt time.Time  `json:"last_message_at"`
-	CreatedAt     time.Time  `json:"created_at"`
-}
+type Conversation = api.Conversation
 
 func (s *Service) conversationOf(c *ent.Conversation) *Conversation {
 	out := &Conversation{

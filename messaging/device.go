@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/api"
 	"strings"
 	"time"
 
@@ -286,18 +287,14 @@ type DeviceView struct {
 	// Project is the sandbox project that approval carries into the
 	// account; nil when a new project will be made.
 	Project *ProjectSummary
+	// ProjectAccountID is the account Project already belongs to; nil
+	// when it belongs to none (or there is no Project).
+	ProjectAccountID *string
 }
 
 // ProjectSummary describes a project in listings and on the approval
 // page.
-type ProjectSummary struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Connections int       `json:"connections"`
-	LastSeq     int64     `json:"last_seq"`
-	CreatedAt   time.Time `json:"created_at"`
-	AccountID   *string   `json:"-"`
-}
+type ProjectSummary = api.ProjectSummary
 
 // DeviceByUserCode finds a sign-in by the code a person typed. A malformed
 // code is ErrInvalid (checked before the database is asked); an unknown one
@@ -316,7 +313,7 @@ func (s *Service) DeviceByUserCode(ctx context.Context, code string) (*DeviceVie
 		v.Status = DeviceExpired
 	}
 	if d.SandboxProjectID != "" {
-		if v.Project, err = s.projectSummary(ctx, d.SandboxProjectID); err != nil {
+		if v.Project, v.ProjectAccountID, err = s.projectSummary(ctx, d.SandboxProjectID); err != nil {
 			return nil, err
 		}
 	}
@@ -335,18 +332,20 @@ func (s *Service) deviceByCode(ctx context.Context, code string) (*ent.DeviceReq
 	return d, err
 }
 
-func (s *Service) projectSummary(ctx context.Context, id string) (*ProjectSummary, error) {
+// projectSummary describes a project, and returns the account it belongs
+// to (nil for none).
+func (s *Service) projectSummary(ctx context.Context, id string) (*ProjectSummary, *string, error) {
 	sys := tenant.System(ctx)
 	pr, err := s.read.Project.Get(sys, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n, err := s.read.Connection.Query().Where(entconn.ProjectID(id)).Count(sys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &ProjectSummary{ID: pr.ID, Name: pr.Name, Connections: n, LastSeq: pr.LastSeq,
-		CreatedAt: pr.CreatedAt.UTC(), AccountID: pr.AccountID}, nil
+		CreatedAt: pr.CreatedAt.UTC()}, pr.AccountID, nil
 }
 
 // Approval is the outcome of approving a sign-in.

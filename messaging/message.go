@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/api"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -26,38 +27,10 @@ import (
 )
 
 // Message is a message as the API shows it.
-type Message struct {
-	ID             string     `json:"id"`
-	ConversationID string     `json:"conversation_id"`
-	ConnectionID   string     `json:"connection_id"`
-	Channel        string     `json:"channel"`
-	Direction      string     `json:"direction"`
-	Status         string     `json:"status"`
-	Sender         string     `json:"sender"`
-	Recipient      *string    `json:"recipient"`
-	Subject        *string    `json:"subject"`
-	Text           string     `json:"text"`
-	HTML           *string    `json:"html"`
-	InReplyTo      *string    `json:"in_reply_to"`
-	Error          *string    `json:"error"`
-	Attempts       int        `json:"attempts"`
-	CreatedAt      time.Time  `json:"created_at"`
-	SentAt         *time.Time `json:"sent_at"`
-	// Attachments and Details appear on channels that have them (email).
-	Attachments []AttachmentInfo `json:"attachments,omitempty"`
-	Details     json.RawMessage  `json:"details,omitempty"`
-}
+type Message = api.Message
 
-// AttachmentInfo describes an attachment of a message; its bytes are at
-// GET /v1/messages/{message_id}/attachments/{id}.
-type AttachmentInfo struct {
-	ID          string  `json:"id"`
-	Filename    string  `json:"filename"`
-	ContentType string  `json:"content_type"`
-	Size        int64   `json:"size"`
-	Inline      bool    `json:"inline"`
-	ContentID   *string `json:"content_id"`
-}
+// AttachmentInfo describes an attachment of a message.
+type AttachmentInfo = api.AttachmentInfo
 
 // AttachmentsOf decodes the attachment list a message row keeps; a list
 // that does not decode shows none.
@@ -85,25 +58,6 @@ func messageOf(m *ent.Message) *Message {
 	return out
 }
 
-// receivedMessage is the message object of message.received, exactly the
-// spec's fields.
-type receivedMessage struct {
-	ID             string  `json:"id"`
-	ConversationID string  `json:"conversation_id"`
-	ConnectionID   string  `json:"connection_id"`
-	Channel        string  `json:"channel"`
-	Sender         string  `json:"sender"`
-	Subject        *string `json:"subject"`
-	Text           string  `json:"text"`
-	HTML           *string `json:"html"`
-	// Beyond the spec's fields, on channels that have them (email).
-	Attachments []AttachmentInfo `json:"attachments,omitempty"`
-	Details     json.RawMessage  `json:"details,omitempty"`
-	// Truncated says the event carries less than the message: text, html
-	// or subject cut, or details left out; GET /v1/messages/{id} has all.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
 // DefaultEventBodyBytes is the default cap on each of the text, html and
 // subject of a message in an event, and on its details.
 const DefaultEventBodyBytes = 64 << 10
@@ -114,7 +68,7 @@ const DefaultEventBodyBytes = 64 << 10
 // details.full_text (the whole body, quoted history included) is never
 // carried, and details larger than the cap are left out. Anything cut or
 // left out sets Truncated; the message itself is stored whole.
-func (s *Service) envelope(m *receivedMessage) {
+func (s *Service) envelope(m *api.ReceivedMessage) {
 	limit := s.eventBody
 	cut := func(v string) string {
 		if len(v) <= limit/6 { // fits however it is escaped
@@ -252,7 +206,7 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 		if stored, err = create.Save(tctx); err != nil {
 			return err
 		}
-		ev := receivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
+		ev := api.ReceivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
 			Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
 			Attachments: atts, Details: in.Details}
 		s.envelope(&ev)
@@ -570,11 +524,8 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 // TypingLease is how long one typing call shows the indicator.
 const TypingLease = 10 * time.Second
 
-// TypingState is the answer to a typing call.
-type TypingState struct {
-	ConversationID string    `json:"conversation_id"`
-	TypingUntil    time.Time `json:"typing_until"`
-}
+// TypingState is the answer to a typing request.
+type TypingState = api.TypingState
 
 // Typing shows a typing indicator in a message's conversation: a lease that
 // ends on its own after TypingLease, or when a reply is sent.

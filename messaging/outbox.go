@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
@@ -188,21 +189,10 @@ func backoff(n int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// outboundMessage is the message object of message.sent and
-// message.failed: message.received's fields plus the outcome.
-type outboundMessage struct {
-	receivedMessage
-	Recipient string     `json:"recipient"`
-	InReplyTo *string    `json:"in_reply_to"`
-	Status    string     `json:"status"`
-	SentAt    *time.Time `json:"sent_at"`
-	Error     *string    `json:"error"`
-	Attempts  int        `json:"attempts"`
-}
-
-func (s *Service) outboundEvent(m *ent.Message) outboundMessage {
-	out := outboundMessage{
-		receivedMessage: receivedMessage{ID: m.ID, ConversationID: m.ConversationID, ConnectionID: m.ConnectionID,
+// outboundEvent is the message object of message.sent and message.failed.
+func (s *Service) outboundEvent(m *ent.Message) api.SentMessage {
+	out := api.SentMessage{
+		ReceivedMessage: api.ReceivedMessage{ID: m.ID, ConversationID: m.ConversationID, ConnectionID: m.ConnectionID,
 			Channel: m.Channel, Sender: m.Sender, Subject: m.Subject, Text: m.Text, HTML: m.HTML},
 		Recipient: m.Recipient, InReplyTo: m.InReplyTo, Status: string(m.Status), Error: m.Error, Attempts: m.Attempts,
 	}
@@ -210,6 +200,6 @@ func (s *Service) outboundEvent(m *ent.Message) outboundMessage {
 		t := m.SentAt.UTC()
 		out.SentAt = &t
 	}
-	s.envelope(&out.receivedMessage)
+	s.envelope(&out.ReceivedMessage)
 	return out
 }

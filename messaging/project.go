@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/api"
 	"strings"
 	"time"
 	"unicode"
@@ -23,13 +24,8 @@ const (
 	KindSignedIn = "signed_in"
 )
 
-// Sandbox is a new anonymous project and its key, shown once.
-type Sandbox struct {
-	ProjectID  string `json:"project_id"`
-	APIKey     string `json:"api_key"`
-	CustomerID string `json:"customer_id"`
-	AgentID    string `json:"agent_id"`
-}
+// Sandbox is a new anonymous project and its key.
+type Sandbox = api.Sandbox
 
 // Principal is an authenticated caller: one key of one project.
 type Principal struct {
@@ -46,15 +42,8 @@ func (p *Principal) Context(ctx context.Context) context.Context {
 	return tenant.WithProject(ctx, p.ProjectID)
 }
 
-// Project is a project as its key holder sees it.
-type Project struct {
-	ID         string    `json:"id"`
-	Name       string    `json:"name"`
-	CustomerID string    `json:"customer_id"`
-	AgentID    string    `json:"agent_id"`
-	LastSeq    int64     `json:"last_seq"`
-	CreatedAt  time.Time `json:"created_at"`
-}
+// Project is the caller's project and the head of its stream.
+type Project = api.Project
 
 // MaxNameLen bounds project names, in characters.
 const MaxNameLen = 200

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
 	entconn "github.com/comm-gateway/comm/ent/connection"
@@ -30,13 +31,6 @@ var statusEvents = map[string]string{
 	StatusAuthorized: stream.ConnectionAuthorized,
 	StatusDegraded:   stream.ConnectionDegraded,
 	StatusRevoked:    stream.ConnectionRevoked,
-}
-
-// statusEvent is the data of connection.degraded and connection.revoked:
-// connection.active's, with the reason.
-type statusEvent struct {
-	connectionEvent
-	Reason string `json:"reason,omitempty"`
 }
 
 // SetConnectionStatus moves a live connection to status (with the reason
@@ -70,7 +64,7 @@ func (s *Service) SetConnectionStatus(ctx context.Context, c *ent.Connection, st
 		if err != nil {
 			return err
 		}
-		ev := statusEvent{connectionEvent: connectionEvent{CustomerID: now.CustomerID, AgentID: now.AgentID, Connection: connectionOf(now)}}
+		ev := api.ConnectionEvent{CustomerID: now.CustomerID, AgentID: now.AgentID, Connection: connectionOf(now)}
 		if status != StatusActive {
 			ev.Reason = reason
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"github.com/comm-gateway/comm/api"
 	"strings"
 	"time"
 
@@ -17,21 +18,8 @@ import (
 	"github.com/comm-gateway/comm/stream"
 )
 
-// Webhook is a project's push endpoint as the API shows it. Secret is set
-// only in the answer that generated it.
-type Webhook struct {
-	ID             string     `json:"id"`
-	URL            string     `json:"url"`
-	Status         string     `json:"status"`
-	Cursor         int64      `json:"cursor"`
-	LastError      *string    `json:"last_error"`
-	FailingSince   *time.Time `json:"failing_since"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at"`
-	DisabledReason *string    `json:"disabled_reason"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	Secret         string     `json:"secret,omitempty"`
-}
+// Webhook is the project's push endpoint.
+type Webhook = api.Webhook
 
 func webhookOf(w *ent.Webhook) *Webhook {
 	return &Webhook{
@@ -50,22 +38,7 @@ func utc(t *time.Time) *time.Time {
 }
 
 // WebhookInput is the body of PUT /v1/webhook.
-type WebhookInput struct {
-	URL string `json:"url"`
-	// Secret signs deliveries; a "whsec_" secret is base64 after the
-	// prefix. Generated (and shown once) when empty.
-	Secret string `json:"secret"`
-	// FromSeq starts (or moves) the cursor: deliveries resume after it.
-	// Default: a new registration starts at the stream's head; a
-	// re-registration keeps its cursor.
-	FromSeq *int64 `json:"from_seq"`
-}
-
-// webhookEvent is the data of webhook.disabled and webhook.enabled.
-type webhookEvent struct {
-	Webhook *Webhook `json:"webhook"`
-	Reason  string   `json:"reason,omitempty"`
-}
+type WebhookInput = api.WebhookRequest
 
 // SetWebhook registers (or replaces) the project's push endpoint.
 func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput) (*Webhook, error) {
@@ -124,7 +97,7 @@ func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput)
 			return err
 		}
 		if old.Status == entwh.StatusDisabled {
-			return tx.Append(stream.WebhookEnabled, webhookEvent{Webhook: webhookOf(saved), Reason: "registered again"})
+			return tx.Append(stream.WebhookEnabled, api.WebhookEvent{Webhook: webhookOf(saved), Reason: "registered again"})
 		}
 		return nil
 	})
@@ -242,17 +215,8 @@ func (s *Service) ReplayWebhook(ctx context.Context, p *Principal, fromSeq *int6
 	return webhookOf(saved), nil
 }
 
-// WebhookAttempt is one recorded delivery attempt.
-type WebhookAttempt struct {
-	ID         string    `json:"id"`
-	URL        string    `json:"url"`
-	Seq        int64     `json:"seq"`
-	OK         bool      `json:"ok"`
-	StatusCode int       `json:"status_code"`
-	LatencyMS  int       `json:"latency_ms"`
-	Error      *string   `json:"error"`
-	At         time.Time `json:"at"`
-}
+// WebhookAttempt is one recorded push delivery attempt.
+type WebhookAttempt = api.WebhookAttempt
 
 // MaxAttemptHistory bounds the attempts kept per webhook.
 const MaxAttemptHistory = 1000

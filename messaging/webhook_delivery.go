@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/ent"
 	entwh "github.com/comm-gateway/comm/ent/webhook"
 	entwha "github.com/comm-gateway/comm/ent/webhookattempt"
@@ -183,7 +184,7 @@ func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string,
 		if disabled, err = cl.Webhook.Get(tctx, ep.ID); err != nil {
 			return err
 		}
-		return tx.Append(stream.WebhookDisabled, webhookEvent{Webhook: webhookOf(disabled), Reason: reason})
+		return tx.Append(stream.WebhookDisabled, api.WebhookEvent{Webhook: webhookOf(disabled), Reason: reason})
 	})
 	if err != nil {
 		return false, err

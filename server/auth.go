@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
@@ -30,20 +31,7 @@ func limited(l *ratelimit.Bucket, key, what string) error {
 	return nil
 }
 
-type deviceStartBody struct {
-	APIKey string `json:"api_key"`
-}
-
-type deviceStartAnswer struct {
-	UserCode                string `json:"user_code"`
-	DeviceCode              string `json:"device_code"`
-	VerificationURI         string `json:"verification_uri"`
-	VerificationURIComplete string `json:"verification_uri_complete"`
-	Interval                int    `json:"interval"`
-	ExpiresIn               int    `json:"expires_in"`
-}
-
-func (s *Server) startDevice(r *http.Request, apiKey string) (*deviceStartAnswer, error) {
+func (s *Server) startDevice(r *http.Request, apiKey string) (*api.DeviceStart, error) {
 	if err := limited(s.startLimit, limitKey(s.clientIP(r)), "sign-in attempts"); err != nil {
 		return nil, err
 	}
@@ -52,14 +40,14 @@ func (s *Server) startDevice(r *http.Request, apiKey string) (*deviceStartAnswer
 	if err != nil {
 		return nil, err
 	}
-	return &deviceStartAnswer{UserCode: st.UserCode, DeviceCode: st.DeviceCode,
+	return &api.DeviceStart{UserCode: st.UserCode, DeviceCode: st.DeviceCode,
 		VerificationURI: s.verificationURI(), VerificationURIComplete: s.verificationURIComplete(st.UserCode),
 		Interval: st.Interval, ExpiresIn: st.ExpiresIn}, nil
 }
 
 // deviceStart is POST /v1/auth/device/start {api_key?}.
 func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
-	var in deviceStartBody
+	var in api.DeviceStartRequest
 	if r.ContentLength != 0 {
 		if err := decode(r, &in); err != nil {
 			return err
@@ -73,20 +61,9 @@ func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// deviceTokenAnswer is the spec's token answer: {status} and, once
-// approved, the key and where to use it.
-type deviceTokenAnswer struct {
-	Status   string `json:"status"`
-	APIKey   string `json:"api_key,omitempty"`
-	BaseURL  string `json:"base_url,omitempty"`
-	Interval int    `json:"interval,omitempty"`
-}
-
 // deviceToken is POST /v1/auth/device/token {device_code}.
 func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		DeviceCode string `json:"device_code"`
-	}
+	var in api.DeviceTokenRequest
 	if err := decode(r, &in); err != nil {
 		return err
 	}
@@ -97,7 +74,7 @@ func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := deviceTokenAnswer{Status: tok.Status, APIKey: tok.APIKey}
+	out := api.DeviceToken{Status: tok.Status, APIKey: tok.APIKey}
 	if tok.Status == messaging.DeviceApproved {
 		out.BaseURL = s.baseURL
 	}

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -22,21 +22,11 @@ import (
 // HTTP; approval is the domain call the /device page makes (the page has
 // its own tests).
 
-type deviceStart struct {
-	UserCode                string `json:"user_code"`
-	DeviceCode              string `json:"device_code"`
-	VerificationURI         string `json:"verification_uri"`
-	VerificationURIComplete string `json:"verification_uri_complete"`
-	Interval                int    `json:"interval"`
-	ExpiresIn               int    `json:"expires_in"`
-}
+// deviceStart is the answer of POST /v1/auth/device/start.
+type deviceStart = api.DeviceStart
 
-type deviceToken struct {
-	Status   string `json:"status"`
-	APIKey   string `json:"api_key"`
-	BaseURL  string `json:"base_url"`
-	Interval int    `json:"interval"`
-}
+// deviceToken is the answer of POST /v1/auth/device/token.
+type deviceToken = api.DeviceToken
 
 func (g *gateway) startDevice(t *testing.T, apiKey string) deviceStart {
 	t.Helper()
@@ -152,22 +142,9 @@ func TestDeviceFlow(t *testing.T) {
 		}
 
 		// The account: $100 once.
-		var a struct {
-			Account struct {
-				Email string `json:"email"`
-			} `json:"account"`
-			Balance      string `json:"balance"`
-			BalanceCents int64  `json:"balance_cents"`
-			Ledger       []struct {
-				Kind        string `json:"kind"`
-				AmountCents int64  `json:"amount_cents"`
-			} `json:"ledger"`
-			Projects []struct {
-				ID string `json:"id"`
-			} `json:"projects"`
-		}
+		var a api.AccountView
 		r := g.do(t, request{Path: "/v1/account", Key: tok.APIKey})
-		json.Unmarshal(r.Body, &a)
+		decodeJSON(t, r.Body, &a)
 		if r.Status != 200 || a.Balance != "100.00" || a.BalanceCents != 10000 || len(a.Ledger) != 1 || a.Ledger[0].Kind != "grant" ||
 			a.Account.Email != "ann@example.com" || len(a.Projects) != 1 || a.Projects[0].ID != sb.ProjectID {
 			t.Fatalf("account: %d %s", r.Status, r.Body)
@@ -187,7 +164,7 @@ func TestDeviceFlow(t *testing.T) {
 		}
 		_, tok2, _ := g.pollDevice(t, st2.DeviceCode)
 		r = g.do(t, request{Path: "/v1/account", Key: tok2.APIKey})
-		json.Unmarshal(r.Body, &a)
+		decodeJSON(t, r.Body, &a)
 		if a.Balance != "100.00" || len(a.Ledger) != 1 || len(a.Projects) != 2 {
 			t.Fatalf("account after a second sign-in: %s", r.Body)
 		}
@@ -323,13 +300,8 @@ func TestKeys(t *testing.T) {
 		g := start(t, cfg, server.Options{})
 		sb := g.newSandbox(t, "keys")
 		r := g.do(t, request{Method: "POST", Path: "/v1/keys", Key: sb.APIKey, ContentType: "application/json", Body: `{"name":"ci"}`})
-		var nk struct {
-			ID      string `json:"id"`
-			APIKey  string `json:"api_key"`
-			Display string `json:"display"`
-			Kind    string `json:"kind"`
-		}
-		json.Unmarshal(r.Body, &nk)
+		var nk api.NewKey
+		decodeJSON(t, r.Body, &nk)
 		if r.Status != 201 || !strings.HasPrefix(nk.APIKey, "comm_sandbox_") || nk.Kind != "sandbox" {
 			t.Fatalf("create key: %d %s", r.Status, r.Body)
 		}

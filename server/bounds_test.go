@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/apikey"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/server"
@@ -133,11 +134,8 @@ func TestEventPagesHaveAByteBudget(t *testing.T) {
 func (g *gateway) newKey(t *testing.T, key string) (id, secret string) {
 	t.Helper()
 	r := g.do(t, request{Method: "POST", Path: "/v1/keys", Key: key, ContentType: "application/json", Body: `{"name":"socket"}`})
-	var nk struct {
-		ID     string `json:"id"`
-		APIKey string `json:"api_key"`
-	}
-	json.Unmarshal(r.Body, &nk)
+	var nk api.NewKey
+	decodeJSON(t, r.Body, &nk)
 	if r.Status != 201 || nk.APIKey == "" {
 		t.Fatalf("create key: %d %s", r.Status, r.Body)
 	}

@@ -241,9 +241,9 @@ func (s *Server) devicePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Title = "Approve sign-in?"
-	if dv.Project != nil && dv.Project.AccountID != nil {
+	if dv.ProjectAccountID != nil {
 		p.Owner = "other"
-		if *dv.Project.AccountID == acct.ID {
+		if *dv.ProjectAccountID == acct.ID {
 			p.Owner = "you"
 		}
 	}

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/json"
 	"html"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/oauth2-proxy/mockoidc"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -141,14 +141,8 @@ func (p webPage) wantNot(t *testing.T, texts ...string) {
 	}
 }
 
-type webStart struct {
-	UserCode                string `json:"user_code"`
-	DeviceCode              string `json:"device_code"`
-	VerificationURI         string `json:"verification_uri"`
-	VerificationURIComplete string `json:"verification_uri_complete"`
-	Interval                int    `json:"interval"`
-	ExpiresIn               int    `json:"expires_in"`
-}
+// webStart is the answer of POST /v1/auth/device/start.
+type webStart = api.DeviceStart
 
 func (g *gateway) webStart(t *testing.T, apiKey string) webStart {
 	t.Helper()
@@ -161,21 +155,15 @@ func (g *gateway) webStart(t *testing.T, apiKey string) webStart {
 		t.Fatalf("device start: status %d, body %s", resp.Status, resp.Body)
 	}
 	var st webStart
-	if err := json.Unmarshal(resp.Body, &st); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, resp.Body, &st)
 	if st.VerificationURIComplete != g.URL+"/device?code="+url.QueryEscape(st.UserCode) {
 		t.Fatalf("verification_uri_complete %q, base %s", st.VerificationURIComplete, g.URL)
 	}
 	return st
 }
 
-type webToken struct {
-	Status   string `json:"status"`
-	APIKey   string `json:"api_key"`
-	BaseURL  string `json:"base_url"`
-	Interval int    `json:"interval"`
-}
+// webToken is the answer of POST /v1/auth/device/token.
+type webToken = api.DeviceToken
 
 func (g *gateway) webPoll(t *testing.T, deviceCode string) webToken {
 	t.Helper()
@@ -184,9 +172,7 @@ func (g *gateway) webPoll(t *testing.T, deviceCode string) webToken {
 		t.Fatalf("device token: status %d, body %s", resp.Status, resp.Body)
 	}
 	var tok webToken
-	if err := json.Unmarshal(resp.Body, &tok); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, resp.Body, &tok)
 	return tok
 }
 
@@ -199,19 +185,8 @@ func (g *gateway) webUndecided(t *testing.T, deviceCode string) {
 	}
 }
 
-type webAccountView struct {
-	Account struct {
-		ID, Issuer, Subject, Email, Name string
-	} `json:"account"`
-	Balance string `json:"balance"`
-	Ledger  []struct {
-		Kind   string `json:"kind"`
-		Amount string `json:"amount"`
-	} `json:"ledger"`
-	Projects []struct {
-		ID string `json:"id"`
-	} `json:"projects"`
-}
+// webAccountView is the body of GET /v1/account.
+type webAccountView = api.AccountView
 
 func (g *gateway) webAccount(t *testing.T, key string) webAccountView {
 	t.Helper()
@@ -220,9 +195,7 @@ func (g *gateway) webAccount(t *testing.T, key string) webAccountView {
 		t.Fatalf("GET /v1/account: status %d, body %s", resp.Status, resp.Body)
 	}
 	var a webAccountView
-	if err := json.Unmarshal(resp.Body, &a); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, resp.Body, &a)
 	return a
 }
 

@@ -4,20 +4,10 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/fault/entfault"
 )
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Param     string `json:"param,omitempty"`
-	RequestID string `json:"request_id,omitempty"`
-}
 
 // writeError renders err in the one JSON error shape, as fault.Present
 // says. Errors that are not the domain's are logged and reported as
@@ -38,7 +28,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="comm"`)
 	}
-	writeJSON(w, p.Status, errorBody{Error: errorDetail{
+	writeJSON(w, p.Status, api.ErrorBody{Error: api.ErrorDetail{
 		Code: p.Code, Message: p.Message, Param: p.Param, RequestID: requestID(r.Context()),
 	}})
 }

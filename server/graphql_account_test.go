@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -67,16 +68,7 @@ type gqlKey struct {
 }
 
 // keyREST is a key as GET /v1/keys shows it.
-type keyREST struct {
-	ID         string     `json:"id"`
-	Kind       string     `json:"kind"`
-	Display    string     `json:"display"`
-	Name       *string    `json:"name"`
-	Current    bool       `json:"current"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
-}
+type keyREST = api.Key
 
 func (k gqlKey) rest() keyREST {
 	return keyREST{ID: k.ID, Kind: k.Kind, Display: k.Display, Name: k.Name, Current: k.Current,
@@ -140,9 +132,7 @@ func TestGraphQLAccount(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("GET /v1/account: %d %s", r.Status, r.Body)
 		}
-		if err := json.Unmarshal(r.Body, &rest); err != nil {
-			t.Fatal(err)
-		}
+		decodeJSON(t, r.Body, &rest)
 		if rest.Account.ID != a.ID || rest.Account.Issuer != a.Issuer || rest.Account.Subject != a.Subject ||
 			rest.Account.Email != a.Email || rest.Account.Name != a.Name || !rest.Account.CreatedAt.Equal(a.CreatedAt) ||
 			rest.Currency != a.Currency || rest.BalanceCents != a.BalanceCents || rest.Balance != a.Balance ||

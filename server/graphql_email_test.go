@@ -6,14 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels/email/domain"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
@@ -55,31 +56,10 @@ type gqlDomainRecord struct {
 }
 
 // domainREST is a domain as REST shows it.
-type domainREST struct {
-	ID            string             `json:"id"`
-	Domain        string             `json:"domain"`
-	InboundDomain *string            `json:"inbound_domain"`
-	Status        string             `json:"status"`
-	Records       []domainRecordREST `json:"records"`
-	LastError     *string            `json:"last_error"`
-	CheckedAt     *time.Time         `json:"checked_at"`
-	VerifiedAt    *time.Time         `json:"verified_at"`
-	CreatedAt     time.Time          `json:"created_at"`
-}
+type domainREST = api.Domain
 
-type domainRecordREST struct {
-	Kind     string   `json:"kind"`
-	Type     string   `json:"type"`
-	Name     string   `json:"name"`
-	Value    string   `json:"value"`
-	Priority int      `json:"priority,omitempty"`
-	Required bool     `json:"required"`
-	Purpose  string   `json:"purpose"`
-	State    string   `json:"state"`
-	Seen     []string `json:"seen,omitempty"`
-	Detail   string   `json:"detail,omitempty"`
-	Zone     string   `json:"zone"`
-}
+// domainRecordREST is a domain record as REST shows it.
+type domainRecordREST = api.DomainRecord
 
 // rest is the domain in the REST API's shape.
 func (d gqlDomain) rest() domainREST {
@@ -114,14 +94,7 @@ type gqlAttachment struct {
 }
 
 // attachmentREST is an attachment as REST lists it on a message.
-type attachmentREST struct {
-	ID          string  `json:"id"`
-	Filename    string  `json:"filename"`
-	ContentType string  `json:"content_type"`
-	Size        int64   `json:"size"`
-	Inline      bool    `json:"inline"`
-	ContentID   *string `json:"content_id"`
-}
+type attachmentREST = api.AttachmentInfo
 
 // gqlMailMessage is the email side of a Message as GraphQL shows it.
 type gqlMailMessage struct {
@@ -471,17 +444,12 @@ func TestGraphQLMessageAttachments(t *testing.T) {
 		if !same(node, m) {
 			t.Errorf("node(id) %+v, messages %+v", node, m)
 		}
-		var rest struct {
-			Attachments []attachmentREST `json:"attachments"`
-			Details     json.RawMessage  `json:"details"`
-		}
+		var rest api.Message
 		resp := g.do(t, request{Path: "/v1/messages/" + m.ID, Key: a.APIKey})
 		if resp.Status != http.StatusOK {
 			t.Fatalf("GET message: status %d, body %s", resp.Status, resp.Body)
 		}
-		if err := json.Unmarshal(resp.Body, &rest); err != nil {
-			t.Fatal(err)
-		}
+		decodeJSON(t, resp.Body, &rest)
 		var fromGQL []attachmentREST
 		for _, att := range m.Attachments {
 			fromGQL = append(fromGQL, attachmentREST{ID: att.ID, Filename: att.Filename, ContentType: att.ContentType,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
@@ -294,12 +295,12 @@ func TestKeyManagementAfterSignIn(t *testing.T) {
 		wantError(t, r, http.StatusConflict, "conflict", "")
 		// With a second signed-in key, the first may go, and the sandbox
 		// key may be revoked by a signed-in one.
-		var nk struct {
-			ID     string `json:"id"`
-			APIKey string `json:"api_key"`
-		}
+		var nk api.NewKey
 		resp := g.post(t, signed, "/v1/keys", `{"name":"second"}`)
-		if err := json.Unmarshal(resp.Body, &nk); err != nil || nk.APIKey == "" {
+		if resp.Status != http.StatusCreated {
+			t.Fatalf("create: %d %s", resp.Status, resp.Body)
+		}
+		if decodeJSON(t, resp.Body, &nk); nk.APIKey == "" {
 			t.Fatalf("create: %d %s", resp.Status, resp.Body)
 		}
 		if r := g.do(t, request{Method: http.MethodDelete, Path: "/v1/keys/" + sandboxID, Key: signed}); r.Status != http.StatusOK {

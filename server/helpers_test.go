@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/comm-gateway/comm/channels/telegram"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/channels/telegram"
+
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/delivery"
@@ -105,12 +107,7 @@ func (g *gateway) do(t *testing.T, req request) response {
 }
 
 // sandbox is the body of a 201 from POST /v1/projects/sandbox.
-type sandbox struct {
-	ProjectID  string `json:"project_id"`
-	APIKey     string `json:"api_key"`
-	CustomerID string `json:"customer_id"`
-	AgentID    string `json:"agent_id"`
-}
+type sandbox = api.Sandbox
 
 // newSandbox creates a project through the API.
 func (g *gateway) newSandbox(t *testing.T, name string) sandbox {
@@ -130,11 +127,7 @@ func (g *gateway) newSandbox(t *testing.T, name string) sandbox {
 }
 
 // event is one element of GET /v1/events.
-type event struct {
-	Seq  int64           `json:"seq"`
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
+type event = api.Event
 
 // events calls GET /v1/events with query (without the "?") and fails the
 // test unless it answers 200.
@@ -157,14 +150,7 @@ func (g *gateway) events(t *testing.T, key, query string) []event {
 }
 
 // project is the body of GET /v1/project.
-type project struct {
-	ID         string    `json:"id"`
-	Name       string    `json:"name"`
-	CustomerID string    `json:"customer_id"`
-	AgentID    string    `json:"agent_id"`
-	LastSeq    int64     `json:"last_seq"`
-	CreatedAt  time.Time `json:"created_at"`
-}
+type project = api.Project
 
 func (g *gateway) project(t *testing.T, key string) project {
 	t.Helper()
@@ -178,14 +164,7 @@ func (g *gateway) project(t *testing.T, key string) project {
 }
 
 // apiError is the one JSON error shape.
-type apiError struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		Param     string `json:"param"`
-		RequestID string `json:"request_id"`
-	} `json:"error"`
-}
+type apiError = api.ErrorBody
 
 // wantError checks status, the JSON error shape, its code and (if not
 // empty) its param, and returns the decoded error.
@@ -214,7 +193,13 @@ func wantError(t *testing.T, resp response, status int, code, param string) apiE
 	return e
 }
 
-var decodeJSON = gatewaytest.DecodeStrict
+// decodeJSON reads an answer strictly (unknown fields fail) and checks
+// that the wire type it is read into re-encodes to the same bytes.
+func decodeJSON(t *testing.T, b []byte, v any) {
+	t.Helper()
+	gatewaytest.DecodeStrict(t, b, v)
+	wireRoundTrip(t, b, v)
+}
 
 // appendN appends n message.received events to project and returns their
 // payloads by seq.

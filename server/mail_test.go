@@ -236,9 +236,7 @@ func TestLargeEmailEvent(t *testing.T) {
 			t.Fatalf("events: %d %s", resp.Status, resp.Body)
 		}
 		var evs []event
-		if err := json.Unmarshal(resp.Body, &evs); err != nil {
-			t.Fatal(err)
-		}
+		decodeJSON(t, resp.Body, &evs)
 		if len(evs) != 1 {
 			t.Fatalf("%d events", len(evs))
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/apikey"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ident"
@@ -22,56 +23,16 @@ import (
 )
 
 // connection is a connection as the API shows it.
-type connection struct {
-	ID         string    `json:"id"`
-	Channel    string    `json:"channel"`
-	Provider   *string   `json:"provider"`
-	Status     string    `json:"status"`
-	CustomerID string    `json:"customer_id"`
-	AgentID    string    `json:"agent_id"`
-	Name       *string   `json:"name"`
-	Address    *string   `json:"address"`
-	WebhookURL *string   `json:"webhook_url"`
-	CreatedAt  time.Time `json:"created_at"`
-}
+type connection = api.Connection
 
 // message is a message as the API shows it.
-type message struct {
-	ID             string     `json:"id"`
-	ConversationID string     `json:"conversation_id"`
-	ConnectionID   string     `json:"connection_id"`
-	Channel        string     `json:"channel"`
-	Direction      string     `json:"direction"`
-	Status         string     `json:"status"`
-	Sender         string     `json:"sender"`
-	Recipient      *string    `json:"recipient"`
-	Subject        *string    `json:"subject"`
-	Text           string     `json:"text"`
-	HTML           *string    `json:"html"`
-	InReplyTo      *string    `json:"in_reply_to"`
-	Error          *string    `json:"error"`
-	Attempts       int        `json:"attempts"`
-	CreatedAt      time.Time  `json:"created_at"`
-	SentAt         *time.Time `json:"sent_at"`
-}
+type message = api.Message
 
 // conversation is a conversation as the API shows it.
-type conversation struct {
-	ID            string     `json:"id"`
-	ConnectionID  string     `json:"connection_id"`
-	Participant   string     `json:"participant"`
-	Subject       *string    `json:"subject"`
-	Typing        bool       `json:"typing"`
-	TypingUntil   *time.Time `json:"typing_until"`
-	LastMessageAt time.Time  `json:"last_message_at"`
-	CreatedAt     time.Time  `json:"created_at"`
-}
+type conversation = api.Conversation
 
 // typingState is the answer to POST /v1/messages/{id}/typing.
-type typingState struct {
-	ConversationID string    `json:"conversation_id"`
-	TypingUntil    time.Time `json:"typing_until"`
-}
+type typingState = api.TypingState
 
 // The keys of the event payloads, sorted.
 var (

@@ -20,14 +20,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/comm-gateway/comm/api"
 )
 
 // Event is one entry of a project's stream, in the spec's shape.
-type Event struct {
-	Seq  int64           `json:"seq"`
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
+type Event = api.Event
 
 // The stored form of an event is its JSON envelope, exactly as every front
 // door serves it: {"seq":N,"type":"T","data":D}. It is encoded once, at
@@ -56,17 +54,17 @@ func unwrapEnvelope(body []byte, seq int64, typ string) (json.RawMessage, error)
 
 // Event types.
 const (
-	MessageReceived      = "message.received"
-	MessageSent          = "message.sent"
-	MessageFailed        = "message.failed"
-	ConnectionActive     = "connection.active"
-	ConnectionAuthorized = "connection.authorized"
-	ConnectionDegraded   = "connection.degraded"
-	ConnectionRevoked    = "connection.revoked"
-	DomainVerified       = "domain.verified"
-	DomainUnverified     = "domain.unverified"
-	WebhookDisabled      = "webhook.disabled"
-	WebhookEnabled       = "webhook.enabled"
+	MessageReceived      = api.EventMessageReceived
+	MessageSent          = api.EventMessageSent
+	MessageFailed        = api.EventMessageFailed
+	ConnectionActive     = api.EventConnectionActive
+	ConnectionAuthorized = api.EventConnectionAuthorized
+	ConnectionDegraded   = api.EventConnectionDegraded
+	ConnectionRevoked    = api.EventConnectionRevoked
+	DomainVerified       = api.EventDomainVerified
+	DomainUnverified     = api.EventDomainUnverified
+	WebhookDisabled      = api.EventWebhookDisabled
+	WebhookEnabled       = api.EventWebhookEnabled
 )
 
 // Types lists every event type, sorted.

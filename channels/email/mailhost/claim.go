@@ -45,5 +45,3 @@ func (h *Host) Claim(ctx context.Context, projectID, address string) error {
 		"the address %s was released recently and is held back until %s; choose another",
 		address, last.DeletedAt.Add(q).UTC().Format(time.RFC3339)).WithParam("config.address")
 }
-
-// connectionEvent is the data of connection.active: the scope, like

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect/sql"
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/domain"
 	"github.com/comm-gateway/comm/ent"
@@ -22,29 +23,10 @@ import (
 )
 
 // Domain is a custom email domain as the API shows it.
-type Domain struct {
-	ID            string         `json:"id"`
-	Domain        string         `json:"domain"`
-	InboundDomain *string        `json:"inbound_domain"`
-	Status        string         `json:"status"`
-	Records       []DomainRecord `json:"records"`
-	LastError     *string        `json:"last_error"`
-	CheckedAt     *time.Time     `json:"checked_at"`
-	VerifiedAt    *time.Time     `json:"verified_at"`
-	CreatedAt     time.Time      `json:"created_at"`
-}
+type Domain = api.Domain
 
 // DomainRecord is one DNS record to publish and what verification found.
-type DomainRecord struct {
-	domain.Record
-	// State is "pending" until verification has looked, then what it
-	// found: found, missing or mismatch.
-	State  string   `json:"state"`
-	Seen   []string `json:"seen,omitempty"`
-	Detail string   `json:"detail,omitempty"`
-	// Zone is the record as a zone-file line, ready to paste.
-	Zone string `json:"zone"`
-}
+type DomainRecord = api.DomainRecord
 
 // planOf reads the records a domain was planned with.
 func planOf(d *ent.Domain) (*domain.Records, error) {
@@ -71,7 +53,8 @@ func domainOf(d *ent.Domain) (*Domain, error) {
 		LastError: d.LastError, CheckedAt: utcPtr(d.CheckedAt), VerifiedAt: utcPtr(d.VerifiedAt), CreatedAt: d.CreatedAt.UTC(),
 	}
 	for _, rec := range plan.Records {
-		r := DomainRecord{Record: rec, State: "pending", Zone: rec.ZoneLine()}
+		r := DomainRecord{Kind: string(rec.Kind), Type: rec.Type, Name: rec.Name, Value: rec.Value, Priority: rec.Priority,
+			Required: rec.Required, Purpose: rec.Purpose, State: "pending", Zone: rec.ZoneLine()}
 		if st, ok := checks.Get(rec.Kind); ok {
 			r.State, r.Seen, r.Detail = string(st.State), st.Seen, st.Detail
 		}
@@ -389,9 +372,7 @@ func (h *Host) verify(ctx context.Context, d *ent.Domain) (*ent.Domain, error) {
 		if unverified {
 			typ = stream.DomainUnverified
 		}
-		return tx.Append(typ, struct {
-			Domain *Domain `json:"domain"`
-		}{view})
+		return tx.Append(typ, api.DomainEvent{Domain: view})
 	})
 	if unverified && err == nil {
 		h.keys.Delete(d.ID)

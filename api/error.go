@@ -1,0 +1,18 @@
+package api
+
+// ErrorBody is the one JSON shape of every REST error answer.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong.
+type ErrorDetail struct {
+	// Code is machine-readable ("not_found", "invalid_parameter" ...).
+	Code string `json:"code"`
+	// Message is the human-readable explanation.
+	Message string `json:"message"`
+	// Param names the offending request parameter or field, if any.
+	Param string `json:"param,omitempty"`
+	// RequestID identifies the request in the gateway's log.
+	RequestID string `json:"request_id,omitempty"`
+}
