@@ -58,6 +58,23 @@ type Descriptor struct {
 	// (the "config" object of POST /v1/connections). Nil while the adapter
 	// is not built yet: connecting answers 501.
 	New func(ctx context.Context, conn Connection) (Adapter, error)
+	// App takes the provider's app-level webhook (/hooks/<channel>), for
+	// providers that send every tenant's events to one URL (Slack, Meta,
+	// X). Nil when the channel has none.
+	App AppWebhook
+}
+
+// AppWebhook verifies a request to a channel's app-level webhook with the
+// app's own secret (an operator setting) and says which connections it is
+// for, by the routing keys connections registered when they were made
+// (Provisioned.RouteKey). Only then does the gateway hand the request to
+// each such connection's WebhookReceiver, which returns the messages that
+// are its own. An unverified payload field never chooses a tenant.
+type AppWebhook interface {
+	// Route returns the routing keys the request's events are for, or a
+	// Response when the request is a handshake the app answers itself.
+	// A request that does not verify is ErrSignature.
+	Route(r *http.Request, body []byte) (keys []string, resp *Response, err error)
 }
 
 // Connection is what an adapter knows of the connection it serves.
@@ -125,6 +142,11 @@ type Provisioned struct {
 	// Address is the connection's own address on the channel (a bot's
 	// @username, a phone number), shown on the connection.
 	Address string
+	// RouteKey is the key app-level events for this connection carry (a
+	// Slack team id, a page id; see AppWebhook); unique among the live
+	// connections of the channel. Empty when the channel has no app-level
+	// webhook.
+	RouteKey string
 }
 
 // Deprovisioner undoes Provision when the connection is deleted (deletes

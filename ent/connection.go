@@ -41,6 +41,8 @@ type Connection struct {
 	Address string `json:"address,omitempty"`
 	// channel:address of an inbox this gateway hosts (email); globally unique, cleared on delete
 	InboxKey *string `json:"inbox_key,omitempty"`
+	// channel:key that app-level provider events for this connection carry (a Slack team, a page); globally unique, cleared on delete
+	RouteKey *string `json:"route_key,omitempty"`
 	// the URL the provider sends this connection's events to, when the customer gives it to the provider
 	WebhookURL string `json:"webhook_url,omitempty"`
 	// the replica running the connection's long-lived inbound session (a lease)
@@ -59,7 +61,7 @@ func (*Connection) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case connection.FieldConfig:
 			values[i] = new([]byte)
-		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldStatusReason, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress, connection.FieldInboxKey, connection.FieldWebhookURL, connection.FieldSessionOwner:
+		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldStatusReason, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress, connection.FieldInboxKey, connection.FieldRouteKey, connection.FieldWebhookURL, connection.FieldSessionOwner:
 			values[i] = new(sql.NullString)
 		case connection.FieldCreatedAt, connection.FieldSessionUntil, connection.FieldDeletedAt:
 			values[i] = new(sql.NullTime)
@@ -157,6 +159,13 @@ func (_m *Connection) assignValues(columns []string, values []any) error {
 				_m.InboxKey = new(string)
 				*_m.InboxKey = value.String
 			}
+		case connection.FieldRouteKey:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field route_key", values[i])
+			} else if value.Valid {
+				_m.RouteKey = new(string)
+				*_m.RouteKey = value.String
+			}
 		case connection.FieldWebhookURL:
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field webhook_url", values[i])
@@ -253,6 +262,11 @@ func (_m *Connection) String() string {
 	builder.WriteString(", ")
 	if v := _m.InboxKey; v != nil {
 		builder.WriteString("inbox_key=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.RouteKey; v != nil {
+		builder.WriteString("route_key=")
 		builder.WriteString(*v)
 	}
 	builder.WriteString(", ")

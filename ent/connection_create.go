@@ -151,6 +151,20 @@ func (_c *ConnectionCreate) SetNillableInboxKey(v *string) *ConnectionCreate {
 	return _c
 }
 
+// SetRouteKey sets the "route_key" field.
+func (_c *ConnectionCreate) SetRouteKey(v string) *ConnectionCreate {
+	_c.mutation.SetRouteKey(v)
+	return _c
+}
+
+// SetNillableRouteKey sets the "route_key" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableRouteKey(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetRouteKey(*v)
+	}
+	return _c
+}
+
 // SetWebhookURL sets the "webhook_url" field.
 func (_c *ConnectionCreate) SetWebhookURL(v string) *ConnectionCreate {
 	_c.mutation.SetWebhookURL(v)
@@ -403,6 +417,10 @@ func (_c *ConnectionCreate) createSpec() (*Connection, *sqlgraph.CreateSpec) {
 		_spec.SetField(connection.FieldInboxKey, field.TypeString, value)
 		_node.InboxKey = &value
 	}
+	if value, ok := _c.mutation.RouteKey(); ok {
+		_spec.SetField(connection.FieldRouteKey, field.TypeString, value)
+		_node.RouteKey = &value
+	}
 	if value, ok := _c.mutation.WebhookURL(); ok {
 		_spec.SetField(connection.FieldWebhookURL, field.TypeString, value)
 		_node.WebhookURL = value
@@ -570,6 +588,24 @@ func (u *ConnectionUpsert) UpdateInboxKey() *ConnectionUpsert {
 // ClearInboxKey clears the value of the "inbox_key" field.
 func (u *ConnectionUpsert) ClearInboxKey() *ConnectionUpsert {
 	u.SetNull(connection.FieldInboxKey)
+	return u
+}
+
+// SetRouteKey sets the "route_key" field.
+func (u *ConnectionUpsert) SetRouteKey(v string) *ConnectionUpsert {
+	u.Set(connection.FieldRouteKey, v)
+	return u
+}
+
+// UpdateRouteKey sets the "route_key" field to the value that was provided on create.
+func (u *ConnectionUpsert) UpdateRouteKey() *ConnectionUpsert {
+	u.SetExcluded(connection.FieldRouteKey)
+	return u
+}
+
+// ClearRouteKey clears the value of the "route_key" field.
+func (u *ConnectionUpsert) ClearRouteKey() *ConnectionUpsert {
+	u.SetNull(connection.FieldRouteKey)
 	return u
 }
 
@@ -827,6 +863,27 @@ func (u *ConnectionUpsertOne) UpdateInboxKey() *ConnectionUpsertOne {
 func (u *ConnectionUpsertOne) ClearInboxKey() *ConnectionUpsertOne {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearInboxKey()
+	})
+}
+
+// SetRouteKey sets the "route_key" field.
+func (u *ConnectionUpsertOne) SetRouteKey(v string) *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetRouteKey(v)
+	})
+}
+
+// UpdateRouteKey sets the "route_key" field to the value that was provided on create.
+func (u *ConnectionUpsertOne) UpdateRouteKey() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateRouteKey()
+	})
+}
+
+// ClearRouteKey clears the value of the "route_key" field.
+func (u *ConnectionUpsertOne) ClearRouteKey() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearRouteKey()
 	})
 }
 
@@ -1263,6 +1320,27 @@ func (u *ConnectionUpsertBulk) UpdateInboxKey() *ConnectionUpsertBulk {
 func (u *ConnectionUpsertBulk) ClearInboxKey() *ConnectionUpsertBulk {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearInboxKey()
+	})
+}
+
+// SetRouteKey sets the "route_key" field.
+func (u *ConnectionUpsertBulk) SetRouteKey(v string) *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetRouteKey(v)
+	})
+}
+
+// UpdateRouteKey sets the "route_key" field to the value that was provided on create.
+func (u *ConnectionUpsertBulk) UpdateRouteKey() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateRouteKey()
+	})
+}
+
+// ClearRouteKey clears the value of the "route_key" field.
+func (u *ConnectionUpsertBulk) ClearRouteKey() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearRouteKey()
 	})
 }
 

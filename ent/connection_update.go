@@ -134,6 +134,26 @@ func (_u *ConnectionUpdate) ClearInboxKey() *ConnectionUpdate {
 	return _u
 }
 
+// SetRouteKey sets the "route_key" field.
+func (_u *ConnectionUpdate) SetRouteKey(v string) *ConnectionUpdate {
+	_u.mutation.SetRouteKey(v)
+	return _u
+}
+
+// SetNillableRouteKey sets the "route_key" field if the given value is not nil.
+func (_u *ConnectionUpdate) SetNillableRouteKey(v *string) *ConnectionUpdate {
+	if v != nil {
+		_u.SetRouteKey(*v)
+	}
+	return _u
+}
+
+// ClearRouteKey clears the value of the "route_key" field.
+func (_u *ConnectionUpdate) ClearRouteKey() *ConnectionUpdate {
+	_u.mutation.ClearRouteKey()
+	return _u
+}
+
 // SetWebhookURL sets the "webhook_url" field.
 func (_u *ConnectionUpdate) SetWebhookURL(v string) *ConnectionUpdate {
 	_u.mutation.SetWebhookURL(v)
@@ -309,6 +329,12 @@ func (_u *ConnectionUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	if _u.mutation.InboxKeyCleared() {
 		_spec.ClearField(connection.FieldInboxKey, field.TypeString)
 	}
+	if value, ok := _u.mutation.RouteKey(); ok {
+		_spec.SetField(connection.FieldRouteKey, field.TypeString, value)
+	}
+	if _u.mutation.RouteKeyCleared() {
+		_spec.ClearField(connection.FieldRouteKey, field.TypeString)
+	}
 	if value, ok := _u.mutation.WebhookURL(); ok {
 		_spec.SetField(connection.FieldWebhookURL, field.TypeString, value)
 	}
@@ -456,6 +482,26 @@ func (_u *ConnectionUpdateOne) SetNillableInboxKey(v *string) *ConnectionUpdateO
 // ClearInboxKey clears the value of the "inbox_key" field.
 func (_u *ConnectionUpdateOne) ClearInboxKey() *ConnectionUpdateOne {
 	_u.mutation.ClearInboxKey()
+	return _u
+}
+
+// SetRouteKey sets the "route_key" field.
+func (_u *ConnectionUpdateOne) SetRouteKey(v string) *ConnectionUpdateOne {
+	_u.mutation.SetRouteKey(v)
+	return _u
+}
+
+// SetNillableRouteKey sets the "route_key" field if the given value is not nil.
+func (_u *ConnectionUpdateOne) SetNillableRouteKey(v *string) *ConnectionUpdateOne {
+	if v != nil {
+		_u.SetRouteKey(*v)
+	}
+	return _u
+}
+
+// ClearRouteKey clears the value of the "route_key" field.
+func (_u *ConnectionUpdateOne) ClearRouteKey() *ConnectionUpdateOne {
+	_u.mutation.ClearRouteKey()
 	return _u
 }
 
@@ -663,6 +709,12 @@ func (_u *ConnectionUpdateOne) sqlSave(ctx context.Context) (_node *Connection, 
 	}
 	if _u.mutation.InboxKeyCleared() {
 		_spec.ClearField(connection.FieldInboxKey, field.TypeString)
+	}
+	if value, ok := _u.mutation.RouteKey(); ok {
+		_spec.SetField(connection.FieldRouteKey, field.TypeString, value)
+	}
+	if _u.mutation.RouteKeyCleared() {
+		_spec.ClearField(connection.FieldRouteKey, field.TypeString)
 	}
 	if value, ok := _u.mutation.WebhookURL(); ok {
 		_spec.SetField(connection.FieldWebhookURL, field.TypeString, value)

@@ -2894,6 +2894,7 @@ type ConnectionMutation struct {
 	_config       *[]byte
 	address       *string
 	inbox_key     *string
+	route_key     *string
 	webhook_url   *string
 	session_owner *string
 	session_until *time.Time
@@ -3518,6 +3519,55 @@ func (m *ConnectionMutation) ResetInboxKey() {
 	delete(m.clearedFields, connection.FieldInboxKey)
 }
 
+// SetRouteKey sets the "route_key" field.
+func (m *ConnectionMutation) SetRouteKey(s string) {
+	m.route_key = &s
+}
+
+// RouteKey returns the value of the "route_key" field in the mutation.
+func (m *ConnectionMutation) RouteKey() (r string, exists bool) {
+	v := m.route_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRouteKey returns the old "route_key" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldRouteKey(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRouteKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRouteKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRouteKey: %w", err)
+	}
+	return oldValue.RouteKey, nil
+}
+
+// ClearRouteKey clears the value of the "route_key" field.
+func (m *ConnectionMutation) ClearRouteKey() {
+	m.route_key = nil
+	m.clearedFields[connection.FieldRouteKey] = struct{}{}
+}
+
+// RouteKeyCleared returns if the "route_key" field was cleared in this mutation.
+func (m *ConnectionMutation) RouteKeyCleared() bool {
+	_, ok := m.clearedFields[connection.FieldRouteKey]
+	return ok
+}
+
+// ResetRouteKey resets all changes to the "route_key" field.
+func (m *ConnectionMutation) ResetRouteKey() {
+	m.route_key = nil
+	delete(m.clearedFields, connection.FieldRouteKey)
+}
+
 // SetWebhookURL sets the "webhook_url" field.
 func (m *ConnectionMutation) SetWebhookURL(s string) {
 	m.webhook_url = &s
@@ -3748,7 +3798,7 @@ func (m *ConnectionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConnectionMutation) Fields() []string {
-	fields := make([]string, 0, 16)
+	fields := make([]string, 0, 17)
 	if m.created_at != nil {
 		fields = append(fields, connection.FieldCreatedAt)
 	}
@@ -3784,6 +3834,9 @@ func (m *ConnectionMutation) Fields() []string {
 	}
 	if m.inbox_key != nil {
 		fields = append(fields, connection.FieldInboxKey)
+	}
+	if m.route_key != nil {
+		fields = append(fields, connection.FieldRouteKey)
 	}
 	if m.webhook_url != nil {
 		fields = append(fields, connection.FieldWebhookURL)
@@ -3829,6 +3882,8 @@ func (m *ConnectionMutation) Field(name string) (ent.Value, bool) {
 		return m.Address()
 	case connection.FieldInboxKey:
 		return m.InboxKey()
+	case connection.FieldRouteKey:
+		return m.RouteKey()
 	case connection.FieldWebhookURL:
 		return m.WebhookURL()
 	case connection.FieldSessionOwner:
@@ -3870,6 +3925,8 @@ func (m *ConnectionMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldAddress(ctx)
 	case connection.FieldInboxKey:
 		return m.OldInboxKey(ctx)
+	case connection.FieldRouteKey:
+		return m.OldRouteKey(ctx)
 	case connection.FieldWebhookURL:
 		return m.OldWebhookURL(ctx)
 	case connection.FieldSessionOwner:
@@ -3971,6 +4028,13 @@ func (m *ConnectionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetInboxKey(v)
 		return nil
+	case connection.FieldRouteKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRouteKey(v)
+		return nil
 	case connection.FieldWebhookURL:
 		v, ok := value.(string)
 		if !ok {
@@ -4047,6 +4111,9 @@ func (m *ConnectionMutation) ClearedFields() []string {
 	if m.FieldCleared(connection.FieldInboxKey) {
 		fields = append(fields, connection.FieldInboxKey)
 	}
+	if m.FieldCleared(connection.FieldRouteKey) {
+		fields = append(fields, connection.FieldRouteKey)
+	}
 	if m.FieldCleared(connection.FieldWebhookURL) {
 		fields = append(fields, connection.FieldWebhookURL)
 	}
@@ -4090,6 +4157,9 @@ func (m *ConnectionMutation) ClearField(name string) error {
 		return nil
 	case connection.FieldInboxKey:
 		m.ClearInboxKey()
+		return nil
+	case connection.FieldRouteKey:
+		m.ClearRouteKey()
 		return nil
 	case connection.FieldWebhookURL:
 		m.ClearWebhookURL()
@@ -4146,6 +4216,9 @@ func (m *ConnectionMutation) ResetField(name string) error {
 		return nil
 	case connection.FieldInboxKey:
 		m.ResetInboxKey()
+		return nil
+	case connection.FieldRouteKey:
+		m.ResetRouteKey()
 		return nil
 	case connection.FieldWebhookURL:
 		m.ResetWebhookURL()

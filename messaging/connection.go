@@ -114,7 +114,7 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 	if err != nil {
 		return nil, configError(err)
 	}
-	config, address := in.Config, ""
+	config, address, route := in.Config, "", ""
 	if pv, ok := adapter.(channels.Provisioner); ok {
 		got, err := pv.Provision(ctx)
 		if err != nil {
@@ -134,7 +134,7 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 			closeAdapter(adapter)
 			adapter = fresh
 		}
-		address = got.Address
+		address, route = got.Address, got.RouteKey
 	}
 	inbox := ""
 	if ib, ok := adapter.(channels.Inbox); ok {
@@ -152,6 +152,9 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 		}
 		if inbox != "" {
 			create.SetInboxKey(inbox)
+		}
+		if route != "" {
+			create.SetRouteKey(RouteKey(d.Channel, route))
 		}
 		if receivesHooks(adapter) {
 			create.SetWebhookURL(conn.WebhookURL)
@@ -175,6 +178,9 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 			}
 		}
 		closeAdapter(adapter)
+		if route != "" && ent.IsConstraintError(err) {
+			return nil, fault.Conflict("%s is connected already (%s); delete that connection first", label(d), route).WithParam("config")
+		}
 		if inbox != "" && ent.IsConstraintError(err) {
 			return nil, fault.Conflict("the address %s is taken; choose another", address).WithParam("config.address")
 		}
@@ -183,6 +189,10 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 	s.adapters.put(id, adapter)
 	return connectionOf(created), nil
 }
+
+// RouteKey is the gateway-wide key of a connection's app-level routing key
+// (channels.Provisioned.RouteKey): unique among live connections.
+func RouteKey(channel, key string) string { return channel + ":" + key }
 
 // InboxKey is the gateway-wide key of an address a connection receives at
 // on this gateway (channels.Inbox): unique among live connections.
@@ -333,7 +343,7 @@ func (s *Service) DeleteConnection(ctx context.Context, p *Principal, id string)
 	now := s.now()
 	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
 		n, err := tx.Client().Connection.Update().Where(entconn.ID(id), entconn.DeletedAtIsNil()).
-			SetDeletedAt(now).SetStatus("deleted").ClearInboxKey().Save(tx.Context())
+			SetDeletedAt(now).SetStatus("deleted").ClearInboxKey().ClearRouteKey().Save(tx.Context())
 		if err == nil && n == 0 {
 			return NotFound("connection", id)
 		}

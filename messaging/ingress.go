@@ -83,3 +83,54 @@ func hookError(c *ent.Connection, err error) error {
 	}
 	return fault.Invalid("", "%s", err.Error())
 }
+
+// AppHook takes a provider's request to its channel's app-level webhook
+// (/hooks/{channel}): the channel's AppWebhook verifies it with the app's
+// secret and names the routing keys it is for; each live connection that
+// registered one of them gets the request (its WebhookReceiver returns the
+// messages that are its own), which stores them once, as Hook does. Keys
+// no connection holds (an app uninstalled from a workspace) are ignored:
+// the provider gets 200 and does not retry.
+func (s *Service) AppHook(ctx context.Context, channel string, r *http.Request, body []byte) (*channels.Response, error) {
+	d, err := s.channels.Lookup(channel, "")
+	if err != nil || d.App == nil {
+		return nil, fault.NotFoundf("no app-level webhook for channel %q", channel)
+	}
+	keys, resp, err := d.App.Route(r, body)
+	if err != nil {
+		return nil, hookError(&ent.Connection{Channel: channel}, err)
+	}
+	if resp != nil {
+		return resp, nil
+	}
+	if r.Method != http.MethodPost {
+		return nil, fault.Invalid("", "%s takes POST here, not %s", channel, r.Method)
+	}
+	for _, key := range keys {
+		c, err := s.read.Connection.Query().Where(entconn.RouteKey(RouteKey(channel, key))).Only(tenant.System(ctx))
+		if ent.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		a, err := s.adapter(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		wr, ok := a.(channels.WebhookReceiver)
+		if !ok {
+			continue
+		}
+		ins, err := wr.ParseWebhook(r, body)
+		if err != nil {
+			return nil, hookError(c, err)
+		}
+		for _, in := range ins {
+			if _, _, err := s.Receive(ctx, c, in); err != nil {
+				return nil, fmt.Errorf("app hook %s: store message %s: %w", c.ID, in.ProviderID, err)
+			}
+		}
+	}
+	return &channels.Response{Status: http.StatusOK}, nil
+}

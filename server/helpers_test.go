@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/channels"
+
 	"github.com/comm-gateway/comm/channels/telegram"
 
 	"github.com/comm-gateway/comm/api"
@@ -68,6 +70,8 @@ type setup struct {
 	telegram telegram.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
+	// channels are more channel descriptors (a test's own adapter).
+	channels []channels.Descriptor
 }
 
 // startGateway serves the gateway (gatewaytest.Start); BaseURL, when the
@@ -86,7 +90,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Channels: su.channels},
 		Workers: workers,
 	})}
 }

@@ -195,6 +195,8 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/connections/{id}/inbound", s.writing(s.inject))
 	s.mux.Handle("POST /hooks/{channel}/{id}", s.public(s.hook))
 	s.mux.Handle("GET /hooks/{channel}/{id}", s.public(s.hook))
+	s.mux.Handle("POST /hooks/{channel}", s.public(s.appHook))
+	s.mux.Handle("GET /hooks/{channel}", s.public(s.appHook))
 
 	s.mux.Handle("GET /v1/conversations", s.authed(s.listConversations))
 	s.mux.Handle("GET /v1/conversations/{id}", s.authed(s.getConversation))

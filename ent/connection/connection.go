@@ -38,6 +38,8 @@ const (
 	FieldAddress = "address"
 	// FieldInboxKey holds the string denoting the inbox_key field in the database.
 	FieldInboxKey = "inbox_key"
+	// FieldRouteKey holds the string denoting the route_key field in the database.
+	FieldRouteKey = "route_key"
 	// FieldWebhookURL holds the string denoting the webhook_url field in the database.
 	FieldWebhookURL = "webhook_url"
 	// FieldSessionOwner holds the string denoting the session_owner field in the database.
@@ -65,6 +67,7 @@ var Columns = []string{
 	FieldConfig,
 	FieldAddress,
 	FieldInboxKey,
+	FieldRouteKey,
 	FieldWebhookURL,
 	FieldSessionOwner,
 	FieldSessionUntil,
@@ -166,6 +169,11 @@ func ByAddress(opts ...sql.OrderTermOption) OrderOption {
 // ByInboxKey orders the results by the inbox_key field.
 func ByInboxKey(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldInboxKey, opts...).ToFunc()
+}
+
+// ByRouteKey orders the results by the route_key field.
+func ByRouteKey(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRouteKey, opts...).ToFunc()
 }
 
 // ByWebhookURL orders the results by the webhook_url field.

@@ -124,6 +124,11 @@ func InboxKey(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldInboxKey, v))
 }
 
+// RouteKey applies equality check predicate on the "route_key" field. It's identical to RouteKeyEQ.
+func RouteKey(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldRouteKey, v))
+}
+
 // WebhookURL applies equality check predicate on the "webhook_url" field. It's identical to WebhookURLEQ.
 func WebhookURL(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldWebhookURL, v))
@@ -932,6 +937,81 @@ func InboxKeyEqualFold(v string) predicate.Connection {
 // InboxKeyContainsFold applies the ContainsFold predicate on the "inbox_key" field.
 func InboxKeyContainsFold(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldContainsFold(FieldInboxKey, v))
+}
+
+// RouteKeyEQ applies the EQ predicate on the "route_key" field.
+func RouteKeyEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldRouteKey, v))
+}
+
+// RouteKeyNEQ applies the NEQ predicate on the "route_key" field.
+func RouteKeyNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldRouteKey, v))
+}
+
+// RouteKeyIn applies the In predicate on the "route_key" field.
+func RouteKeyIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldRouteKey, vs...))
+}
+
+// RouteKeyNotIn applies the NotIn predicate on the "route_key" field.
+func RouteKeyNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldRouteKey, vs...))
+}
+
+// RouteKeyGT applies the GT predicate on the "route_key" field.
+func RouteKeyGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldRouteKey, v))
+}
+
+// RouteKeyGTE applies the GTE predicate on the "route_key" field.
+func RouteKeyGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldRouteKey, v))
+}
+
+// RouteKeyLT applies the LT predicate on the "route_key" field.
+func RouteKeyLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldRouteKey, v))
+}
+
+// RouteKeyLTE applies the LTE predicate on the "route_key" field.
+func RouteKeyLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldRouteKey, v))
+}
+
+// RouteKeyContains applies the Contains predicate on the "route_key" field.
+func RouteKeyContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldRouteKey, v))
+}
+
+// RouteKeyHasPrefix applies the HasPrefix predicate on the "route_key" field.
+func RouteKeyHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldRouteKey, v))
+}
+
+// RouteKeyHasSuffix applies the HasSuffix predicate on the "route_key" field.
+func RouteKeyHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldRouteKey, v))
+}
+
+// RouteKeyIsNil applies the IsNil predicate on the "route_key" field.
+func RouteKeyIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldRouteKey))
+}
+
+// RouteKeyNotNil applies the NotNil predicate on the "route_key" field.
+func RouteKeyNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldRouteKey))
+}
+
+// RouteKeyEqualFold applies the EqualFold predicate on the "route_key" field.
+func RouteKeyEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldRouteKey, v))
+}
+
+// RouteKeyContainsFold applies the ContainsFold predicate on the "route_key" field.
+func RouteKeyContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldRouteKey, v))
 }
 
 // WebhookURLEQ applies the EQ predicate on the "webhook_url" field.

@@ -40,6 +40,8 @@ func (Connection) Fields() []ent.Field {
 		field.String("address").Optional().Comment("channel-native address of the connection, if any"),
 		field.String("inbox_key").Optional().Nillable().Unique().Annotations(entgql.Skip()).
 			Comment("channel:address of an inbox this gateway hosts (email); globally unique, cleared on delete"),
+		field.String("route_key").Optional().Nillable().Unique().Annotations(entgql.Skip()).
+			Comment("channel:key that app-level provider events for this connection carry (a Slack team, a page); globally unique, cleared on delete"),
 		field.String("webhook_url").Optional().
 			Comment("the URL the provider sends this connection's events to, when the customer gives it to the provider"),
 		field.String("session_owner").Optional().Annotations(entgql.Skip()).
