@@ -40,6 +40,19 @@
 // retryable error when emit fails and hands the same message (same
 // provider id) to the next session, and returns nil once its context ends.
 //
+// A Responder answers the fake's handshake as the provider expects,
+// refuses a tampered one with channels.ErrSignature, lets an ordinary
+// inbound request go on to ParseWebhook (nil), never answers an unsigned
+// request and never panics on garbage. Where the descriptor has an
+// app-level webhook (Descriptor.App), Route verifies (a tampered or
+// altered request is channels.ErrSignature; an unverified one chooses no
+// tenant), names the routing key the provisioned connection registered,
+// answers its handshake, and the connection's ParseWebhook returns its own
+// message while another tenant's connection returns none. Typing reaches
+// the provider with the message it answers (InReplyTo) where the provider
+// needs it, and a TypingRefresher refreshes well within comm's typing
+// lease.
+//
 // ParseWebhook is called the way the gateway calls it: the body has been
 // read, so r.Body is empty and the bytes are in body. An adapter that reads
 // r.Body or r.ParseForm sees nothing.
@@ -170,6 +183,53 @@ type Fake struct {
 	// carry it (channels.RetryAfter).
 	RetryAfter time.Duration
 
+	// TypingNeedsMessage says the provider shows typing on a message
+	// (WhatsApp, Twilio) or in its thread (Slack), so the adapter needs
+	// channels.Typing.InReplyTo. The suite then shows typing in answer to
+	// a message it received (through Inbound, or Queue for a Poller) and
+	// checks that Typings reports that message: InReplyTo in the form of
+	// the adapter's Inbound.ProviderID (the fake maps its own form back).
+	TypingNeedsMessage bool
+
+	// Handshake builds a correctly signed provider request to the
+	// connection's ingress that carries no message (a challenge, a
+	// verification, a ping; GET or POST) and the answer the provider
+	// expects: Status (0 is 200), Body exactly, and each header in Header.
+	// Tamper must break it as it breaks Inbound's requests. Required when
+	// the adapter is a channels.Responder.
+	Handshake func(t *testing.T) (*http.Request, channels.Response)
+
+	// AppInbound builds the provider's request to the channel's app-level
+	// webhook (/hooks/<channel>) delivering m for the tenant of the
+	// routing key key, signed with the app's secret (the one
+	// Harness.Descriptor.App verifies with). m is as for Inbound; the
+	// suite sets m.Text to include "tamper-me". Required when
+	// Descriptor.App is set.
+	AppInbound func(t *testing.T, key string, m channels.Inbound) *http.Request
+
+	// AppHandshake builds a correctly signed app-level request the app
+	// answers itself (Slack url_verification, a Meta hub.challenge GET, an
+	// X CRC) and the answer the provider expects, as for Handshake.
+	// Optional.
+	AppHandshake func(t *testing.T) (*http.Request, channels.Response)
+
+	// AppTamper returns an app-level request with its authenticity broken
+	// (a wrong app signature). Optional when Tamper does that too.
+	AppTamper func(t *testing.T, r *http.Request) *http.Request
+
+	// RouteKey is the routing key Provision must register for Config (the
+	// id of the workspace or page the fake's credentials belong to).
+	// Optional: without it the suite only checks that the key is not
+	// empty.
+	RouteKey string
+
+	// OtherTenant is the configuration of another tenant of the same
+	// provider app (another workspace, another page) at this fake, whose
+	// Provision registers a different routing key. The suite checks that
+	// the events of one tenant never reach the other. Required when
+	// Descriptor.App is set.
+	OtherTenant json.RawMessage
+
 	// Fail arranges for the next send to fail as kind and returns the
 	// recipient to send it to, and a detail the adapter's error must
 	// contain (the provider's description or status; "" checks nothing).
@@ -253,6 +313,8 @@ func Run(t *testing.T, h Harness) {
 		{"provision", testProvision},
 		{"deprovision", testDeprovision},
 		{"poll", testPoll},
+		{"respond", testRespond},
+		{"app", testApp},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,6 +370,9 @@ func setup(t *testing.T, h Harness) *env {
 	}
 	if _, ok := a.(channels.Poller); ok && f.Queue == nil {
 		t.Fatal("channeltest: the adapter is a channels.Poller but Fake.Queue is nil")
+	}
+	if _, ok := a.(channels.Responder); ok && f.Handshake == nil {
+		t.Fatal("channeltest: the adapter is a channels.Responder but Fake.Handshake is nil")
 	}
 	return e
 }

@@ -35,6 +35,11 @@ func TestExample(t *testing.T) {
 	channeltest.Run(t, exampleHarness(""))
 }
 
+// exampleAppSecret is the example provider app's own secret, an operator
+// setting: it signs the app-level webhook, where the provider sends the
+// events of every workspace that installed the app.
+const exampleAppSecret = "appsec_example"
+
 func exampleHarness(flaw string) channeltest.Harness {
 	return channeltest.Harness{
 		Descriptor: channels.Descriptor{Channel: "example", Tier: channels.Free,
@@ -47,8 +52,11 @@ func exampleHarness(flaw string) channeltest.Harness {
 					return nil, err
 				}
 				a.flaw = flaw
+				a.appSecret = exampleAppSecret
 				return a, nil
-			}},
+			},
+			App: exampleApp{secret: exampleAppSecret, flaw: flaw},
+		},
 		Fake: newExampleFake,
 		BadConfigs: []json.RawMessage{
 			json.RawMessage(`{}`),
@@ -72,6 +80,9 @@ type exampleConfig struct {
 	Token string `json:"token"`
 	// SigningSecret verifies the provider's webhooks.
 	SigningSecret string `json:"signing_secret"`
+	// Team is the workspace the token belongs to; Provision fills it in.
+	// The app-level webhook routes the workspace's events by it.
+	Team string `json:"team,omitempty"`
 }
 
 type exampleAdapter struct {
@@ -79,6 +90,9 @@ type exampleAdapter struct {
 	webhookURL string
 	client     *http.Client
 	flaw       string // a defect switched on to check the suite catches it
+	// appSecret verifies app-level webhook requests (exampleApp's), which
+	// the gateway hands to ParseWebhook too.
+	appSecret string
 
 	mu    sync.Mutex
 	after int // the last event seq emit accepted
@@ -91,6 +105,9 @@ var (
 	_ channels.Provisioner     = (*exampleAdapter)(nil)
 	_ channels.Deprovisioner   = (*exampleAdapter)(nil)
 	_ channels.Poller          = (*exampleAdapter)(nil)
+	_ channels.Responder       = (*exampleAdapter)(nil)
+	_ channels.TypingRefresher = (*exampleAdapter)(nil)
+	_ channels.AppWebhook      = exampleApp{}
 )
 
 func newExample(_ context.Context, c channels.Connection) (*exampleAdapter, error) {
@@ -144,14 +161,31 @@ func (a *exampleAdapter) Send(ctx context.Context, msg channels.Outbound) (chann
 	return channels.SendResult{ProviderID: res.ID}, nil
 }
 
+// Typing shows the indicator on the message answered (reply_to), as
+// WhatsApp does.
 func (a *exampleAdapter) Typing(ctx context.Context, t channels.Typing) error {
-	return a.call(ctx, "typing", "/v1/typing", "", exampleMessage{To: t.To, Thread: t.ThreadKey}, nil)
+	m := exampleMessage{To: t.To, Thread: t.ThreadKey, ReplyTo: t.InReplyTo}
+	if a.flaw == "typing-drops-reply" {
+		m.ReplyTo = ""
+	}
+	return a.call(ctx, "typing", "/v1/typing", "", m, nil)
 }
 
-// Provision checks the token and registers the connection's webhook URL.
+// TypingEvery: the example provider's indicator fades after 5 s.
+func (a *exampleAdapter) TypingEvery() time.Duration {
+	if a.flaw == "typing-every-lease" {
+		return 10 * time.Second
+	}
+	return 4 * time.Second
+}
+
+// Provision checks the token, registers the connection's webhook URL and
+// keeps the token's workspace, which routes the app-level webhook's events
+// to the connection.
 func (a *exampleAdapter) Provision(ctx context.Context) (channels.Provisioned, error) {
 	var me struct {
 		Address string `json:"address"`
+		Team    string `json:"team"`
 	}
 	err := a.do(ctx, http.MethodGet, "provision", "/v1/me", "", nil, &me)
 	if errors.Is(err, channels.ErrPermanent) && strings.Contains(err.Error(), "401") && a.flaw != "provision-plain-error" {
@@ -163,7 +197,16 @@ func (a *exampleAdapter) Provision(ctx context.Context) (channels.Provisioned, e
 	if err := a.call(ctx, "provision", "/v1/webhook", "", map[string]string{"url": a.webhookURL}, nil); err != nil {
 		return channels.Provisioned{}, err
 	}
-	return channels.Provisioned{Address: me.Address}, nil
+	if me.Team == "" {
+		return channels.Provisioned{}, errors.New("example: provision: the provider named no team")
+	}
+	cfg := a.cfg
+	cfg.Team = me.Team
+	config, err := json.Marshal(cfg)
+	if err != nil {
+		return channels.Provisioned{}, fmt.Errorf("example: provision: %w", err)
+	}
+	return channels.Provisioned{Config: config, Address: me.Address, RouteKey: me.Team}, nil
 }
 
 // Deprovision removes the webhook registration.
@@ -288,10 +331,46 @@ func exampleSign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
+// exampleVerify checks the signature header over what is signed.
+func exampleVerify(header, secret string, signed []byte) bool {
+	return secret != "" && hmac.Equal([]byte(header), []byte(exampleSign(secret, signed)))
+}
+
+// Respond answers the provider's check of the connection's webhook URL: a
+// GET with a challenge, signed with the connection's secret, answered with
+// the challenge (as Meta's hub.challenge). Everything else is not a
+// handshake.
+func (a *exampleAdapter) Respond(r *http.Request, _ []byte) (*channels.Response, error) {
+	if r.Method != http.MethodGet {
+		if a.flaw == "respond-swallows" {
+			return &channels.Response{}, nil
+		}
+		return nil, nil
+	}
+	challenge := r.URL.Query().Get("challenge")
+	if a.flaw == "respond-panic" && challenge == "" {
+		_ = challenge[0]
+	}
+	if challenge == "" {
+		return nil, nil
+	}
+	if a.flaw != "respond-unsigned" && !exampleVerify(r.Header.Get("X-Example-Signature"), a.cfg.SigningSecret, []byte(challenge)) {
+		return nil, fmt.Errorf("example: webhook check: %w", channels.ErrSignature)
+	}
+	return &channels.Response{Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Body: []byte(challenge)}, nil
+}
+
+// ParseWebhook takes the connection's own webhook (signed with its secret)
+// and the app-level webhook's requests the gateway routed to it (signed
+// with the app's secret; it keeps only its own workspace's events).
 func (a *exampleAdapter) ParseWebhook(r *http.Request, body []byte) ([]channels.Inbound, error) {
+	appLevel := r.Header.Get("X-Example-App-Signature") != ""
 	if a.flaw != "unsigned" {
-		want := exampleSign(a.cfg.SigningSecret, body)
-		if !hmac.Equal([]byte(r.Header.Get("X-Example-Signature")), []byte(want)) {
+		ok := exampleVerify(r.Header.Get("X-Example-Signature"), a.cfg.SigningSecret, body)
+		if appLevel {
+			ok = a.flaw == "parse-trusts-app" || exampleVerify(r.Header.Get("X-Example-App-Signature"), a.appSecret, body)
+		}
+		if !ok {
 			return nil, fmt.Errorf("example: webhook: %w", channels.ErrSignature)
 		}
 	}
@@ -300,6 +379,7 @@ func (a *exampleAdapter) ParseWebhook(r *http.Request, body []byte) ([]channels.
 	}
 	var ev struct {
 		Event   string          `json:"event"`
+		Team    string          `json:"team"`
 		Message *exampleMessage `json:"message"`
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
@@ -307,6 +387,9 @@ func (a *exampleAdapter) ParseWebhook(r *http.Request, body []byte) ([]channels.
 	}
 	if ev.Event != "message" {
 		return nil, nil // delivery receipts and the like
+	}
+	if appLevel && a.flaw != "other-tenant" && (a.cfg.Team == "" || ev.Team != a.cfg.Team) {
+		return nil, nil // another workspace's event
 	}
 	m := ev.Message
 	if m == nil || m.ID == "" || m.From == "" {
@@ -324,17 +407,57 @@ func (a *exampleAdapter) Close() error {
 	return nil
 }
 
+// exampleApp is the example provider app's webhook (/hooks/example), where
+// the provider sends the events of every workspace, signed with the app's
+// secret: X-Example-App-Signature over the body. It answers the
+// provider's URL check (url_verification, as Slack's) itself.
+type exampleApp struct {
+	secret string
+	flaw   string
+}
+
+func (app exampleApp) Route(r *http.Request, body []byte) ([]string, *channels.Response, error) {
+	if app.flaw != "route-unsigned" && !exampleVerify(r.Header.Get("X-Example-App-Signature"), app.secret, body) {
+		return nil, nil, fmt.Errorf("example: app webhook: %w", channels.ErrSignature)
+	}
+	var ev struct {
+		Event     string         `json:"event"`
+		Challenge string         `json:"challenge"`
+		Team      string         `json:"team"`
+		Message   exampleMessage `json:"message"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return nil, nil, fmt.Errorf("example: app webhook: %w", err)
+	}
+	switch ev.Event {
+	case "url_verification":
+		return nil, &channels.Response{Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Body: []byte(ev.Challenge)}, nil
+	case "message":
+		if ev.Team == "" {
+			return nil, nil, errors.New("example: app webhook: message without team")
+		}
+		if app.flaw == "route-wrong-key" {
+			return []string{ev.Message.From}, nil, nil
+		}
+		return []string{ev.Team}, nil, nil
+	}
+	return nil, nil, nil
+}
+
 // The fake provider.
 
 type exampleFake struct {
 	srv    *httptest.Server
 	token  string
 	secret string
+	// teams holds the workspace of each token the fake accepts: token's,
+	// and another workspace's.
+	teams map[string]string
 
 	// events is the feed Poll reads; wake is closed when it grows.
 	events []exampleMessage
 	wake   chan struct{}
-	hook   string // the registered webhook URL
+	hooks  map[string]string // token -> the registered webhook URL
 
 	mu      sync.Mutex
 	sent    []channels.Outbound
@@ -344,16 +467,43 @@ type exampleFake struct {
 }
 
 func newExampleFake(t *testing.T) *channeltest.Fake {
-	p := &exampleFake{token: "tok_123", secret: "whsec_example", byKey: map[string]string{}, wake: make(chan struct{})}
+	p := &exampleFake{token: "tok_123", secret: "whsec_example", byKey: map[string]string{}, wake: make(chan struct{}),
+		teams: map[string]string{"tok_123": "T1001", "tok_456": "T2002"}, hooks: map[string]string{}}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.srv.Close)
 	cfg, _ := json.Marshal(exampleConfig{BaseURL: p.srv.URL, Token: p.token, SigningSecret: p.secret})
 	bad, _ := json.Marshal(exampleConfig{BaseURL: p.srv.URL, Token: "tok_revoked", SigningSecret: p.secret})
+	other, _ := json.Marshal(exampleConfig{BaseURL: p.srv.URL, Token: "tok_456", SigningSecret: "whsec_other"})
 	return &channeltest.Fake{
 		Config:        cfg,
 		BadCredential: bad,
-		WebhookURL:    "https://comm.example/hooks/example/conn_channeltest",
-		To:            "+15550001",
+		OtherTenant:   other,
+		RouteKey:      p.teams[p.token],
+		Handshake: func(*testing.T) (*http.Request, channels.Response) {
+			r := httptest.NewRequest(http.MethodGet, "/hooks/example/conn_channeltest?challenge=ch_4711", nil)
+			r.Header.Set("X-Example-Signature", exampleSign(p.secret, []byte("ch_4711")))
+			return r, channels.Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Body: []byte("ch_4711")}
+		},
+		AppInbound: func(t *testing.T, team string, m channels.Inbound) *http.Request {
+			body, err := json.Marshal(map[string]any{"event": "message", "team": team, "message": exampleMessage{
+				ID: m.ProviderID, From: m.Sender, Thread: "dm:" + m.Sender, Text: m.Text,
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return appWebhook(body)
+		},
+		AppHandshake: func(*testing.T) (*http.Request, channels.Response) {
+			return appWebhook([]byte(`{"event":"url_verification","challenge":"ch_app_42"}`)),
+				channels.Response{Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Body: []byte("ch_app_42")}
+		},
+		AppTamper: func(_ *testing.T, r *http.Request) *http.Request {
+			r.Header.Set("X-Example-App-Signature", exampleSign("not the app secret", nil))
+			return r
+		},
+		TypingNeedsMessage: true,
+		WebhookURL:         "https://comm.example/hooks/example/conn_channeltest",
+		To:                 "+15550001",
 		Queue: func(_ *testing.T, m channels.Inbound) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
@@ -364,7 +514,7 @@ func newExampleFake(t *testing.T) *channeltest.Fake {
 		Provisioned: func(*testing.T) bool {
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			return p.hook != ""
+			return p.hooks[p.token] != ""
 		},
 		Sent: func(*testing.T, channels.Adapter) []channels.Outbound {
 			p.mu.Lock()
@@ -399,6 +549,15 @@ func newExampleFake(t *testing.T) *channeltest.Fake {
 	}
 }
 
+// appWebhook is a request to the app-level webhook carrying body, signed
+// with the app's secret.
+func appWebhook(body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/hooks/example", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-Example-App-Signature", exampleSign(exampleAppSecret, body))
+	return r
+}
+
 // webhook is a signed webhook request carrying body.
 func (p *exampleFake) webhook(body []byte) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/hooks/example/conn_channeltest", bytes.NewReader(body))
@@ -427,13 +586,15 @@ func (p *exampleFake) serve(w http.ResponseWriter, r *http.Request) {
 	problem := func(status int, msg string) {
 		answer(status, map[string]any{"error": map[string]string{"message": msg}})
 	}
-	if r.Header.Get("Authorization") != "Bearer "+p.token {
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	team, ok := p.teams[token]
+	if !ok {
 		problem(http.StatusUnauthorized, "bad token")
 		return
 	}
 	switch r.Method + " " + r.URL.Path {
 	case "GET /v1/me":
-		answer(http.StatusOK, map[string]string{"address": "+15559999"})
+		answer(http.StatusOK, map[string]string{"address": "+15559999", "team": team})
 		return
 	case "POST /v1/webhook":
 		var hook struct {
@@ -444,13 +605,13 @@ func (p *exampleFake) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p.mu.Lock()
-		p.hook = hook.URL
+		p.hooks[token] = hook.URL
 		p.mu.Unlock()
 		answer(http.StatusOK, map[string]bool{"ok": true})
 		return
 	case "DELETE /v1/webhook":
 		p.mu.Lock()
-		p.hook = ""
+		delete(p.hooks, token)
 		p.mu.Unlock()
 		answer(http.StatusOK, map[string]bool{"ok": true})
 		return
@@ -488,7 +649,7 @@ func (p *exampleFake) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/typing":
 		p.mu.Lock()
-		p.typings = append(p.typings, channels.Typing{To: m.To, ThreadKey: m.Thread})
+		p.typings = append(p.typings, channels.Typing{To: m.To, ThreadKey: m.Thread, InReplyTo: m.ReplyTo})
 		p.mu.Unlock()
 		answer(http.StatusOK, map[string]bool{"ok": true})
 	case "/v1/messages":

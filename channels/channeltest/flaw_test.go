@@ -44,6 +44,15 @@ func TestSuiteCatchesFlaws(t *testing.T) {
 		{"deprovision-noop", "deprovision", "still has the connection's setup"},
 		{"poll-nil-on-failure", "poll", "Poll returned nil after emit failed"},
 		{"poll-acks-failed", "poll", "Poll had not emitted the message \"Polled message two: its first emit fails.\""},
+		{"typing-drops-reply", "typing", "the provider saw no typing indicator on message"},
+		{"typing-every-lease", "typing", "TypingEvery() = 10s"},
+		{"respond-unsigned", "respond", "Respond answered a handshake with a broken signature"},
+		{"respond-swallows", "respond", "Respond answered an ordinary inbound request itself"},
+		{"respond-panic", "respond", "panicked"},
+		{"route-unsigned", "app", "Route accepted an app-level event with a broken signature"},
+		{"route-wrong-key", "app", "Route gave the keys"},
+		{"other-tenant", "app", "returned another tenant's message"},
+		{"parse-trusts-app", "app", "ParseWebhook accepted an app-level event with a broken signature"},
 	}
 	for _, tt := range flaws {
 		t.Run(tt.flaw, func(t *testing.T) {

@@ -131,33 +131,88 @@ func testIdempotent(t *testing.T, h Harness) {
 	}
 }
 
+// typingLease is how long one typing call of comm's API shows the
+// indicator (messaging.TypingLease); a TypingRefresher must show it again
+// well before it fades.
+const typingLease = 10 * time.Second
+
 func testTyping(t *testing.T, h Harness) {
 	e := setup(t, h)
 	typer, ok := e.a.(channels.Typer)
 	if !ok {
 		t.Skip("the adapter is not a channels.Typer")
 	}
-	want := []channels.Typing{{ThreadKey: e.fake.To, To: e.fake.To}}
-	if _, ok := e.a.(channels.WebhookReceiver); ok {
-		// Typing in a conversation a person started, as the API does it.
-		in := e.receive(t, channels.Inbound{ProviderID: "ct-typing", Sender: e.fake.sender(), Text: "Are you there?"})
-		want = append(want, channels.Typing{ThreadKey: threadOf(in), To: in.Sender})
+	if r, ok := e.a.(channels.TypingRefresher); ok {
+		if every := r.TypingEvery(); every <= 0 || every >= typingLease {
+			t.Errorf("TypingEvery() = %s, want more than 0 and less than comm's typing lease of %s, so that the indicator stays on while the lease lasts", every, typingLease)
+		}
+	}
+	type typing struct {
+		channels.Typing
+		onMessage bool // the provider must see InReplyTo
+	}
+	var want []typing
+	if e.fake.TypingNeedsMessage {
+		// In a conversation comm started there is no message to show
+		// typing on: the adapter may fail, but must not panic.
+		w := channels.Typing{ThreadKey: e.fake.To, To: e.fake.To}
+		_, err := call(t, "Typing", func() (struct{}, error) { return struct{}{}, typer.Typing(t.Context(), w) })
+		t.Logf("Typing without a message (Fake.TypingNeedsMessage): %v", err)
+	} else {
+		want = append(want, typing{Typing: channels.Typing{ThreadKey: e.fake.To, To: e.fake.To}})
+	}
+	if in, ok := e.someInbound(t, channels.Inbound{ProviderID: "ct-typing", Sender: e.fake.sender(), Text: "Are you there?"}); ok {
+		// Typing in a conversation a person started, as the API does it:
+		// on the message being answered.
+		want = append(want, typing{Typing: channels.Typing{ThreadKey: threadOf(in), To: in.Sender, InReplyTo: in.ProviderID},
+			onMessage: e.fake.TypingNeedsMessage})
+	} else if e.fake.TypingNeedsMessage {
+		t.Fatal("channeltest: Fake.TypingNeedsMessage is set but the adapter receives no messages (neither a channels.WebhookReceiver nor a channels.Poller)")
 	}
 	for _, w := range want {
-		if _, err := call(t, "Typing", func() (struct{}, error) { return struct{}{}, typer.Typing(t.Context(), w) }); err != nil {
-			t.Fatalf("Typing(to=%q thread=%q): %v", w.To, w.ThreadKey, err)
+		if _, err := call(t, "Typing", func() (struct{}, error) { return struct{}{}, typer.Typing(t.Context(), w.Typing) }); err != nil {
+			t.Fatalf("Typing(to=%q thread=%q in_reply_to=%q): %v", w.To, w.ThreadKey, w.InReplyTo, err)
 		}
 	}
 	got := e.fake.Typings(t, e.a)
 	for _, w := range want {
-		found := false
+		found, onMessage := false, false
 		for _, g := range got {
-			found = found || sameAddress(g.To, g.ThreadKey, w.To, w.ThreadKey)
+			if sameAddress(g.To, g.ThreadKey, w.To, w.ThreadKey) {
+				found = true
+				onMessage = onMessage || g.InReplyTo == w.InReplyTo
+			}
 		}
-		if !found {
+		switch {
+		case !found:
 			t.Errorf("the provider saw no typing indicator for to=%q thread=%q (it saw %+v)", w.To, w.ThreadKey, got)
+		case w.onMessage && !onMessage:
+			t.Errorf("the provider saw no typing indicator on message %q (Typing.InReplyTo); it shows typing on a message (Fake.TypingNeedsMessage), and saw %+v",
+				w.InReplyTo, got)
 		}
 	}
+}
+
+// someInbound has the fake deliver m to the adapter the way it receives
+// messages (a webhook, or its inbound session) and returns the parsed
+// message; false when the adapter receives none.
+func (e *env) someInbound(t *testing.T, m channels.Inbound) (channels.Inbound, bool) {
+	t.Helper()
+	if _, ok := e.a.(channels.WebhookReceiver); ok {
+		return e.receive(t, m), true
+	}
+	p, ok := e.a.(channels.Poller)
+	if !ok {
+		return channels.Inbound{}, false
+	}
+	s := e.startPoll(t, p, func(channels.Inbound) error { return nil })
+	e.fake.Queue(t, m)
+	in := s.wait(t, m.Text)
+	s.cancel()
+	if err := s.end(t, "after its context ended"); err != nil {
+		t.Errorf("Poll returned %q after its context ended; want nil", err)
+	}
+	return in, true
 }
 
 func testErrors(t *testing.T, h Harness) {
