@@ -69,7 +69,11 @@ type Descriptor struct {
 // for, by the routing keys connections registered when they were made
 // (Provisioned.RouteKey). Only then does the gateway hand the request to
 // each such connection's WebhookReceiver, which returns the messages that
-// are its own. An unverified payload field never chooses a tenant.
+// are its own (none, and no error, for another tenant's events). An
+// unverified payload field never chooses a tenant. ParseWebhook still
+// verifies app-level requests itself (with the app secret, which the
+// Descriptor can hand to its adapters): the connection's own ingress
+// calls it without Route.
 type AppWebhook interface {
 	// Route returns the routing keys the request's events are for, or a
 	// Response when the request is a handshake the app answers itself.
