@@ -35,6 +35,11 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 	if err != nil {
 		return nil, err
 	}
+	if d, err := s.channels.Lookup(c.Channel, c.Provider); err == nil && d.App != nil {
+		// Its events come to the app-level URL, verified with the app's
+		// secret; nothing reaches its adapter by another way.
+		return nil, fault.NotFoundf("channel %s takes its events at /hooks/%s", c.Channel, c.Channel)
+	}
 	a, err := s.adapter(ctx, c)
 	if err != nil {
 		return nil, err

@@ -67,9 +67,12 @@ func (a *teamAdapter) Provision(context.Context) (channels.Provisioned, error) {
 	return channels.Provisioned{RouteKey: a.team, Address: a.team}, nil
 }
 
-// ParseWebhook returns the events of its own team only (the app has
-// verified the request already).
-func (a *teamAdapter) ParseWebhook(_ *http.Request, body []byte) ([]channels.Inbound, error) {
+// ParseWebhook checks the app signature too (as the contract asks) and
+// returns the events of its own team only.
+func (a *teamAdapter) ParseWebhook(r *http.Request, body []byte) ([]channels.Inbound, error) {
+	if !hmac.Equal([]byte(r.Header.Get("X-Teamchat-Signature")), []byte(signTeam(body))) {
+		return nil, channels.ErrSignature
+	}
 	var ev teamEvent
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return nil, err
@@ -158,6 +161,13 @@ func TestAppLevelWebhook(t *testing.T) {
 		wantError(t, g.do(t, request{Path: "/hooks/teamchat?challenge=abc123"}), http.StatusUnauthorized, "unauthenticated", "")
 		// A channel without an app-level webhook.
 		wantError(t, g.do(t, request{Method: "POST", Path: "/hooks/telegram", Body: "{}"}), http.StatusNotFound, "not_found", "")
+		// An app-level channel's connections take nothing at their own
+		// URL, signed or not.
+		var connA connection
+		decodeJSON(t, ca.Body, &connA)
+		body, _ := json.Marshal(teamEvent{"T1", "m8", "u1", "side door"})
+		wantError(t, g.do(t, request{Method: "POST", Path: "/hooks/teamchat/" + connA.ID, ContentType: "application/json",
+			Body: string(body), Header: map[string]string{"X-Teamchat-Signature": signTeam(body)}}), http.StatusNotFound, "not_found", "")
 
 		// Deleted: its team's events go nowhere, and the team can be
 		// connected again.
