@@ -89,7 +89,7 @@ func WebhookDrain(ctx context.Context, svc *messaging.Service, rcv *Receiver, en
 	zero := int64(0)
 	t0 := time.Now()
 	for i, p := range principals {
-		if _, err := svc.SetWebhook(p.Context(ctx), p, messaging.WebhookInput{URL: rcv.URL(fmt.Sprint("e", i)), Secret: benchSecret, FromSeq: &zero}); err != nil {
+		if _, err := svc.SetWebhook(messaging.WithPrincipal(ctx, p), messaging.WebhookInput{URL: rcv.URL(fmt.Sprint("e", i)), Secret: benchSecret, FromSeq: &zero}); err != nil {
 			return Result{}, err
 		}
 	}
@@ -119,7 +119,7 @@ func WebhookLatency(ctx context.Context, svc *messaging.Service, rcv *Receiver, 
 		if err != nil {
 			return Result{}, err
 		}
-		if _, err := svc.SetWebhook(p.Context(ctx), p, messaging.WebhookInput{URL: rcv.URL(fmt.Sprint("l", i)), Secret: benchSecret}); err != nil {
+		if _, err := svc.SetWebhook(messaging.WithPrincipal(ctx, p), messaging.WebhookInput{URL: rcv.URL(fmt.Sprint("l", i)), Secret: benchSecret}); err != nil {
 			return Result{}, err
 		}
 		projects = append(projects, sb.ProjectID)

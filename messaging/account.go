@@ -188,7 +188,11 @@ func dollars(cents int64) string {
 // AccountOf returns the account owning the caller's project, with its
 // balance (the sum of the ledger) and its projects. A sandbox key answers
 // ErrForbidden: the account is for signed-in keys.
-func (s *Service) AccountOf(ctx context.Context, p *Principal) (*AccountView, error) {
+func (s *Service) AccountOf(ctx context.Context) (*AccountView, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if !p.SignedIn() {
 		return nil, fault.Forbidden("a sandbox key has no account: run `comm login` (or POST /v1/auth/device/start with this key) and use the signed-in key")
 	}
@@ -266,11 +270,15 @@ func (s *Service) mayManageKeys(ctx context.Context, p *Principal) (bool, error)
 
 // Keys lists the keys of the caller's project, oldest first, revoked ones
 // included.
-func (s *Service) Keys(ctx context.Context, p *Principal) ([]*Key, error) {
+func (s *Service) Keys(ctx context.Context) ([]*Key, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := s.mayManageKeys(ctx, p); err != nil {
 		return nil, err
 	}
-	ks, err := s.read.APIKey.Query().Order(ent.Asc(entapikey.FieldID)).All(p.Context(ctx))
+	ks, err := s.read.APIKey.Query().Order(ent.Asc(entapikey.FieldID)).All(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +299,11 @@ const (
 
 // CreateKey makes another key of the caller's project, of the caller's
 // kind: a sandbox key makes sandbox keys, a signed-in key signed-in ones.
-func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*NewKey, error) {
+func (s *Service) CreateKey(ctx context.Context, name string) (*NewKey, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	name = strings.TrimSpace(name)
 	if len(name) > MaxNameLen || strings.ContainsFunc(name, isControl) {
 		return nil, Invalid("name", "at most %d characters, one line", MaxNameLen)
@@ -299,14 +311,14 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*Ne
 	if _, err := s.mayManageKeys(ctx, p); err != nil {
 		return nil, err
 	}
-	live, err := s.read.APIKey.Query().Where(entapikey.RevokedAtIsNil()).Count(p.Context(ctx))
+	live, err := s.read.APIKey.Query().Where(entapikey.RevokedAtIsNil()).Count(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if live >= MaxKeysPerProject {
 		return nil, fault.Conflict("a project has at most %d live keys: revoke one first", MaxKeysPerProject)
 	}
-	all, err := s.read.APIKey.Query().Count(p.Context(ctx))
+	all, err := s.read.APIKey.Query().Count(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +335,7 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*Ne
 		return nil, err
 	}
 	var created *ent.APIKey
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = s.write(ctx, func(tx *stream.Tx) error {
 		created, err = tx.Client().APIKey.Create().SetHash(hash[:]).SetKind(kind).SetDisplay(apikey.Display(key)).
 			SetName(name).SetCreatedAt(s.now()).Save(tx.Context())
 		return err
@@ -338,7 +350,11 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, name string) (*Ne
 // Revoking a revoked key changes nothing. A project keeps at least one
 // working key that may manage its keys (a signed-in one once the project
 // is in an account): revoking the last is a conflict.
-func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) (*Key, error) {
+func (s *Service) RevokeKey(ctx context.Context, id string) (*Key, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if ident.Check(id, ident.APIKey) != nil {
 		return nil, NotFound("key", id)
 	}
@@ -347,7 +363,7 @@ func (s *Service) RevokeKey(ctx context.Context, p *Principal, id string) (*Key,
 		return nil, err
 	}
 	var out *ent.APIKey
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		k, err := cl.APIKey.Get(tctx, id)
 		if ent.IsNotFound(err) {

@@ -164,8 +164,12 @@ func (s *Service) Box() *sealed.Box { return s.box }
 func (s *Service) Log() *stream.Log { return s.log }
 
 // write runs fn in a write transaction of the caller's project.
-func (s *Service) write(ctx context.Context, p *Principal, fn func(tx *stream.Tx) error) ([]stream.Event, error) {
-	return s.log.Write(p.Context(ctx), p.ProjectID, fn)
+func (s *Service) write(ctx context.Context, fn func(tx *stream.Tx) error) ([]stream.Event, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.log.Write(ctx, p.ProjectID, fn)
 }
 
 // Ping checks that the database answers.

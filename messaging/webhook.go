@@ -41,7 +41,11 @@ func utc(t *time.Time) *time.Time {
 type WebhookInput = api.WebhookRequest
 
 // SetWebhook registers (or replaces) the project's push endpoint.
-func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput) (*Webhook, error) {
+func (s *Service) SetWebhook(ctx context.Context, in WebhookInput) (*Webhook, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if in.URL == "" {
 		return nil, Invalid("url", "required")
 	}
@@ -74,7 +78,7 @@ func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput)
 	}
 	sealedSecret := s.box.Seal([]byte(in.Secret))
 	var saved *ent.Webhook
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		old, err := cl.Webhook.Query().Only(tctx)
 		switch {
@@ -151,7 +155,11 @@ func noWebhook() *Error {
 }
 
 // GetWebhook returns the project's push endpoint, without its secret.
-func (s *Service) GetWebhook(ctx context.Context, p *Principal) (*Webhook, error) {
+func (s *Service) GetWebhook(ctx context.Context) (*Webhook, error) {
+	_, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	w, err := s.read.Webhook.Query().Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, noWebhook()
@@ -163,8 +171,12 @@ func (s *Service) GetWebhook(ctx context.Context, p *Principal) (*Webhook, error
 }
 
 // DeleteWebhook removes the project's push endpoint and its attempts.
-func (s *Service) DeleteWebhook(ctx context.Context, p *Principal) error {
-	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
+func (s *Service) DeleteWebhook(ctx context.Context) error {
+	_, err := principal(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		n, err := cl.Webhook.Delete().Exec(tctx)
 		if err != nil {
@@ -184,7 +196,11 @@ func (s *Service) DeleteWebhook(ctx context.Context, p *Principal) error {
 
 // ReplayWebhook moves the cursor back (or forward) to fromSeq: deliveries
 // resume with the event after it.
-func (s *Service) ReplayWebhook(ctx context.Context, p *Principal, fromSeq *int64) (*Webhook, error) {
+func (s *Service) ReplayWebhook(ctx context.Context, fromSeq *int64) (*Webhook, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if fromSeq == nil {
 		return nil, Invalid("from_seq", "required")
 	}
@@ -196,7 +212,7 @@ func (s *Service) ReplayWebhook(ctx context.Context, p *Principal, fromSeq *int6
 		return nil, Invalid("from_seq", "must be between 0 and the stream's head, %d", head)
 	}
 	var saved *ent.Webhook
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		w, err := cl.Webhook.Query().Only(tctx)
 		if ent.IsNotFound(err) {
@@ -223,7 +239,11 @@ const MaxAttemptHistory = 1000
 
 // WebhookAttempts lists the latest delivery attempts, newest first; page
 // with after (an attempt id) and limit.
-func (s *Service) WebhookAttempts(ctx context.Context, p *Principal, pg Page) ([]*WebhookAttempt, error) {
+func (s *Service) WebhookAttempts(ctx context.Context, pg Page) ([]*WebhookAttempt, error) {
+	_, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := pg.validate(ident.WebhookAttempt); err != nil {
 		return nil, err
 	}

@@ -165,8 +165,8 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	v, err := s.svc.AccountOf(r.Context(), p)
+func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.svc.AccountOf(r.Context())
 	if err != nil {
 		return err
 	}
@@ -174,8 +174,8 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, p *messaging
 	return nil
 }
 
-func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	ks, err := s.svc.Keys(r.Context(), p)
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
+	ks, err := s.svc.Keys(r.Context())
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p *messaging.P
 	return nil
 }
 
-func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Name string `json:"name"`
 	}
@@ -192,7 +192,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p *messaging.
 			return err
 		}
 	}
-	k, err := s.svc.CreateKey(r.Context(), p, in.Name)
+	k, err := s.svc.CreateKey(r.Context(), in.Name)
 	if err != nil {
 		return err
 	}
@@ -200,8 +200,8 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p *messaging.
 	return nil
 }
 
-func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	k, err := s.svc.RevokeKey(r.Context(), p, r.PathValue("id"))
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
+	k, err := s.svc.RevokeKey(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -140,7 +140,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 		opts.GraphQL.Logger = opts.Logger
 	}
 	gql := graph.NewHandler(svc, svc.Ent(), opts.GraphQL)
-	serveGQL := s.authed(func(w http.ResponseWriter, r *http.Request, _ *messaging.Principal) error {
+	serveGQL := s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method == http.MethodPost {
 			// Read the body here: gqlgen would answer a body over the
 			// limit with a GraphQL error and 200, not 413.
@@ -327,8 +327,6 @@ func (w *retryAfterWriter) Unwrap() http.ResponseWriter { return w.ResponseWrite
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-type authedFunc func(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error
-
 func (s *Server) public(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
@@ -340,9 +338,10 @@ func (s *Server) public(h handlerFunc) http.Handler {
 	})
 }
 
-// authed resolves the bearer key before the handler runs; the handler's
-// context is scoped to the key's project.
-func (s *Server) authed(h authedFunc) http.Handler {
+// authed resolves the bearer key before the handler runs and sets the
+// caller in the request's context (messaging.WithPrincipal), which scopes
+// it to the key's project; handlers and the domain read it from there.
+func (s *Server) authed(h handlerFunc) http.Handler {
 	return s.public(func(w http.ResponseWriter, r *http.Request) error {
 		key, err := bearer(r)
 		if err != nil {
@@ -352,18 +351,22 @@ func (s *Server) authed(h authedFunc) http.Handler {
 		if err != nil {
 			return err
 		}
-		return h(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)), p)
+		return h(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)))
 	})
 }
 
 // writing is authed for a request that changes state: it takes one token
 // of the key's write budget first.
-func (s *Server) writing(h authedFunc) http.Handler {
-	return s.authed(func(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) writing(h handlerFunc) http.Handler {
+	return s.authed(func(w http.ResponseWriter, r *http.Request) error {
+		p, err := messaging.PrincipalFrom(r.Context())
+		if err != nil {
+			return err
+		}
 		if ok, wait := s.writeLimit.Allow(p.KeyID); !ok {
 			return fault.RateLimited(wait, "this API key makes writes faster than this gateway allows; retry in %d s", int(wait.Seconds())+1)
 		}
-		return h(w, r, p)
+		return h(w, r)
 	})
 }
 
