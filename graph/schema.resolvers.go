@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // ID is the resolver for the id field.
@@ -148,18 +149,18 @@ func (r *mutationResolver) Send(ctx context.Context, input SendInput) (*ent.Mess
 
 // SetWebhook is the resolver for the setWebhook field.
 func (r *mutationResolver) SetWebhook(ctx context.Context, input WebhookInput) (*api.Webhook, error) {
-	in := messaging.WebhookInput{URL: input.URL, Secret: deref(input.Secret)}
+	in := webhook.Input{URL: input.URL, Secret: deref(input.Secret)}
 	if input.FromSeq != nil {
 		from := int64(*input.FromSeq)
 		in.FromSeq = &from
 	}
-	w, err := r.Service.SetWebhook(ctx, in)
+	w, err := r.Webhooks.Set(ctx, in)
 	return w, err
 }
 
 // DeleteWebhook is the resolver for the deleteWebhook field.
 func (r *mutationResolver) DeleteWebhook(ctx context.Context) (bool, error) {
-	if err := r.Service.DeleteWebhook(ctx); err != nil {
+	if err := r.Webhooks.Delete(ctx); err != nil {
 		if errors.Is(err, fault.ErrNotFound) {
 			return false, nil
 		}
@@ -171,7 +172,7 @@ func (r *mutationResolver) DeleteWebhook(ctx context.Context) (bool, error) {
 // ReplayWebhook is the resolver for the replayWebhook field.
 func (r *mutationResolver) ReplayWebhook(ctx context.Context, fromSeq int) (*api.Webhook, error) {
 	from := int64(fromSeq)
-	w, err := r.Service.ReplayWebhook(ctx, &from)
+	w, err := r.Webhooks.Replay(ctx, &from)
 	return w, err
 }
 
@@ -247,7 +248,7 @@ func (r *queryResolver) Events(ctx context.Context, afterSeq *int, first *int, t
 
 // Webhook is the resolver for the webhook field.
 func (r *queryResolver) Webhook(ctx context.Context) (*api.Webhook, error) {
-	w, err := r.Service.GetWebhook(ctx)
+	w, err := r.Webhooks.Get(ctx)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
@@ -260,7 +261,7 @@ func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, firs
 	if err != nil {
 		return nil, err
 	}
-	as, err := r.Service.WebhookAttempts(ctx, messaging.Page{After: deref(after), Limit: limit})
+	as, err := r.Webhooks.Attempts(ctx, messaging.Page{After: deref(after), Limit: limit})
 	return as, err
 }
 
@@ -292,7 +293,7 @@ func (r *queryResolver) Domain(ctx context.Context, id string) (*api.Domain, err
 
 // Account is the resolver for the account field.
 func (r *queryResolver) Account(ctx context.Context) (*api.AccountView, error) {
-	return r.Service.AccountOf(ctx)
+	return r.Accounts.AccountOf(ctx)
 }
 
 // APIKeys is the resolver for the apiKeys field.

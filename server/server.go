@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"io"
 	"log/slog"
@@ -28,6 +29,7 @@ import (
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // Options configure the HTTP front door.
@@ -68,6 +70,13 @@ type Options struct {
 	// Mail serves custom email domains (/v1/domains, and GraphQL's); they
 	// answer not_implemented without it.
 	Mail *mailhost.Host
+	// Accounts serves accounts, sign-in and the device page (REST and
+	// GraphQL); account.New(svc) when nil.
+	Accounts *account.Service
+	// Webhooks serves /v1/webhook (and GraphQL's); webhook.New(svc) with
+	// no private targets when nil. Give the delivery worker the same one,
+	// so registrations wake it.
+	Webhooks *webhook.Hooks
 }
 
 // Defaults of the abuse limits (Options).
@@ -81,6 +90,8 @@ const (
 type Server struct {
 	svc     *messaging.Service
 	mail    *mailhost.Host
+	acct    *account.Service
+	hooks   *webhook.Hooks
 	mux     *http.ServeMux
 	logger  *slog.Logger
 	maxBody int64
@@ -132,8 +143,14 @@ func New(svc *messaging.Service, opts Options) *Server {
 		trusted:      opts.TrustedProxies,
 	}
 	opts.GraphQL.Writes = s.writeLimit
-	opts.GraphQL.Mail = opts.Mail
-	s.mail = opts.Mail
+	if opts.Accounts == nil {
+		opts.Accounts = account.New(svc)
+	}
+	if opts.Webhooks == nil {
+		opts.Webhooks = webhook.New(svc, webhook.Options{})
+	}
+	opts.GraphQL.Mail, opts.GraphQL.Accounts, opts.GraphQL.Webhooks = opts.Mail, opts.Accounts, opts.Webhooks
+	s.mail, s.acct, s.hooks = opts.Mail, opts.Accounts, opts.Webhooks
 	s.routes()
 	s.signInRoutes(opts.SignIn)
 	if opts.GraphQL.Logger == nil {

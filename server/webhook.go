@@ -3,15 +3,15 @@ package server
 import (
 	"net/http"
 
-	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 func (s *Server) setWebhook(w http.ResponseWriter, r *http.Request) error {
-	var in messaging.WebhookInput
+	var in webhook.Input
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	wh, err := s.svc.SetWebhook(r.Context(), in)
+	wh, err := s.hooks.Set(r.Context(), in)
 	if err != nil {
 		return err
 	}
@@ -20,7 +20,7 @@ func (s *Server) setWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
-	wh, err := s.svc.GetWebhook(r.Context())
+	wh, err := s.hooks.Get(r.Context())
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
-	if err := s.svc.DeleteWebhook(r.Context()); err != nil {
+	if err := s.hooks.Delete(r.Context()); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -43,7 +43,7 @@ func (s *Server) replayWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	wh, err := s.svc.ReplayWebhook(r.Context(), in.FromSeq)
+	wh, err := s.hooks.Replay(r.Context(), in.FromSeq)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (s *Server) webhookAttempts(w http.ResponseWriter, r *http.Request) error {
 	if err := q.done(); err != nil {
 		return err
 	}
-	as, err := s.svc.WebhookAttempts(r.Context(), pg)
+	as, err := s.hooks.Attempts(r.Context(), pg)
 	if err != nil {
 		return err
 	}
