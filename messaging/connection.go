@@ -277,8 +277,7 @@ func label(d channels.Descriptor) string {
 // Connections lists the caller's live connections, oldest first, after
 // the given id.
 func (s *Service) Connections(ctx context.Context, pg Page) ([]*Connection, error) {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return nil, err
 	}
 	if err := pg.validate(ident.Connection); err != nil {
@@ -314,8 +313,7 @@ var ListedConnectionColumns = func() []string {
 
 // Connection returns one live connection of the caller.
 func (s *Service) Connection(ctx context.Context, id string) (*Connection, error) {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return nil, err
 	}
 	c, err := s.connection(ctx, id)
@@ -339,15 +337,14 @@ func (s *Service) connection(ctx context.Context, id string) (*ent.Connection, e
 // DeleteConnection removes a connection: it stops receiving and sending;
 // its conversations and messages stay readable.
 func (s *Service) DeleteConnection(ctx context.Context, id string) error {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return err
 	}
 	if _, err := s.connection(ctx, id); err != nil {
 		return err
 	}
 	now := s.now()
-	_, err = s.write(ctx, func(tx *stream.Tx) error {
+	_, err := s.write(ctx, func(tx *stream.Tx) error {
 		n, err := tx.Client().Connection.Update().Where(entconn.ID(id), entconn.DeletedAtIsNil()).
 			SetDeletedAt(now).SetStatus("deleted").ClearInboxKey().Save(tx.Context())
 		if err == nil && n == 0 {

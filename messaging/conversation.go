@@ -30,10 +30,6 @@ func (s *Service) conversationOf(c *ent.Conversation) *Conversation {
 // Conversations lists the caller's conversations, oldest first, optionally
 // of one connection.
 func (s *Service) Conversations(ctx context.Context, connectionID string, pg Page) ([]*Conversation, error) {
-	_, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	cs, _, err := s.ConversationsPage(ctx, connectionID, pg)
 	return cs, err
 }
@@ -44,8 +40,7 @@ func (s *Service) Conversations(ctx context.Context, connectionID string, pg Pag
 // (subject, participant, thread) past the page budget, as a page of
 // messages does. Only the rows that fit are loaded.
 func (s *Service) ConversationsPage(ctx context.Context, connectionID string, pg Page) ([]*Conversation, bool, error) {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return nil, false, err
 	}
 	if err := pg.validate(ident.Conversation); err != nil {
@@ -85,8 +80,7 @@ func (s *Service) ConversationsPage(ctx context.Context, connectionID string, pg
 
 // Conversation returns one conversation.
 func (s *Service) Conversation(ctx context.Context, id string) (*Conversation, error) {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return nil, err
 	}
 	c, err := s.conversation(ctx, id)
@@ -109,10 +103,6 @@ func (s *Service) conversation(ctx context.Context, id string) (*ent.Conversatio
 
 // ConversationMessages lists a conversation's messages, oldest first.
 func (s *Service) ConversationMessages(ctx context.Context, id string, pg Page) ([]*Message, error) {
-	_, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	ms, _, err := s.ConversationMessagesPage(ctx, id, pg)
 	return ms, err
 }
@@ -124,8 +114,7 @@ func (s *Service) ConversationMessages(ctx context.Context, id string, pg Page) 
 // page may be shorter than its limit with more to come. Only the rows that
 // fit are loaded.
 func (s *Service) ConversationMessagesPage(ctx context.Context, id string, pg Page) ([]*Message, bool, error) {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return nil, false, err
 	}
 	if _, err := s.conversation(ctx, id); err != nil {

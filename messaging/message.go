@@ -297,8 +297,7 @@ func (s *Service) allowSend(ctx context.Context, p *Principal, c *ent.Connection
 // messages from the API caller (channels.Injector: the test channel) as if
 // a person had sent it (POST /v1/connections/{id}/inbound).
 func (s *Service) Inject(ctx context.Context, connID string, body []byte) (*Message, bool, error) {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return nil, false, err
 	}
 	c, err := s.connection(ctx, connID)
@@ -346,8 +345,7 @@ func injectError(err error) error {
 
 // Message returns one of the caller's messages.
 func (s *Service) Message(ctx context.Context, id string) (*Message, error) {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return nil, err
 	}
 	m, err := s.message(ctx, id)
@@ -546,8 +544,7 @@ type TypingState = api.TypingState
 // Typing shows a typing indicator in a message's conversation: a lease that
 // ends on its own after TypingLease, or when a reply is sent.
 func (s *Service) Typing(ctx context.Context, msgID string) (*TypingState, error) {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return nil, err
 	}
 	orig, c, conv, err := s.thread(ctx, msgID)
@@ -614,8 +611,7 @@ type Attachment struct {
 
 // Attachment returns an attachment of one of the caller's messages.
 func (s *Service) Attachment(ctx context.Context, msgID, id string) (*Attachment, error) {
-	_, err := principal(ctx)
-	if err != nil {
+	if _, err := principal(ctx); err != nil {
 		return nil, err
 	}
 	if _, err := s.message(ctx, msgID); err != nil {

@@ -208,8 +208,7 @@ func noWebhook() *fault.Error {
 
 // Get returns the project's push endpoint, without its secret.
 func (s *Hooks) Get(ctx context.Context) (*Webhook, error) {
-	_, err := messaging.PrincipalFrom(ctx)
-	if err != nil {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
 		return nil, err
 	}
 	w, err := s.read.Webhook.Query().Only(ctx)
@@ -224,11 +223,10 @@ func (s *Hooks) Get(ctx context.Context) (*Webhook, error) {
 
 // Delete removes the project's push endpoint and its attempts.
 func (s *Hooks) Delete(ctx context.Context) error {
-	_, err := messaging.PrincipalFrom(ctx)
-	if err != nil {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
 		return err
 	}
-	_, err = s.write(ctx, func(tx *stream.Tx) error {
+	_, err := s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		n, err := cl.Webhook.Delete().Exec(tctx)
 		if err != nil {
@@ -292,8 +290,7 @@ const MaxAttemptHistory = 1000
 // Attempts lists the latest delivery attempts, newest first; page
 // with after (an attempt id) and limit.
 func (s *Hooks) Attempts(ctx context.Context, pg messaging.Page) ([]*WebhookAttempt, error) {
-	_, err := messaging.PrincipalFrom(ctx)
-	if err != nil {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
 		return nil, err
 	}
 	if err := pg.Validate(ident.WebhookAttempt); err != nil {

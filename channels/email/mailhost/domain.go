@@ -74,8 +74,7 @@ func utcPtr(t *time.Time) *time.Time {
 // CreateDomain adds a custom email domain to the project and returns the
 // DNS records its owner publishes, with a DKIM key made for it.
 func (h *Host) CreateDomain(ctx context.Context, name string) (*Domain, error) {
-	_, err := messaging.PrincipalFrom(ctx)
-	if err != nil {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
 		return nil, err
 	}
 	if name == "" {
@@ -140,10 +139,6 @@ func (h *Host) mailPlanError() error {
 
 // Domains lists the project's custom domains, oldest first.
 func (h *Host) Domains(ctx context.Context, pg messaging.Page) ([]*Domain, error) {
-	_, err := messaging.PrincipalFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
 	ds, _, err := h.DomainsPage(ctx, pg)
 	return ds, err
 }
@@ -153,8 +148,7 @@ func (h *Host) Domains(ctx context.Context, pg messaging.Page) ([]*Domain, error
 // and what DNS answered, which the domain's owner publishes) past the page
 // budget, as a page of messages does. Only the rows that fit are loaded.
 func (h *Host) DomainsPage(ctx context.Context, pg messaging.Page) ([]*Domain, bool, error) {
-	_, err := messaging.PrincipalFrom(ctx)
-	if err != nil {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
 		return nil, false, err
 	}
 	if err := pg.Validate(ident.Domain); err != nil {
@@ -195,8 +189,7 @@ func (h *Host) DomainsPage(ctx context.Context, pg messaging.Page) ([]*Domain, b
 
 // Domain returns one custom domain with the state of each record.
 func (h *Host) Domain(ctx context.Context, id string) (*Domain, error) {
-	_, err := messaging.PrincipalFrom(ctx)
-	if err != nil {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
 		return nil, err
 	}
 	d, err := h.domain(ctx, id)
@@ -222,8 +215,7 @@ func (h *Host) domain(ctx context.Context, id string) (*ent.Domain, error) {
 // sending, their conversations and messages stay readable, and their
 // addresses are free for the domain's next owner.
 func (h *Host) DeleteDomain(ctx context.Context, id string) error {
-	_, err := messaging.PrincipalFrom(ctx)
-	if err != nil {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
 		return err
 	}
 	d, err := h.domain(ctx, id)
@@ -265,8 +257,7 @@ func (h *Host) DeleteDomain(ctx context.Context, id string) error {
 // verified and domain.verified is appended (once). A DNS failure is not an
 // error of the call: it is the domain's last_error.
 func (h *Host) VerifyDomain(ctx context.Context, id string) (*Domain, error) {
-	_, err := messaging.PrincipalFrom(ctx)
-	if err != nil {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
 		return nil, err
 	}
 	d, err := h.domain(ctx, id)
