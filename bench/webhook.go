@@ -15,6 +15,7 @@ import (
 
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // Receiver is a loopback webhook receiver that answers 200 at once and
@@ -68,7 +69,7 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) {
 // WebhookDrain measures delivering a stored backlog: `endpoints` projects
 // each holding `per` events register a webhook from seq 0, and the time
 // until the receiver has every event is taken.
-func WebhookDrain(ctx context.Context, svc *messaging.Service, rcv *Receiver, endpoints, per int) (Result, error) {
+func WebhookDrain(ctx context.Context, svc *messaging.Service, hooks *webhook.Hooks, rcv *Receiver, endpoints, per int) (Result, error) {
 	l := svc.Log()
 	var principals []*messaging.Principal
 	for i := range endpoints {
@@ -89,7 +90,7 @@ func WebhookDrain(ctx context.Context, svc *messaging.Service, rcv *Receiver, en
 	zero := int64(0)
 	t0 := time.Now()
 	for i, p := range principals {
-		if _, err := svc.SetWebhook(p.Context(ctx), p, messaging.WebhookInput{URL: rcv.URL(fmt.Sprint("e", i)), Secret: benchSecret, FromSeq: &zero}); err != nil {
+		if _, err := hooks.Set(messaging.WithPrincipal(ctx, p), webhook.Input{URL: rcv.URL(fmt.Sprint("e", i)), Secret: benchSecret, FromSeq: &zero}); err != nil {
 			return Result{}, err
 		}
 	}
@@ -108,7 +109,7 @@ func WebhookDrain(ctx context.Context, svc *messaging.Service, rcv *Receiver, en
 // WebhookLatency appends `rate` events per second (spread over the
 // projects of registered endpoints) for d and reports append -> POST
 // received latency.
-func WebhookLatency(ctx context.Context, svc *messaging.Service, rcv *Receiver, endpoints, rate int, d time.Duration) (Result, error) {
+func WebhookLatency(ctx context.Context, svc *messaging.Service, hooks *webhook.Hooks, rcv *Receiver, endpoints, rate int, d time.Duration) (Result, error) {
 	var projects []string
 	for i := range endpoints {
 		sb, err := svc.CreateSandbox(ctx, fmt.Sprint("latency ", i))
@@ -119,7 +120,7 @@ func WebhookLatency(ctx context.Context, svc *messaging.Service, rcv *Receiver, 
 		if err != nil {
 			return Result{}, err
 		}
-		if _, err := svc.SetWebhook(p.Context(ctx), p, messaging.WebhookInput{URL: rcv.URL(fmt.Sprint("l", i)), Secret: benchSecret}); err != nil {
+		if _, err := hooks.Set(messaging.WithPrincipal(ctx, p), webhook.Input{URL: rcv.URL(fmt.Sprint("l", i)), Secret: benchSecret}); err != nil {
 			return Result{}, err
 		}
 		projects = append(projects, sb.ProjectID)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/client"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
 )
@@ -20,19 +20,19 @@ import (
 func signIn(t *testing.T, g *gateway, baseURL, sandboxKey, subject string, opts ...client.Option) *client.Client {
 	t.Helper()
 	ctx := context.Background()
-	st, err := g.Svc.StartDevice(ctx, messaging.DeviceStartInput{APIKey: sandboxKey})
+	st, err := g.Accounts.StartDevice(ctx, account.DeviceStartInput{APIKey: sandboxKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, err := g.Svc.SignIn(ctx, messaging.Identity{Issuer: "https://idp.test", Subject: subject,
+	acct, err := g.Accounts.SignIn(ctx, account.Identity{Issuer: "https://idp.test", Subject: subject,
 		Email: subject + "@example.com", Name: "Person " + subject})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Svc.ApproveDevice(ctx, acct.ID, st.UserCode); err != nil {
+	if _, err := g.Accounts.ApproveDevice(ctx, acct.ID, st.UserCode); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := g.Svc.PollDevice(ctx, st.DeviceCode)
+	tok, err := g.Accounts.PollDevice(ctx, st.DeviceCode)
 	if err != nil || tok.APIKey == "" {
 		t.Fatalf("poll: %+v %v", tok, err)
 	}

@@ -19,10 +19,10 @@ import (
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	gw "github.com/comm-gateway/comm/gateway"
 	"github.com/comm-gateway/comm/gateway/gatewaytest"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // gateway is one running comm server over a real database, wired the way
@@ -44,7 +44,7 @@ func start(t *testing.T, cfg store.Config, opts gwOptions) *gateway {
 		w.Webhooks = &delivery.Webhooks{PollInterval: 50 * time.Millisecond}
 	}
 	return gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: messaging.Options{WebhookAllowPrivate: opts.Webhooks}},
+		Config:  gw.Config{Webhook: webhook.Options{AllowPrivate: opts.Webhooks}},
 		Workers: w,
 	})
 }

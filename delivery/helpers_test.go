@@ -28,6 +28,7 @@ import (
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
+	hook "github.com/comm-gateway/comm/webhook"
 )
 
 // gateway is one comm replica over a real database, wired the way
@@ -64,7 +65,7 @@ func startGateway(t *testing.T, cfg store.Config, opts gwOptions) *gateway {
 		opts.Box = newBox(t)
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: messaging.Options{Box: opts.Box, WebhookAllowPrivate: opts.AllowPrivate}},
+		Config:  gw.Config{Service: messaging.Options{Box: opts.Box}, Webhook: hook.Options{AllowPrivate: opts.AllowPrivate}},
 		Workers: &gw.Workers{},
 	})}
 }

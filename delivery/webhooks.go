@@ -12,17 +12,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/netguard"
 	"github.com/comm-gateway/comm/signature"
 	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // Webhooks pushes each project's event stream to its registered URL: one
 // goroutine per endpoint this replica leases, in seq order, from the
 // endpoint's acknowledged cursor, woken right after each commit.
 type Webhooks struct {
-	Service *messaging.Service
+	// Hooks is the webhook feature whose endpoints are delivered to.
+	Hooks *webhook.Hooks
 	// Client posts deliveries; it must refuse private targets unless they
 	// are allowed (netguard.NewClient).
 	Client *http.Client
@@ -69,7 +70,7 @@ func (d *Webhooks) Run(ctx context.Context) {
 	tick := time.NewTicker(d.PollInterval)
 	defer tick.Stop()
 	for {
-		ids, err := d.Service.ClaimWebhooks(ctx, d.Owner, d.Lease, func(id string) bool {
+		ids, err := d.Hooks.Claim(ctx, d.Owner, d.Lease, func(id string) bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return running[id]
@@ -93,7 +94,7 @@ func (d *Webhooks) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-d.Service.WebhookWake():
+		case <-d.Hooks.Wake():
 		case <-tick.C:
 		}
 	}
@@ -106,9 +107,9 @@ const stateTTL = 5 * time.Second
 
 // endpoint delivers to one endpoint while this replica holds its lease.
 func (d *Webhooks) endpoint(ctx context.Context, id string) {
-	log := d.Service.Log()
+	log := d.Hooks.Log()
 	var (
-		ep     *messaging.Endpoint
+		ep     *webhook.Endpoint
 		follow *stream.Follower
 	)
 	defer func() {
@@ -116,7 +117,7 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			follow.Close()
 		}
 		if ep != nil && ctx.Err() != nil {
-			d.Service.ReleaseWebhook(context.WithoutCancel(ctx), ep, d.Owner) //nolint:errcheck // the lease runs out anyway
+			d.Hooks.Release(context.WithoutCancel(ctx), ep, d.Owner) //nolint:errcheck // the lease runs out anyway
 		}
 	}()
 	// The endpoint's state is re-read when it may have changed: after an
@@ -127,7 +128,7 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 	stale, readAt := true, time.Time{}
 	for ctx.Err() == nil {
 		if stale || time.Since(readAt) > stateTTL {
-			state, err := d.Service.WebhookState(ctx, id, d.Owner)
+			state, err := d.Hooks.State(ctx, id, d.Owner)
 			if err != nil || state == nil {
 				if err != nil && ctx.Err() == nil {
 					d.Logger.Warn("webhooks: state", "webhook", id, "err", err)
@@ -167,7 +168,7 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			continue
 		}
 		if len(envs) == 0 {
-			switch follow.Wait(ctx, d.Service.WebhookWake()) {
+			switch follow.Wait(ctx, d.Hooks.Wake()) {
 			case stream.WakeDone:
 				return
 			case stream.WakeOther: // the registration changed
@@ -188,11 +189,11 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 				// Shutting down: keep an acknowledgement that arrived,
 				// so the event is not delivered again.
 				if a.OK {
-					d.Service.RecordAttempt(context.WithoutCancel(ctx), ep, d.Owner, d.Lease, d.DisableAfter, a) //nolint:errcheck // redelivered if lost
+					d.Hooks.Record(context.WithoutCancel(ctx), ep, d.Owner, d.Lease, d.DisableAfter, a) //nolint:errcheck // redelivered if lost
 				}
 				return
 			}
-			current, err := d.Service.RecordAttempt(ctx, ep, d.Owner, d.Lease, d.DisableAfter, a)
+			current, err := d.Hooks.Record(ctx, ep, d.Owner, d.Lease, d.DisableAfter, a)
 			if err != nil {
 				d.Logger.Warn("webhooks: record", "webhook", id, "err", err)
 				d.wait(ctx, d.PollInterval)
@@ -209,8 +210,8 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 
 // renew extends the lease of ep; false when it is lost (or cannot be
 // renewed), and the endpoint must be left alone.
-func (d *Webhooks) renew(ctx context.Context, ep *messaging.Endpoint) bool {
-	ok, err := d.Service.RenewWebhook(ctx, ep, d.Owner, d.Lease)
+func (d *Webhooks) renew(ctx context.Context, ep *webhook.Endpoint) bool {
+	ok, err := d.Hooks.Renew(ctx, ep, d.Owner, d.Lease)
 	if err != nil && ctx.Err() == nil {
 		d.Logger.Warn("webhooks: renew lease", "webhook", ep.ID, "err", err)
 	}
@@ -244,7 +245,7 @@ func (d *Webhooks) wait(ctx context.Context, dur time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-	case <-d.Service.WebhookWake():
+	case <-d.Hooks.Wake():
 	}
 	return true
 }
@@ -253,8 +254,8 @@ func (d *Webhooks) wait(ctx context.Context, dur time.Duration) bool {
 const responsePrefix = 4 << 10
 
 // post delivers one event: the body is exactly its {seq, type, data}.
-func (d *Webhooks) post(ctx context.Context, ep *messaging.Endpoint, e stream.Envelope) messaging.Attempt {
-	a := messaging.Attempt{Seq: e.Seq}
+func (d *Webhooks) post(ctx context.Context, ep *webhook.Endpoint, e stream.Envelope) webhook.Attempt {
+	a := webhook.Attempt{Seq: e.Seq}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(e.Body))
 	if err != nil {
 		a.Err = "bad url: " + err.Error()

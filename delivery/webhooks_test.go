@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/delivery"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
 	"github.com/comm-gateway/comm/stream"
+	hook "github.com/comm-gateway/comm/webhook"
 )
 
 // checkInOrder checks the receiver's hits on path: the acknowledged
@@ -96,7 +96,7 @@ func TestDeliveriesSignedInOrder(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
 		g := startGateway(t, cfg, gwOptions{AllowPrivate: true})
 		rcv := newReceiver(t)
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 
 		type reg struct {
 			name, secret string
@@ -164,7 +164,7 @@ func TestReceiverDownThenUp(t *testing.T) {
 			}
 			return http.StatusNoContent
 		})
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
 		secret := randomWhsec()
 		w := g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/down", "secret": secret})
@@ -245,7 +245,7 @@ func TestReceiverRefusesConnections(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: tlsClient(t, true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: tlsClient(t, true, 0)})
 		p := g.newProject(t)
 		secret := "plain-secret-" + plainSecret
 		w := g.putWebhook(t, p.Key, map[string]any{"url": "https://" + addr + "/hook", "secret": secret})
@@ -286,7 +286,7 @@ func TestRetryAfter(t *testing.T) {
 			}
 			return http.StatusOK
 		})
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
 		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		head := appendN(t, g.Log, p.ID, 2)
@@ -330,7 +330,7 @@ func TestRestartMidDelivery(t *testing.T) {
 			return http.StatusNoContent
 		})
 		client := rcv.client(true, 0)
-		wk := startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: client})
+		wk := startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: client})
 		p := g.newProject(t)
 		secret := randomWhsec()
 		w := g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/r", "secret": secret})
@@ -345,7 +345,7 @@ func TestRestartMidDelivery(t *testing.T) {
 		g.Stop()
 
 		g = startGateway(t, cfg, gwOptions{AllowPrivate: true, Box: box})
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: client})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: client})
 		waitFor(t, "the backlog after the restart", 15*time.Second, func() bool { return g.getWebhook(t, p.Key).Cursor == head })
 		checkInOrder(t, g, rcv, "/r", p, secret, w.Cursor, head, true)
 		counts := map[int64]int{}
@@ -382,7 +382,7 @@ func TestGoneDisablesAtOnce(t *testing.T) {
 			}
 			return http.StatusOK
 		})
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
 		secret := randomWhsec()
 		w := g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": secret})
@@ -450,7 +450,7 @@ func TestRedirectIsAFailure(t *testing.T) {
 				return http.StatusMovedPermanently
 			}
 		})
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
 		w := g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		appendN(t, g.Log, p.ID, 2)
@@ -496,7 +496,7 @@ func TestSlowReceiverRetried(t *testing.T) {
 			}
 			return http.StatusNoContent
 		})
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 300*time.Millisecond)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 300*time.Millisecond)})
 		p := g.newProject(t)
 		secret := "slow-" + plainSecret
 		w := g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/slow", "secret": secret})
@@ -547,7 +547,7 @@ func TestHugeResponseNotRead(t *testing.T) {
 			}
 			return 0
 		})
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
 		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		head := appendN(t, g.Log, p.ID, 2)
@@ -581,7 +581,7 @@ func TestDisableAfter(t *testing.T) {
 		g := startGateway(t, cfg, gwOptions{AllowPrivate: true})
 		rcv := newReceiver(t)
 		rcv.setAnswer(func(w http.ResponseWriter, r *http.Request, h *hit, n int) int { return http.StatusInternalServerError })
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0), DisableAfter: 500 * time.Millisecond})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0), DisableAfter: 500 * time.Millisecond})
 		p := g.newProject(t)
 		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		appendN(t, g.Log, p.ID, 1)
@@ -650,7 +650,7 @@ func TestURLGuardAtRegistration(t *testing.T) {
 		}
 		rcv := newReceiver(t)
 		_, port, _ := net.SplitHostPort(strings.TrimPrefix(rcv.URL(), "https://"))
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(false, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(false, 0)})
 		url := "https://" + name + ":" + port + "/hook"
 		g.putWebhook(t, p.Key, map[string]any{"url": url, "secret": plainSecret})
 		appendN(t, g.Log, p.ID, 1)
@@ -715,7 +715,7 @@ func TestGuardAtDialTime(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
 		g := startGateway(t, cfg, gwOptions{AllowPrivate: true})
 		rcv := newReceiver(t)
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(false, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(false, 0)})
 		_, port, _ := net.SplitHostPort(strings.TrimPrefix(rcv.URL(), "https://"))
 		for _, host := range []string{"localhost", "127.0.0.1", "[::1]"} {
 			t.Run(strings.Trim(host, "[]"), func(t *testing.T) {
@@ -735,7 +735,7 @@ func TestReplay(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
 		g := startGateway(t, cfg, gwOptions{AllowPrivate: true})
 		rcv := newReceiver(t)
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
 		secret := randomWhsec()
 		w := g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/replay", "secret": secret})
@@ -794,7 +794,7 @@ func TestReplicas(t *testing.T) {
 		workers := map[string]*worker{}
 		svcOf := map[string]*gateway{}
 		run := func(owner string, g *gateway) {
-			workers[owner] = startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: client, Owner: owner, Lease: lease})
+			workers[owner] = startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: client, Owner: owner, Lease: lease})
 			svcOf[owner] = g
 		}
 		run("replica-a", ga)
@@ -901,8 +901,8 @@ func TestLeaseOutlivesSlowDelivery(t *testing.T) {
 			return http.StatusNoContent
 		})
 		client := rcv.client(true, 0)
-		startWorker(t, &delivery.Webhooks{Service: ga.Svc, Client: client, Owner: "replica-a", Lease: time.Second})
-		startWorker(t, &delivery.Webhooks{Service: gb.Svc, Client: client, Owner: "replica-b", Lease: time.Second})
+		startWorker(t, &delivery.Webhooks{Hooks: ga.Hooks, Client: client, Owner: "replica-a", Lease: time.Second})
+		startWorker(t, &delivery.Webhooks{Hooks: gb.Hooks, Client: client, Owner: "replica-b", Lease: time.Second})
 		p := ga.newProject(t)
 		w := ga.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/slow", "secret": plainSecret})
 		head := appendN(t, ga.Log, p.ID, 4)
@@ -928,7 +928,7 @@ func TestReRegisterSwitchesAtOnce(t *testing.T) {
 			sleepOrGone(r, 20*time.Millisecond)
 			return http.StatusNoContent
 		})
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
 		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/old", "secret": "old-" + plainSecret})
 		head := appendN(t, g.Log, p.ID, 50)
@@ -961,7 +961,7 @@ func TestDeleteStopsDeliveries(t *testing.T) {
 			sleepOrGone(r, 50*time.Millisecond)
 			return http.StatusNoContent
 		})
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
 		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
 		appendN(t, g.Log, p.ID, 30)
@@ -1067,7 +1067,7 @@ func TestBadInput(t *testing.T) {
 }
 
 // TestAttemptHistoryBounded: the attempt history is pruned to
-// messaging.MaxAttemptHistory (give or take the pruning interval) even
+// hook.MaxAttemptHistory (give or take the pruning interval) even
 // when events trickle in a few at a time.
 func TestAttemptHistoryBounded(t *testing.T) {
 	if testing.Short() {
@@ -1077,10 +1077,10 @@ func TestAttemptHistoryBounded(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
 		g := startGateway(t, cfg, gwOptions{AllowPrivate: true})
 		rcv := newReceiver(t)
-		startWorker(t, &delivery.Webhooks{Service: g.Svc, Client: rcv.client(true, 0)})
+		startWorker(t, &delivery.Webhooks{Hooks: g.Hooks, Client: rcv.client(true, 0)})
 		p := g.newProject(t)
 		g.putWebhook(t, p.Key, map[string]any{"url": rcv.URL(), "secret": plainSecret})
-		total := messaging.MaxAttemptHistory + 150
+		total := hook.MaxAttemptHistory + 150
 		for sent := 0; sent < total; sent += 30 {
 			head := appendN(t, g.Log, p.ID, 30)
 			waitFor(t, fmt.Sprintf("seq %d", head), 20*time.Second, func() bool { return g.getWebhook(t, p.Key).Cursor == head })
@@ -1089,8 +1089,8 @@ func TestAttemptHistoryBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n < messaging.MaxAttemptHistory || n > messaging.MaxAttemptHistory+100 {
-			t.Errorf("%d attempts stored after %d deliveries, want about %d", n, rcv.count(), messaging.MaxAttemptHistory)
+		if n < hook.MaxAttemptHistory || n > hook.MaxAttemptHistory+100 {
+			t.Errorf("%d attempts stored after %d deliveries, want about %d", n, rcv.count(), hook.MaxAttemptHistory)
 		}
 		as := g.attempts(t, p.Key, "limit=500")
 		if len(as) != 500 || !as[0].OK || as[0].Seq != g.head(t, p.ID) {

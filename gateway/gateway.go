@@ -1,20 +1,22 @@
 // Package gateway wires comm together: the channel registry with every
-// provider, the domain (messaging), the email side (mailhost) and the HTTP
-// front door, over an open event log. `comm serve`, `comm bench` and the
+// provider, the domain (messaging), the features beside it (accounts,
+// webhooks, the email side in mailhost) and the HTTP front door, over an open event log. `comm serve`, `comm bench` and the
 // test harnesses build the gateway here, so they cannot drift apart.
 package gateway
 
 import (
-	"github.com/comm-gateway/comm/channels/telegram"
 	"log/slog"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // Config is what a gateway is built from. Zero values are the defaults of
@@ -25,6 +27,9 @@ type Config struct {
 	// Service configures the domain; its Channels, Logger and Box are
 	// filled in here.
 	Service messaging.Options
+	// Webhook configures the webhook feature (whether private targets
+	// are allowed; the webhook worker's client follows it).
+	Webhook webhook.Options
 	// Email configures the email channel (mail domain, relay, DKIM).
 	Email email.Options
 	// Mail configures the email side of the gateway; Domain and Box are
@@ -47,10 +52,11 @@ type Gateway struct {
 	Svc      *messaging.Service
 	Email    *email.Channel
 	Mail     *mailhost.Host
+	Accounts *account.Service
+	Hooks    *webhook.Hooks
 	Front    *server.Server
 
-	logger       *slog.Logger
-	allowPrivate bool // Service.WebhookAllowPrivate, for the webhook worker
+	logger *slog.Logger
 }
 
 // New wires a gateway over log. StartWorkers runs its background
@@ -90,13 +96,15 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	}
 	mail := mailhost.New(svc, mo)
 	ch.Bind(mail)
+	accounts := account.New(svc)
+	hooks := webhook.New(svc, cfg.Webhook)
 	fo := cfg.Server
-	fo.Mail = mail
+	fo.Mail, fo.Accounts, fo.Webhooks = mail, accounts, hooks
 	if fo.Logger == nil {
 		fo.Logger = logger
 	}
-	return &Gateway{Log: log, Channels: reg, Svc: svc, Email: ch, Mail: mail, Front: server.New(svc, fo),
-		logger: logger, allowPrivate: so.WebhookAllowPrivate}, nil
+	return &Gateway{Log: log, Channels: reg, Svc: svc, Email: ch, Mail: mail, Accounts: accounts, Hooks: hooks,
+		Front: server.New(svc, fo), logger: logger}, nil
 }
 
 // Registry is every channel comm knows, with the adapters built so far.

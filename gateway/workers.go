@@ -12,9 +12,10 @@ import (
 )
 
 // Workers are the background workers of a gateway. A nil worker does not
-// run; a worker's Service and Logger are filled in when unset, and the
-// webhook worker's Client too (a netguard client allowing private targets
-// exactly when Config.Service.WebhookAllowPrivate does).
+// run; a worker's Service (the webhook worker's Hooks) and Logger are
+// filled in when unset, and the webhook worker's Client too (a netguard
+// client allowing private targets exactly when Config.Webhook.AllowPrivate
+// does).
 type Workers struct {
 	// Outbox delivers queued outbound messages.
 	Outbox *delivery.Outbox
@@ -50,14 +51,14 @@ func (g *Gateway) StartWorkers(w Workers) (stop func()) {
 		run(o.Run)
 	}
 	if h := w.Webhooks; h != nil {
-		if h.Service == nil {
-			h.Service = g.Svc
+		if h.Hooks == nil {
+			h.Hooks = g.Hooks
 		}
 		if h.Logger == nil {
 			h.Logger = g.logger
 		}
 		if h.Client == nil {
-			h.Client = netguard.NewClient(netguard.Options{AllowPrivate: g.allowPrivate})
+			h.Client = netguard.NewClient(netguard.Options{AllowPrivate: g.Hooks.AllowPrivate()})
 		}
 		run(h.Run)
 	}

@@ -18,11 +18,13 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/fault/entfault"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // Options configure the GraphQL endpoint.
@@ -45,6 +47,10 @@ type Options struct {
 	// Mail serves the custom email domains; without it they answer
 	// not_implemented.
 	Mail *mailhost.Host
+	// Accounts serves the caller's account; Webhooks the project's
+	// webhook. Both are required.
+	Accounts *account.Service
+	Webhooks *webhook.Hooks
 }
 
 // NewHandler returns the GraphQL endpoint (POST, and GET for queries). The
@@ -67,7 +73,7 @@ func NewExecutor(svc *messaging.Service, client *ent.Client, opts Options) *exec
 }
 
 func schema(svc *messaging.Service, client *ent.Client, opts Options) graphql.ExecutableSchema {
-	return NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client, Mail: opts.Mail}})
+	return NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc, Ent: client, Mail: opts.Mail, Accounts: opts.Accounts, Webhooks: opts.Webhooks}})
 }
 
 // configurable is what handler.Server and executor.Executor share.

@@ -12,6 +12,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"strings"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // Resolver is the root resolver.
@@ -34,6 +36,10 @@ type Resolver struct {
 	Ent *ent.Client
 	// Mail serves custom email domains (nil: not available).
 	Mail *mailhost.Host
+	// Accounts serves the caller's account.
+	Accounts *account.Service
+	// Webhooks serves the project's webhook.
+	Webhooks *webhook.Hooks
 }
 
 // mail returns the email side of the gateway, or not_implemented.

@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // ID is the resolver for the id field.
@@ -77,11 +78,7 @@ func (r *messageResolver) Details(ctx context.Context, obj *ent.Message) (JSON, 
 
 // Connect is the resolver for the connect field.
 func (r *mutationResolver) Connect(ctx context.Context, input ConnectInput) (*ent.Connection, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c, err := r.Service.Connect(ctx, p, messaging.ConnectInput{
+	c, err := r.Service.Connect(ctx, messaging.ConnectInput{
 		Channel: input.Channel, Provider: deref(input.Provider), CustomerID: deref(input.CustomerID),
 		AgentID: deref(input.AgentID), Name: deref(input.Name), Config: json.RawMessage(input.Config),
 	})
@@ -93,24 +90,16 @@ func (r *mutationResolver) Connect(ctx context.Context, input ConnectInput) (*en
 
 // DeleteConnection is the resolver for the deleteConnection field.
 func (r *mutationResolver) DeleteConnection(ctx context.Context, id string) (string, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return "", err
-	}
-	return id, r.Service.DeleteConnection(ctx, p, id)
+	return id, r.Service.DeleteConnection(ctx, id)
 }
 
 // InjectInbound is the resolver for the injectInbound field.
 func (r *mutationResolver) InjectInbound(ctx context.Context, connectionID string, input InjectInput) (*InjectResult, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	body, err := json.Marshal(input)
 	if err != nil {
 		return nil, err
 	}
-	m, dup, err := r.Service.Inject(ctx, p, connectionID, body)
+	m, dup, err := r.Service.Inject(ctx, connectionID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +116,7 @@ func (r *mutationResolver) Reply(ctx context.Context, messageID string, input Re
 	if err != nil {
 		return nil, err
 	}
-	m, err := r.Service.Reply(ctx, p, messageID, messaging.SendInput{Text: deref(input.Text), HTML: input.HTML, Subject: input.Subject})
+	m, err := r.Service.Reply(ctx, messageID, messaging.SendInput{Text: deref(input.Text), HTML: input.HTML, Subject: input.Subject})
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +125,7 @@ func (r *mutationResolver) Reply(ctx context.Context, messageID string, input Re
 
 // Typing is the resolver for the typing field.
 func (r *mutationResolver) Typing(ctx context.Context, messageID string) (*TypingState, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st, err := r.Service.Typing(ctx, p, messageID)
+	st, err := r.Service.Typing(ctx, messageID)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +138,7 @@ func (r *mutationResolver) Send(ctx context.Context, input SendInput) (*ent.Mess
 	if err != nil {
 		return nil, err
 	}
-	m, err := r.Service.Send(ctx, p, messaging.SendInput{
+	m, err := r.Service.Send(ctx, messaging.SendInput{
 		ConnectionID: input.ConnectionID, To: input.To, Text: deref(input.Text), HTML: input.HTML, Subject: input.Subject,
 	})
 	if err != nil {
@@ -164,26 +149,18 @@ func (r *mutationResolver) Send(ctx context.Context, input SendInput) (*ent.Mess
 
 // SetWebhook is the resolver for the setWebhook field.
 func (r *mutationResolver) SetWebhook(ctx context.Context, input WebhookInput) (*api.Webhook, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	in := messaging.WebhookInput{URL: input.URL, Secret: deref(input.Secret)}
+	in := webhook.Input{URL: input.URL, Secret: deref(input.Secret)}
 	if input.FromSeq != nil {
 		from := int64(*input.FromSeq)
 		in.FromSeq = &from
 	}
-	w, err := r.Service.SetWebhook(ctx, p, in)
+	w, err := r.Webhooks.Set(ctx, in)
 	return w, err
 }
 
 // DeleteWebhook is the resolver for the deleteWebhook field.
 func (r *mutationResolver) DeleteWebhook(ctx context.Context) (bool, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return false, err
-	}
-	if err := r.Service.DeleteWebhook(ctx, p); err != nil {
+	if err := r.Webhooks.Delete(ctx); err != nil {
 		if errors.Is(err, fault.ErrNotFound) {
 			return false, nil
 		}
@@ -194,52 +171,36 @@ func (r *mutationResolver) DeleteWebhook(ctx context.Context) (bool, error) {
 
 // ReplayWebhook is the resolver for the replayWebhook field.
 func (r *mutationResolver) ReplayWebhook(ctx context.Context, fromSeq int) (*api.Webhook, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	from := int64(fromSeq)
-	w, err := r.Service.ReplayWebhook(ctx, p, &from)
+	w, err := r.Webhooks.Replay(ctx, &from)
 	return w, err
 }
 
 // AddDomain is the resolver for the addDomain field.
 func (r *mutationResolver) AddDomain(ctx context.Context, domain string) (*api.Domain, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	mail, err := r.mail()
 	if err != nil {
 		return nil, err
 	}
-	return mail.CreateDomain(ctx, p, domain)
+	return mail.CreateDomain(ctx, domain)
 }
 
 // VerifyDomain is the resolver for the verifyDomain field.
 func (r *mutationResolver) VerifyDomain(ctx context.Context, id string) (*api.Domain, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	mail, err := r.mail()
 	if err != nil {
 		return nil, err
 	}
-	return mail.VerifyDomain(ctx, p, id)
+	return mail.VerifyDomain(ctx, id)
 }
 
 // DeleteDomain is the resolver for the deleteDomain field.
 func (r *mutationResolver) DeleteDomain(ctx context.Context, id string) (bool, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return false, err
-	}
 	mail, err := r.mail()
 	if err != nil {
 		return false, err
 	}
-	if err := mail.DeleteDomain(ctx, p, id); err != nil {
+	if err := mail.DeleteDomain(ctx, id); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -247,20 +208,12 @@ func (r *mutationResolver) DeleteDomain(ctx context.Context, id string) (bool, e
 
 // CreateAPIKey is the resolver for the createAPIKey field.
 func (r *mutationResolver) CreateAPIKey(ctx context.Context, name *string) (*api.NewKey, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return r.Service.CreateKey(ctx, p, deref(name))
+	return r.Service.CreateKey(ctx, deref(name))
 }
 
 // RevokeAPIKey is the resolver for the revokeAPIKey field.
 func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*api.Key, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return r.Service.RevokeKey(ctx, p, id)
+	return r.Service.RevokeKey(ctx, id)
 }
 
 // Project is the resolver for the project field.
@@ -275,16 +228,12 @@ func (r *queryResolver) Project(ctx context.Context) (*ent.Project, error) {
 
 // Events is the resolver for the events field.
 func (r *queryResolver) Events(ctx context.Context, afterSeq *int, first *int, typeArg *string) (*EventConnection, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	limit, err := messaging.Limit("first", first, messaging.MaxEventLimit)
 	if err != nil {
 		return nil, err
 	}
 	q := messaging.EventQuery{AfterSeq: int64(derefInt(afterSeq)), Limit: limit, Type: deref(typeArg)}
-	evs, more, err := r.Service.EventsPage(ctx, p, q)
+	evs, more, err := r.Service.EventsPage(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -299,11 +248,7 @@ func (r *queryResolver) Events(ctx context.Context, afterSeq *int, first *int, t
 
 // Webhook is the resolver for the webhook field.
 func (r *queryResolver) Webhook(ctx context.Context) (*api.Webhook, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w, err := r.Service.GetWebhook(ctx, p)
+	w, err := r.Webhooks.Get(ctx)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
@@ -312,24 +257,16 @@ func (r *queryResolver) Webhook(ctx context.Context) (*api.Webhook, error) {
 
 // WebhookAttempts is the resolver for the webhookAttempts field.
 func (r *queryResolver) WebhookAttempts(ctx context.Context, after *string, first *int) ([]*api.WebhookAttempt, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	limit, err := messaging.Limit("first", first, messaging.MaxPageLimit)
 	if err != nil {
 		return nil, err
 	}
-	as, err := r.Service.WebhookAttempts(ctx, p, messaging.Page{After: deref(after), Limit: limit})
+	as, err := r.Webhooks.Attempts(ctx, messaging.Page{After: deref(after), Limit: limit})
 	return as, err
 }
 
 // Domains is the resolver for the domains field.
 func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) ([]*api.Domain, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	n, err := messaging.Limit("limit", limit, messaging.MaxPageLimit)
 	if err != nil {
 		return nil, err
@@ -338,20 +275,16 @@ func (r *queryResolver) Domains(ctx context.Context, after *string, limit *int) 
 	if err != nil {
 		return nil, err
 	}
-	return mail.Domains(ctx, p, messaging.Page{After: deref(after), Limit: n})
+	return mail.Domains(ctx, messaging.Page{After: deref(after), Limit: n})
 }
 
 // Domain is the resolver for the domain field.
 func (r *queryResolver) Domain(ctx context.Context, id string) (*api.Domain, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
 	mail, err := r.mail()
 	if err != nil {
 		return nil, err
 	}
-	d, err := mail.Domain(ctx, p, id)
+	d, err := mail.Domain(ctx, id)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
@@ -360,20 +293,12 @@ func (r *queryResolver) Domain(ctx context.Context, id string) (*api.Domain, err
 
 // Account is the resolver for the account field.
 func (r *queryResolver) Account(ctx context.Context) (*api.AccountView, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return r.Service.AccountOf(ctx, p)
+	return r.Accounts.AccountOf(ctx)
 }
 
 // APIKeys is the resolver for the apiKeys field.
 func (r *queryResolver) APIKeys(ctx context.Context) ([]*api.Key, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return r.Service.Keys(ctx, p)
+	return r.Service.Keys(ctx)
 }
 
 // Events is the resolver for the events field.

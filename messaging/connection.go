@@ -56,7 +56,11 @@ type ConnectInput struct {
 // Connect makes a connection on a channel. The tier is checked from the
 // key's row before any provider is contacted: a paid channel with an
 // anonymous key is ErrPaymentRequired.
-func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*Connection, error) {
+func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if in.Channel == "" {
 		return nil, Invalid("channel", "required; known channels: %s", strings.Join(s.channels.Channels(), ", "))
 	}
@@ -143,7 +147,7 @@ func (s *Service) Connect(ctx context.Context, p *Principal, in ConnectInput) (*
 	}
 	now := s.now()
 	var created *ent.Connection
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = s.write(ctx, func(tx *stream.Tx) error {
 		create := tx.Client().Connection.Create().SetID(id).SetChannel(d.Channel).SetProvider(d.Provider).
 			SetStatus(StatusActive).SetCustomerID(in.CustomerID).SetAgentID(in.AgentID).
 			SetName(in.Name).SetConfig(s.sealConfig(config)).SetCreatedAt(now)
@@ -282,7 +286,10 @@ func label(d channels.Descriptor) string {
 
 // Connections lists the caller's live connections, oldest first, after
 // the given id.
-func (s *Service) Connections(ctx context.Context, p *Principal, pg Page) ([]*Connection, error) {
+func (s *Service) Connections(ctx context.Context, pg Page) ([]*Connection, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, err
+	}
 	if err := pg.validate(ident.Connection); err != nil {
 		return nil, err
 	}
@@ -315,7 +322,10 @@ var ListedConnectionColumns = func() []string {
 }()
 
 // Connection returns one live connection of the caller.
-func (s *Service) Connection(ctx context.Context, p *Principal, id string) (*Connection, error) {
+func (s *Service) Connection(ctx context.Context, id string) (*Connection, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, err
+	}
 	c, err := s.connection(ctx, id)
 	if err != nil {
 		return nil, err
@@ -336,12 +346,15 @@ func (s *Service) connection(ctx context.Context, id string) (*ent.Connection, e
 
 // DeleteConnection removes a connection: it stops receiving and sending;
 // its conversations and messages stay readable.
-func (s *Service) DeleteConnection(ctx context.Context, p *Principal, id string) error {
+func (s *Service) DeleteConnection(ctx context.Context, id string) error {
+	if _, err := principal(ctx); err != nil {
+		return err
+	}
 	if _, err := s.connection(ctx, id); err != nil {
 		return err
 	}
 	now := s.now()
-	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err := s.write(ctx, func(tx *stream.Tx) error {
 		n, err := tx.Client().Connection.Update().Where(entconn.ID(id), entconn.DeletedAtIsNil()).
 			SetDeletedAt(now).SetStatus("deleted").ClearInboxKey().ClearRouteKey().Save(tx.Context())
 		if err == nil && n == 0 {

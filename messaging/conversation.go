@@ -29,8 +29,8 @@ func (s *Service) conversationOf(c *ent.Conversation) *Conversation {
 
 // Conversations lists the caller's conversations, oldest first, optionally
 // of one connection.
-func (s *Service) Conversations(ctx context.Context, p *Principal, connectionID string, pg Page) ([]*Conversation, error) {
-	cs, _, err := s.ConversationsPage(ctx, p, connectionID, pg)
+func (s *Service) Conversations(ctx context.Context, connectionID string, pg Page) ([]*Conversation, error) {
+	cs, _, err := s.ConversationsPage(ctx, connectionID, pg)
 	return cs, err
 }
 
@@ -39,7 +39,10 @@ func (s *Service) Conversations(ctx context.Context, p *Principal, connectionID 
 // conversations and stops before the one that would take its bytes
 // (subject, participant, thread) past the page budget, as a page of
 // messages does. Only the rows that fit are loaded.
-func (s *Service) ConversationsPage(ctx context.Context, p *Principal, connectionID string, pg Page) ([]*Conversation, bool, error) {
+func (s *Service) ConversationsPage(ctx context.Context, connectionID string, pg Page) ([]*Conversation, bool, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, false, err
+	}
 	if err := pg.validate(ident.Conversation); err != nil {
 		return nil, false, err
 	}
@@ -76,7 +79,10 @@ func (s *Service) ConversationsPage(ctx context.Context, p *Principal, connectio
 }
 
 // Conversation returns one conversation.
-func (s *Service) Conversation(ctx context.Context, p *Principal, id string) (*Conversation, error) {
+func (s *Service) Conversation(ctx context.Context, id string) (*Conversation, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, err
+	}
 	c, err := s.conversation(ctx, id)
 	if err != nil {
 		return nil, err
@@ -96,8 +102,8 @@ func (s *Service) conversation(ctx context.Context, id string) (*ent.Conversatio
 }
 
 // ConversationMessages lists a conversation's messages, oldest first.
-func (s *Service) ConversationMessages(ctx context.Context, p *Principal, id string, pg Page) ([]*Message, error) {
-	ms, _, err := s.ConversationMessagesPage(ctx, p, id, pg)
+func (s *Service) ConversationMessages(ctx context.Context, id string, pg Page) ([]*Message, error) {
+	ms, _, err := s.ConversationMessagesPage(ctx, id, pg)
 	return ms, err
 }
 
@@ -107,7 +113,10 @@ func (s *Service) ConversationMessages(ctx context.Context, p *Principal, id str
 // budget (Options.MessagePageBytes; a larger message comes alone), so a
 // page may be shorter than its limit with more to come. Only the rows that
 // fit are loaded.
-func (s *Service) ConversationMessagesPage(ctx context.Context, p *Principal, id string, pg Page) ([]*Message, bool, error) {
+func (s *Service) ConversationMessagesPage(ctx context.Context, id string, pg Page) ([]*Message, bool, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, false, err
+	}
 	if _, err := s.conversation(ctx, id); err != nil {
 		return nil, false, err
 	}

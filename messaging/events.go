@@ -49,7 +49,11 @@ func (q *EventQuery) Validate() error {
 // q.AfterSeq, in order, at most q.Limit of them and within the log's byte
 // budget of a page (fewer events when their bytes would pass it; an event
 // larger than the budget comes alone). Only the principal's project is ever read.
-func (s *Service) Events(ctx context.Context, p *Principal, q EventQuery) ([]stream.Event, error) {
+func (s *Service) Events(ctx context.Context, q EventQuery) ([]stream.Event, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return page(ctx, s, p, q, func() ([]stream.Event, bool, error) {
 		evs, err := s.log.Read(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
 		return evs, len(evs) > 0, err
@@ -58,7 +62,11 @@ func (s *Service) Events(ctx context.Context, p *Principal, q EventQuery) ([]str
 
 // EventsPage is Events without waiting, also telling whether more events
 // follow the page (for cursor-paged front doors such as GraphQL's).
-func (s *Service) EventsPage(ctx context.Context, p *Principal, q EventQuery) ([]stream.Event, bool, error) {
+func (s *Service) EventsPage(ctx context.Context, q EventQuery) ([]stream.Event, bool, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	if err := q.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -75,7 +83,11 @@ func (s *Service) EventsPage(ctx context.Context, p *Principal, q EventQuery) ([
 }
 
 // EventsJSON is Events with the page encoded as the REST API's JSON array.
-func (s *Service) EventsJSON(ctx context.Context, p *Principal, q EventQuery) ([]byte, error) {
+func (s *Service) EventsJSON(ctx context.Context, q EventQuery) ([]byte, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return page(ctx, s, p, q, func() ([]byte, bool, error) {
 		b, err := s.log.ReadJSON(ctx, p.ProjectID, q.AfterSeq, q.Limit, q.Type)
 		return b, len(b) > 2, err

@@ -288,7 +288,7 @@ func (s *Service) allowSend(ctx context.Context, p *Principal, c *ent.Connection
 		return nil
 	}
 	if g, ok := a.(channels.SendGate); ok {
-		return g.AllowSend(p.Context(ctx), channels.SendRequest{To: to, SignedIn: p.SignedIn()})
+		return g.AllowSend(ctx, channels.SendRequest{To: to, SignedIn: p.SignedIn()})
 	}
 	return nil
 }
@@ -296,7 +296,10 @@ func (s *Service) allowSend(ctx context.Context, p *Principal, c *ent.Connection
 // Inject delivers a message into a connection whose channel takes
 // messages from the API caller (channels.Injector: the test channel) as if
 // a person had sent it (POST /v1/connections/{id}/inbound).
-func (s *Service) Inject(ctx context.Context, p *Principal, connID string, body []byte) (*Message, bool, error) {
+func (s *Service) Inject(ctx context.Context, connID string, body []byte) (*Message, bool, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, false, err
+	}
 	c, err := s.connection(ctx, connID)
 	if err != nil {
 		return nil, false, err
@@ -341,7 +344,10 @@ func injectError(err error) error {
 }
 
 // Message returns one of the caller's messages.
-func (s *Service) Message(ctx context.Context, p *Principal, id string) (*Message, error) {
+func (s *Service) Message(ctx context.Context, id string) (*Message, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, err
+	}
 	m, err := s.message(ctx, id)
 	if err != nil {
 		return nil, err
@@ -424,7 +430,11 @@ func counterpart(m *ent.Message) string {
 // Reply answers a message in its conversation, through its connection. The
 // reply is stored as queued and committed before any provider is called; a
 // delivery worker sends it.
-func (s *Service) Reply(ctx context.Context, p *Principal, msgID string, in SendInput) (*Message, error) {
+func (s *Service) Reply(ctx context.Context, msgID string, in SendInput) (*Message, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	orig, c, conv, err := s.thread(ctx, msgID)
 	if err != nil {
 		return nil, err
@@ -454,7 +464,11 @@ func (s *Service) Reply(ctx context.Context, p *Principal, msgID string, in Send
 }
 
 // Send starts (or continues) a conversation with a recipient proactively.
-func (s *Service) Send(ctx context.Context, p *Principal, in SendInput) (*Message, error) {
+func (s *Service) Send(ctx context.Context, in SendInput) (*Message, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if in.ConnectionID == "" {
 		return nil, Invalid("connection_id", "required")
 	}
@@ -489,7 +503,7 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 	if sender == "" {
 		sender = c.ID
 	}
-	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err := s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		var convID string
 		var err error
@@ -529,13 +543,16 @@ type TypingState = api.TypingState
 
 // Typing shows a typing indicator in a message's conversation: a lease that
 // ends on its own after TypingLease, or when a reply is sent.
-func (s *Service) Typing(ctx context.Context, p *Principal, msgID string) (*TypingState, error) {
+func (s *Service) Typing(ctx context.Context, msgID string) (*TypingState, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, err
+	}
 	orig, c, conv, err := s.thread(ctx, msgID)
 	if err != nil {
 		return nil, err
 	}
 	until := s.now().Add(TypingLease)
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = s.write(ctx, func(tx *stream.Tx) error {
 		return tx.Client().Conversation.UpdateOneID(conv.ID).SetTypingUntil(until).Exec(tx.Context())
 	})
 	if err != nil {
@@ -551,7 +568,7 @@ func (s *Service) Typing(ctx context.Context, p *Principal, msgID string) (*Typi
 				s.logger.Warn("typing indicator", "connection", c.ID, "err", err)
 			}
 			if r, ok := a.(channels.TypingRefresher); ok {
-				s.refreshTyping(p.Context(ctx), t, ty, conv.ID, r.TypingEvery())
+				s.refreshTyping(ctx, t, ty, conv.ID, r.TypingEvery())
 			}
 		}
 	}
@@ -593,8 +610,11 @@ type Attachment struct {
 }
 
 // Attachment returns an attachment of one of the caller's messages.
-func (s *Service) Attachment(ctx context.Context, p *Principal, msgID, id string) (*Attachment, error) {
-	if _, err := s.message(p.Context(ctx), msgID); err != nil {
+func (s *Service) Attachment(ctx context.Context, msgID, id string) (*Attachment, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := s.message(ctx, msgID); err != nil {
 		return nil, err
 	}
 	if ident.Check(id, ident.Attachment) != nil {
@@ -602,7 +622,7 @@ func (s *Service) Attachment(ctx context.Context, p *Principal, msgID, id string
 	}
 	// The tenant-owned row decides who may download; the blob it names
 	// is read only through it.
-	a, err := s.read.Attachment.Query().Where(entatt.ID(id), entatt.MessageID(msgID)).Only(p.Context(ctx))
+	a, err := s.read.Attachment.Query().Where(entatt.ID(id), entatt.MessageID(msgID)).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, NotFound("attachment", id)
 	}

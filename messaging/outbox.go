@@ -156,7 +156,7 @@ const MaxRetryAfter = time.Hour
 // retry queues m again after the backoff of its attempts, or after as
 // long as the provider asked (after), whichever is longer.
 func (s *Service) retry(ctx context.Context, m *ent.Message, reason string, after time.Duration) error {
-	wait := max(backoff(m.Attempts), min(after, MaxRetryAfter))
+	wait := max(Backoff(m.Attempts), min(after, MaxRetryAfter))
 	_, err := s.log.Write(ctx, m.ProjectID, func(tx *stream.Tx) error {
 		return tx.Client().Message.UpdateOneID(m.ID).SetStatus(entmsg.StatusQueued).
 			SetError(fmt.Sprintf("attempt %d failed, retrying: %s", m.Attempts, reason)).
@@ -181,9 +181,9 @@ func (s *Service) fail(ctx context.Context, m *ent.Message, conn *ent.Connection
 	return err
 }
 
-// backoff is the wait before attempt n+1: exponential from 1 s, capped at
-// 10 minutes, with ±20% jitter.
-func backoff(n int) time.Duration {
+// Backoff is the wait before attempt n+1 of a send or of a webhook
+// delivery: exponential from 1 s, capped at 10 minutes, with ±20% jitter.
+func Backoff(n int) time.Duration {
 	d := time.Second << min(max(n-1, 0), 10)
 	d = min(d, 10*time.Minute)
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))

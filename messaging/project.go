@@ -37,11 +37,6 @@ type Principal struct {
 // SignedIn reports whether the key is a signed-in key (the paid tier).
 func (p *Principal) SignedIn() bool { return p.Kind == KindSignedIn }
 
-// Context scopes ctx to the principal's project.
-func (p *Principal) Context(ctx context.Context) context.Context {
-	return tenant.WithProject(ctx, p.ProjectID)
-}
-
 // Project is the caller's project and the head of its stream.
 type Project = api.Project
 
@@ -143,7 +138,11 @@ func (s *Service) touch(keyID, projectID string) {
 }
 
 // Project returns the caller's project.
-func (s *Service) Project(ctx context.Context, p *Principal) (*Project, error) {
+func (s *Service) Project(ctx context.Context) (*Project, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
 	pr, err := s.read.Project.Get(ctx, p.ProjectID)
 	if err != nil {
 		return nil, err
@@ -156,12 +155,16 @@ func (s *Service) Project(ctx context.Context, p *Principal) (*Project, error) {
 
 type principalKey struct{}
 
-// WithPrincipal returns ctx carrying p, scoped to p's project.
+// WithPrincipal returns ctx carrying p and scoped to p's project (the
+// tenant every ent query and event log write of the request is filtered
+// by). Front doors call it once, when they authenticate the caller; the
+// domain reads the caller from the context and from nowhere else.
 func WithPrincipal(ctx context.Context, p *Principal) context.Context {
-	return context.WithValue(p.Context(ctx), principalKey{}, p)
+	return context.WithValue(tenant.WithProject(ctx, p.ProjectID), principalKey{}, p)
 }
 
-// PrincipalFrom returns the principal of an authenticated request.
+// PrincipalFrom returns the caller of an authenticated request, as
+// WithPrincipal set it, or an unauthenticated error.
 func PrincipalFrom(ctx context.Context) (*Principal, error) {
 	p, ok := ctx.Value(principalKey{}).(*Principal)
 	if !ok {
@@ -169,6 +172,9 @@ func PrincipalFrom(ctx context.Context) (*Principal, error) {
 	}
 	return p, nil
 }
+
+// principal is PrincipalFrom for the domain's methods.
+func principal(ctx context.Context) (*Principal, error) { return PrincipalFrom(ctx) }
 
 // KeyRevokedSignal is the stream signal (stream.Log.Signal) announcing that
 // the key whose id is its value was revoked.

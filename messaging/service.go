@@ -29,18 +29,15 @@ type Service struct {
 	logger *slog.Logger
 	now    func() time.Time
 
-	keyByHash  *sql.Stmt
-	channels   *channels.Registry
-	adapters   adapterSet
-	outbox     chan struct{}
-	webhooks   chan struct{}
-	webhooksMu sync.Mutex
-	box        *sealed.Box
+	keyByHash *sql.Stmt
+	channels  *channels.Registry
+	adapters  adapterSet
+	outbox    chan struct{}
+	box       *sealed.Box
 
-	webhookAllowPrivate bool
-	baseURL             string
-	sandboxConnections  int
-	eventBody           int
+	baseURL            string
+	sandboxConnections int
+	eventBody          int
 
 	typing sync.Map // conversation id -> refresher running
 
@@ -59,9 +56,6 @@ type Options struct {
 	// Box seals secrets at rest; a box with a random key (secrets lost at
 	// exit) if nil, which suits tests.
 	Box *sealed.Box
-	// WebhookAllowPrivate accepts webhook URLs on loopback and private
-	// networks, and plain http (tests, LAN installs).
-	WebhookAllowPrivate bool
 	// BaseURL is the gateway's public URL (scheme, host, optional path
 	// prefix, no trailing slash); connections' provider ingress URLs are
 	// built from it. Empty: no provider can reach the gateway, and
@@ -124,8 +118,8 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	}
 	s := &Service{
 		db: db, log: log, read: db.Ent, logger: logger, keyByHash: keyByHash,
-		channels: reg, outbox: make(chan struct{}, 1), webhooks: make(chan struct{}),
-		box: box, webhookAllowPrivate: opts.WebhookAllowPrivate, baseURL: strings.TrimRight(opts.BaseURL, "/"), eventBody: opts.EventBodyBytes,
+		channels: reg, outbox: make(chan struct{}, 1),
+		box: box, baseURL: strings.TrimRight(opts.BaseURL, "/"), eventBody: opts.EventBodyBytes,
 		sandboxConnections: opts.SandboxConnections,
 		// Microseconds: the finest time both databases store, so a
 		// resource shows the same times when created as when read back.
@@ -164,8 +158,12 @@ func (s *Service) Box() *sealed.Box { return s.box }
 func (s *Service) Log() *stream.Log { return s.log }
 
 // write runs fn in a write transaction of the caller's project.
-func (s *Service) write(ctx context.Context, p *Principal, fn func(tx *stream.Tx) error) ([]stream.Event, error) {
-	return s.log.Write(p.Context(ctx), p.ProjectID, fn)
+func (s *Service) write(ctx context.Context, fn func(tx *stream.Tx) error) ([]stream.Event, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.log.Write(ctx, p.ProjectID, fn)
 }
 
 // Ping checks that the database answers.

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/fault"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
 )
 
@@ -35,7 +35,7 @@ func (s *Server) startDevice(r *http.Request, apiKey string) (*api.DeviceStart, 
 	if err := limited(s.startLimit, limitKey(s.clientIP(r)), "sign-in attempts"); err != nil {
 		return nil, err
 	}
-	st, err := s.svc.StartDevice(r.Context(), messaging.DeviceStartInput{
+	st, err := s.acct.StartDevice(r.Context(), account.DeviceStartInput{
 		APIKey: apiKey, ClientIP: s.clientIP(r), UserAgent: r.UserAgent()})
 	if err != nil {
 		return nil, err
@@ -70,15 +70,15 @@ func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
 	if in.DeviceCode == "" {
 		return fault.Invalid("device_code", "required")
 	}
-	tok, err := s.svc.PollDevice(r.Context(), in.DeviceCode)
+	tok, err := s.acct.PollDevice(r.Context(), in.DeviceCode)
 	if err != nil {
 		return err
 	}
 	out := api.DeviceToken{Status: tok.Status, APIKey: tok.APIKey}
-	if tok.Status == messaging.DeviceApproved {
+	if tok.Status == account.DeviceApproved {
 		out.BaseURL = s.baseURL
 	}
-	if tok.Status == messaging.DeviceSlowDown || tok.Status == messaging.DevicePending {
+	if tok.Status == account.DeviceSlowDown || tok.Status == account.DevicePending {
 		out.Interval = tok.Interval
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -138,7 +138,7 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) error {
 			Description: fmt.Sprintf("grant_type %q is not supported; use %s", gt, DeviceGrantType)})
 		return nil
 	}
-	tok, err := s.svc.PollDevice(r.Context(), r.PostForm.Get("device_code"))
+	tok, err := s.acct.PollDevice(r.Context(), r.PostForm.Get("device_code"))
 	if err != nil {
 		var e *fault.Error
 		if errors.As(err, &e) {
@@ -148,16 +148,16 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	switch tok.Status {
-	case messaging.DeviceApproved:
+	case account.DeviceApproved:
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, map[string]any{"access_token": tok.APIKey, "token_type": "Bearer", "base_url": s.baseURL})
-	case messaging.DevicePending:
+	case account.DevicePending:
 		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "authorization_pending"})
-	case messaging.DeviceSlowDown:
+	case account.DeviceSlowDown:
 		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "slow_down", Interval: tok.Interval})
-	case messaging.DeviceDenied:
+	case account.DeviceDenied:
 		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "access_denied", Description: "the sign-in was denied"})
-	case messaging.DeviceExpired:
+	case account.DeviceExpired:
 		writeOAuthError(w, http.StatusBadRequest, oauthError{Error: "expired_token", Description: "the sign-in expired; start a new one"})
 	default:
 		return fmt.Errorf("device token: unexpected status %q", tok.Status)
@@ -165,8 +165,8 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	v, err := s.svc.AccountOf(r.Context(), p)
+func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.acct.AccountOf(r.Context())
 	if err != nil {
 		return err
 	}
@@ -174,8 +174,8 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, p *messaging
 	return nil
 }
 
-func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	ks, err := s.svc.Keys(r.Context(), p)
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
+	ks, err := s.svc.Keys(r.Context())
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p *messaging.P
 	return nil
 }
 
-func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Name string `json:"name"`
 	}
@@ -192,7 +192,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p *messaging.
 			return err
 		}
 	}
-	k, err := s.svc.CreateKey(r.Context(), p, in.Name)
+	k, err := s.svc.CreateKey(r.Context(), in.Name)
 	if err != nil {
 		return err
 	}
@@ -200,8 +200,8 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p *messaging.
 	return nil
 }
 
-func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	k, err := s.svc.RevokeKey(r.Context(), p, r.PathValue("id"))
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
+	k, err := s.svc.RevokeKey(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

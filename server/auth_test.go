@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
@@ -78,7 +79,7 @@ func TestDeviceFlow(t *testing.T) {
 		before := g.events(t, sb.APIKey, "")
 
 		st := g.startDevice(t, sb.APIKey)
-		if len(st.UserCode) != 9 || st.UserCode[4] != '-' || strings.Trim(strings.ReplaceAll(st.UserCode, "-", ""), messaging.UserCodeAlphabet) != "" {
+		if len(st.UserCode) != 9 || st.UserCode[4] != '-' || strings.Trim(strings.ReplaceAll(st.UserCode, "-", ""), account.UserCodeAlphabet) != "" {
 			t.Fatalf("user code %q", st.UserCode)
 		}
 		if !strings.HasPrefix(st.DeviceCode, "dev_") || len(st.DeviceCode) < 4+22 || st.Interval != 5 || st.ExpiresIn != 900 ||
@@ -98,19 +99,19 @@ func TestDeviceFlow(t *testing.T) {
 		}
 
 		// The page shows the request; the person signs in and approves.
-		view, err := g.Svc.DeviceByUserCode(ctx, strings.ToLower(strings.ReplaceAll(st.UserCode, "-", " ")))
+		view, err := g.Accounts.DeviceByUserCode(ctx, strings.ToLower(strings.ReplaceAll(st.UserCode, "-", " ")))
 		if err != nil || view.Status != "pending" || view.Project == nil || view.Project.ID != sb.ProjectID || view.Project.Connections != 1 {
 			t.Fatalf("device view: %+v %v", view, err)
 		}
-		acct, err := g.Svc.SignIn(ctx, messaging.Identity{Issuer: "https://idp.test", Subject: "u1", Email: "ann@example.com", Name: "Ann"})
+		acct, err := g.Accounts.SignIn(ctx, account.Identity{Issuer: "https://idp.test", Subject: "u1", Email: "ann@example.com", Name: "Ann"})
 		if err != nil || !acct.New {
 			t.Fatalf("sign in: %+v %v", acct, err)
 		}
-		ap, err := g.Svc.ApproveDevice(ctx, acct.ID, st.UserCode)
+		ap, err := g.Accounts.ApproveDevice(ctx, acct.ID, st.UserCode)
 		if err != nil || ap.ProjectID != sb.ProjectID || !ap.CarriedOver {
 			t.Fatalf("approve: %+v %v", ap, err)
 		}
-		if _, err := g.Svc.ApproveDevice(ctx, acct.ID, st.UserCode); !errors.Is(err, messaging.ErrConflict) {
+		if _, err := g.Accounts.ApproveDevice(ctx, acct.ID, st.UserCode); !errors.Is(err, messaging.ErrConflict) {
 			t.Fatalf("second approval: %v", err)
 		}
 		clk.advance(11 * time.Second)
@@ -154,11 +155,11 @@ func TestDeviceFlow(t *testing.T) {
 		}
 		// Signing in again, without a key: a second project, no second grant.
 		st2 := g.startDevice(t, "")
-		again, err := g.Svc.SignIn(ctx, messaging.Identity{Issuer: "https://idp.test", Subject: "u1", Email: "ann@example.com"})
+		again, err := g.Accounts.SignIn(ctx, account.Identity{Issuer: "https://idp.test", Subject: "u1", Email: "ann@example.com"})
 		if err != nil || again.New || again.ID != acct.ID {
 			t.Fatalf("second sign-in: %+v %v", again, err)
 		}
-		ap2, err := g.Svc.ApproveDevice(ctx, acct.ID, st2.UserCode)
+		ap2, err := g.Accounts.ApproveDevice(ctx, acct.ID, st2.UserCode)
 		if err != nil || ap2.CarriedOver || ap2.ProjectID == sb.ProjectID {
 			t.Fatalf("approve without a key: %+v %v", ap2, err)
 		}
@@ -176,28 +177,28 @@ func TestDeviceDenyExpireAndBadCodes(t *testing.T) {
 		clk := &clock{}
 		g := startWith(t, cfg, server.Options{}, messaging.Options{Now: clk.now})
 		ctx := context.Background()
-		acct, err := g.Svc.SignIn(ctx, messaging.Identity{Issuer: "local", Subject: "operator"})
+		acct, err := g.Accounts.SignIn(ctx, account.Identity{Issuer: "local", Subject: "operator"})
 		if err != nil {
 			t.Fatal(err)
 		}
 
 		denied := g.startDevice(t, "")
-		if err := g.Svc.DenyDevice(ctx, acct.ID, denied.UserCode); err != nil {
+		if err := g.Accounts.DenyDevice(ctx, acct.ID, denied.UserCode); err != nil {
 			t.Fatal(err)
 		}
 		if _, tok, _ := g.pollDevice(t, denied.DeviceCode); tok.Status != "denied" || tok.APIKey != "" {
 			t.Fatalf("denied: %+v", tok)
 		}
-		if _, err := g.Svc.ApproveDevice(ctx, acct.ID, denied.UserCode); !errors.Is(err, messaging.ErrConflict) {
+		if _, err := g.Accounts.ApproveDevice(ctx, acct.ID, denied.UserCode); !errors.Is(err, messaging.ErrConflict) {
 			t.Fatalf("approve after deny: %v", err)
 		}
 
 		expired := g.startDevice(t, "")
-		clk.advance(messaging.DeviceLifetime + time.Second)
+		clk.advance(account.DeviceLifetime + time.Second)
 		if _, tok, _ := g.pollDevice(t, expired.DeviceCode); tok.Status != "expired" {
 			t.Fatalf("expired: %+v", tok)
 		}
-		if _, err := g.Svc.ApproveDevice(ctx, acct.ID, expired.UserCode); !errors.Is(err, messaging.ErrConflict) {
+		if _, err := g.Accounts.ApproveDevice(ctx, acct.ID, expired.UserCode); !errors.Is(err, messaging.ErrConflict) {
 			t.Fatalf("approve after expiry: %v", err)
 		}
 
@@ -215,11 +216,11 @@ func TestDeviceDenyExpireAndBadCodes(t *testing.T) {
 			}
 		}
 		for _, code := range []string{"AEIO-UAEI", "BCDF", "BCDF-GHJK-L", "<script>", ""} {
-			if _, err := g.Svc.DeviceByUserCode(ctx, code); !errors.Is(err, messaging.ErrInvalid) {
+			if _, err := g.Accounts.DeviceByUserCode(ctx, code); !errors.Is(err, messaging.ErrInvalid) {
 				t.Errorf("user code %q: %v, want invalid", code, err)
 			}
 		}
-		if _, err := g.Svc.DeviceByUserCode(ctx, "BCDF-GHJK"); !errors.Is(err, messaging.ErrNotFound) {
+		if _, err := g.Accounts.DeviceByUserCode(ctx, "BCDF-GHJK"); !errors.Is(err, messaging.ErrNotFound) {
 			t.Errorf("unknown user code: %v", err)
 		}
 		if r := g.do(t, request{Method: "POST", Path: "/v1/auth/device/start", ContentType: "application/json", Body: `{"api_key":"comm_sandbox_nope"}`}); r.Status != 401 {
@@ -233,8 +234,8 @@ func TestDeviceRaces(t *testing.T) {
 		clk := &clock{}
 		g := startWith(t, cfg, server.Options{}, messaging.Options{Now: clk.now})
 		ctx := context.Background()
-		a1, _ := g.Svc.SignIn(ctx, messaging.Identity{Issuer: "i", Subject: "a"})
-		a2, _ := g.Svc.SignIn(ctx, messaging.Identity{Issuer: "i", Subject: "b"})
+		a1, _ := g.Accounts.SignIn(ctx, account.Identity{Issuer: "i", Subject: "a"})
+		a2, _ := g.Accounts.SignIn(ctx, account.Identity{Issuer: "i", Subject: "b"})
 		sb := g.newSandbox(t, "raced")
 		st := g.startDevice(t, sb.APIKey)
 
@@ -246,7 +247,7 @@ func TestDeviceRaces(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := g.Svc.ApproveDevice(ctx, acct, st.UserCode); err == nil {
+				if _, err := g.Accounts.ApproveDevice(ctx, acct, st.UserCode); err == nil {
 					wins.Add(1)
 				} else {
 					errs <- err
@@ -348,13 +349,13 @@ func TestOAuthDeviceFlow(t *testing.T) {
 		t.Fatalf("device auth: %+v", da)
 	}
 	da.Interval = 1 // the test does not wait 5 s between polls
-	acct, err := g.Svc.SignIn(ctx, messaging.Identity{Issuer: "i", Subject: "oauth"})
+	acct, err := g.Accounts.SignIn(ctx, account.Identity{Issuer: "i", Subject: "oauth"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() {
 		time.Sleep(1500 * time.Millisecond) // let the client poll (pending) first
-		if _, err := g.Svc.ApproveDevice(ctx, acct.ID, da.UserCode); err != nil {
+		if _, err := g.Accounts.ApproveDevice(ctx, acct.ID, da.UserCode); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -376,7 +377,7 @@ func TestOAuthDeviceFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Svc.DenyDevice(ctx, acct.ID, da2.UserCode); err != nil {
+	if err := g.Accounts.DenyDevice(ctx, acct.ID, da2.UserCode); err != nil {
 		t.Fatal(err)
 	}
 	da2.Interval = 1

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/fault"
-	"github.com/comm-gateway/comm/messaging"
 )
 
 // The /device page, where a person approves a device sign-in started by
@@ -88,8 +88,8 @@ type htmlPage struct {
 	Link string
 	// Code is the user code (formatted when valid; as typed otherwise).
 	Code    string
-	Device  *messaging.DeviceView
-	Account *messaging.Account
+	Device  *account.DeviceView
+	Account *account.Account
 	CSRF    string
 	// Mode is how people sign in: "oidc", "local" or "" (not configured).
 	Mode   string
@@ -100,7 +100,7 @@ type htmlPage struct {
 	NotConfigured string
 }
 
-func (s *Server) newPage(r *http.Request, sess *webSession, acct *messaging.Account) *htmlPage {
+func (s *Server) newPage(r *http.Request, sess *webSession, acct *account.Account) *htmlPage {
 	p := &htmlPage{Account: acct, Mode: s.signin.mode, Issuer: s.signin.opts.OIDCIssuer, NotConfigured: notConfigured}
 	if sess != nil {
 		p.CSRF = s.signin.csrfToken(sess)
@@ -153,7 +153,7 @@ func (s *Server) renderLimited(w http.ResponseWriter, r *http.Request, wait time
 
 // codeKeys are the wrong-code budgets a request draws on: its IP and, when
 // signed in, its account.
-func (s *Server) codeKeys(r *http.Request, acct *messaging.Account) []string {
+func (s *Server) codeKeys(r *http.Request, acct *account.Account) []string {
 	keys := []string{"ip:" + limitKey(s.clientIP(r))}
 	if acct != nil {
 		keys = append(keys, "acct:"+acct.ID)
@@ -162,7 +162,7 @@ func (s *Server) codeKeys(r *http.Request, acct *messaging.Account) []string {
 }
 
 // codesBlocked checks the wrong-code budgets before a code is looked up.
-func (s *Server) codesBlocked(w http.ResponseWriter, r *http.Request, acct *messaging.Account) bool {
+func (s *Server) codesBlocked(w http.ResponseWriter, r *http.Request, acct *account.Account) bool {
 	for _, k := range s.codeKeys(r, acct) {
 		if over, wait := s.signin.codeLimit.Blocked(k); over {
 			s.renderLimited(w, r, wait, "Too many wrong codes were entered from here.")
@@ -174,7 +174,7 @@ func (s *Server) codesBlocked(w http.ResponseWriter, r *http.Request, acct *mess
 
 // wrongCode counts an unknown code; it reports whether the budget is now
 // exceeded (and has answered 429 then).
-func (s *Server) wrongCode(w http.ResponseWriter, r *http.Request, acct *messaging.Account) bool {
+func (s *Server) wrongCode(w http.ResponseWriter, r *http.Request, acct *account.Account) bool {
 	over, wait := false, time.Duration(0)
 	for _, k := range s.codeKeys(r, acct) {
 		if ok, d := s.signin.codeLimit.Allow(k); !ok {
@@ -211,17 +211,17 @@ func (s *Server) devicePage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "code.html", p)
 		return
 	}
-	norm, err := messaging.NormalizeUserCode(raw)
+	norm, err := account.NormalizeUserCode(raw)
 	if err != nil {
 		p.Code, p.Error = raw, errorText(err)
 		s.render(w, r, http.StatusBadRequest, "code.html", p)
 		return
 	}
-	p.Code = messaging.FormatUserCode(norm)
+	p.Code = account.FormatUserCode(norm)
 	if s.codesBlocked(w, r, acct) {
 		return
 	}
-	dv, err := s.svc.DeviceByUserCode(r.Context(), p.Code)
+	dv, err := s.acct.DeviceByUserCode(r.Context(), p.Code)
 	if errors.Is(err, fault.ErrNotFound) {
 		if s.wrongCode(w, r, acct) {
 			return
@@ -268,17 +268,17 @@ func (s *Server) deviceDecide(approve bool) http.HandlerFunc {
 			s.renderMessage(w, r, http.StatusUnauthorized, "Sign in first", "Sign in before approving or denying a sign-in.", back)
 			return
 		}
-		norm, err := messaging.NormalizeUserCode(raw)
+		norm, err := account.NormalizeUserCode(raw)
 		if err != nil {
 			s.renderError(w, r, err, "")
 			return
 		}
-		code := messaging.FormatUserCode(norm)
+		code := account.FormatUserCode(norm)
 		if s.codesBlocked(w, r, acct) {
 			return
 		}
 		if !approve {
-			err := s.svc.DenyDevice(r.Context(), acct.ID, code)
+			err := s.acct.DenyDevice(r.Context(), acct.ID, code)
 			if err != nil {
 				s.decideError(w, r, acct, err, back)
 				return
@@ -288,12 +288,12 @@ func (s *Server) deviceDecide(approve bool) http.HandlerFunc {
 				"Denied. The sign-in "+code+" was refused and your terminal will say so; no key was made.", "")
 			return
 		}
-		dv, err := s.svc.DeviceByUserCode(r.Context(), code)
+		dv, err := s.acct.DeviceByUserCode(r.Context(), code)
 		if err != nil {
 			s.decideError(w, r, acct, err, back)
 			return
 		}
-		a, err := s.svc.ApproveDevice(r.Context(), acct.ID, code)
+		a, err := s.acct.ApproveDevice(r.Context(), acct.ID, code)
 		if err != nil {
 			s.decideError(w, r, acct, err, back)
 			return
@@ -308,7 +308,7 @@ func (s *Server) deviceDecide(approve bool) http.HandlerFunc {
 	}
 }
 
-func (s *Server) decideError(w http.ResponseWriter, r *http.Request, acct *messaging.Account, err error, back string) {
+func (s *Server) decideError(w http.ResponseWriter, r *http.Request, acct *account.Account, err error, back string) {
 	if errors.Is(err, fault.ErrNotFound) && s.wrongCode(w, r, acct) {
 		return
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/oauth2-proxy/mockoidc"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/api"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
@@ -180,7 +180,7 @@ func (g *gateway) webPoll(t *testing.T, deviceCode string) webToken {
 // slow_down since the test polls faster than the interval).
 func (g *gateway) webUndecided(t *testing.T, deviceCode string) {
 	t.Helper()
-	if tok := g.webPoll(t, deviceCode); (tok.Status != messaging.DevicePending && tok.Status != messaging.DeviceSlowDown) || tok.APIKey != "" {
+	if tok := g.webPoll(t, deviceCode); (tok.Status != account.DevicePending && tok.Status != account.DeviceSlowDown) || tok.APIKey != "" {
 		t.Fatalf("poll: %+v, want pending", tok)
 	}
 }
@@ -281,7 +281,7 @@ func TestDevicePageOIDC(t *testing.T) {
 			"Sec-Fetch-Site", "same-origin", "Origin", g.URL)
 		done.want(t, http.StatusOK, "Approved. Return to your terminal; it now has a signed-in key for project Ada&#39;s agent")
 		tok := g.webPoll(t, st.DeviceCode)
-		if tok.Status != messaging.DeviceApproved || !strings.HasPrefix(tok.APIKey, "comm_") || tok.BaseURL != g.URL {
+		if tok.Status != account.DeviceApproved || !strings.HasPrefix(tok.APIKey, "comm_") || tok.BaseURL != g.URL {
 			t.Fatalf("poll after approval: %+v", tok)
 		}
 		wantError(t, g.post(t, "", "/v1/auth/device/token", `{"device_code":"`+st.DeviceCode+`"}`), http.StatusConflict, "conflict", "")
@@ -326,7 +326,7 @@ func TestDevicePageOIDC(t *testing.T) {
 		b2.post("/device/approve", url.Values{"code": {st2.UserCode}, "csrf": {p2.csrf(t)}}).
 			want(t, http.StatusOK, "Approved. Return to your terminal")
 		tok2 := g.webPoll(t, st2.DeviceCode)
-		if tok2.Status != messaging.DeviceApproved || tok2.APIKey == "" {
+		if tok2.Status != account.DeviceApproved || tok2.APIKey == "" {
 			t.Fatalf("second poll: %+v", tok2)
 		}
 		acct2 := g.webAccount(t, tok2.APIKey)
@@ -353,12 +353,12 @@ func TestDevicePageDeny(t *testing.T) {
 		// Signing in starts a new session: the old token is dead.
 		csrf := p.csrf(t)
 		b.post("/device/deny", url.Values{"code": {st.UserCode}, "csrf": {csrf}}).want(t, http.StatusOK, "Denied")
-		if tok := g.webPoll(t, st.DeviceCode); tok.Status != messaging.DeviceDenied || tok.APIKey != "" {
+		if tok := g.webPoll(t, st.DeviceCode); tok.Status != account.DeviceDenied || tok.APIKey != "" {
 			t.Fatalf("poll after deny: %+v", tok)
 		}
 		b.get(st.VerificationURIComplete).want(t, http.StatusOK, "was denied")
 		b.post("/device/approve", url.Values{"code": {st.UserCode}, "csrf": {csrf}}).want(t, http.StatusConflict, "already denied")
-		if tok := g.webPoll(t, st.DeviceCode); tok.Status != messaging.DeviceDenied {
+		if tok := g.webPoll(t, st.DeviceCode); tok.Status != account.DeviceDenied {
 			t.Fatalf("poll after approving a denied sign-in: %+v", tok)
 		}
 		// Signing out ends the session's right to decide.
@@ -464,7 +464,7 @@ func TestLocalSignIn(t *testing.T) {
 		p = b.post("/device/approve", url.Values{"code": {st.UserCode}, "csrf": {p.csrf(t)}})
 		p.want(t, http.StatusOK, "Approved")
 		tok := g.webPoll(t, st.DeviceCode)
-		if tok.Status != messaging.DeviceApproved {
+		if tok.Status != account.DeviceApproved {
 			t.Fatalf("poll: %+v", tok)
 		}
 		if a := g.webAccount(t, tok.APIKey); a.Account.Issuer != "local" || a.Account.Subject != "operator" || a.Balance != "100.00" {

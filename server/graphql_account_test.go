@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/api"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
@@ -78,22 +78,22 @@ func (k gqlKey) rest() keyREST {
 // signIn carries sb's project into an account of the identity through the
 // device flow (approval is the domain call the /device page makes) and
 // returns the signed-in key.
-func (g *gateway) signIn(t *testing.T, sb sandbox, id messaging.Identity) string {
+func (g *gateway) signIn(t *testing.T, sb sandbox, id account.Identity) string {
 	t.Helper()
 	ctx := context.Background()
-	st, err := g.Svc.StartDevice(ctx, messaging.DeviceStartInput{APIKey: sb.APIKey})
+	st, err := g.Accounts.StartDevice(ctx, account.DeviceStartInput{APIKey: sb.APIKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, err := g.Svc.SignIn(ctx, id)
+	acct, err := g.Accounts.SignIn(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Svc.ApproveDevice(ctx, acct.ID, st.UserCode); err != nil {
+	if _, err := g.Accounts.ApproveDevice(ctx, acct.ID, st.UserCode); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := g.Svc.PollDevice(ctx, st.DeviceCode)
-	if err != nil || tok.Status != messaging.DeviceApproved || tok.APIKey == "" {
+	tok, err := g.Accounts.PollDevice(ctx, st.DeviceCode)
+	if err != nil || tok.Status != account.DeviceApproved || tok.APIKey == "" {
 		t.Fatalf("poll: %+v %v", tok, err)
 	}
 	return tok.APIKey
@@ -106,7 +106,7 @@ func TestGraphQLAccount(t *testing.T) {
 		g := start(t, cfg, server.Options{})
 		sb := g.newSandbox(t, "agent")
 		g.connectTest(t, sb.APIKey)
-		key := g.signIn(t, sb, messaging.Identity{Issuer: "i", Subject: "s", Email: "a@b.c", Name: "Ann"})
+		key := g.signIn(t, sb, account.Identity{Issuer: "i", Subject: "s", Email: "a@b.c", Name: "Ann"})
 
 		var data struct {
 			Account *gqlAccount `json:"account"`
@@ -127,7 +127,7 @@ func TestGraphQLAccount(t *testing.T) {
 		}
 
 		// The same as GET /v1/account.
-		var rest messaging.AccountView
+		var rest account.AccountView
 		r := g.do(t, request{Path: "/v1/account", Key: key})
 		if r.Status != http.StatusOK {
 			t.Fatalf("GET /v1/account: %d %s", r.Status, r.Body)
@@ -173,7 +173,7 @@ func TestGraphQLAPIKeys(t *testing.T) {
 		t.Parallel()
 		g := start(t, cfg, server.Options{})
 		sb := g.newSandbox(t, "keys")
-		key := g.signIn(t, sb, messaging.Identity{Issuer: "i", Subject: "s", Email: "a@b.c"})
+		key := g.signIn(t, sb, account.Identity{Issuer: "i", Subject: "s", Email: "a@b.c"})
 
 		listKeys := func(key string) []gqlKey {
 			t.Helper()
@@ -297,9 +297,9 @@ func TestGraphQLAPIKeysIsolation(t *testing.T) {
 		t.Parallel()
 		g := start(t, cfg, server.Options{})
 		a := g.newSandbox(t, "A")
-		aKey := g.signIn(t, a, messaging.Identity{Issuer: "i", Subject: "a", Email: "a@example.com"})
+		aKey := g.signIn(t, a, account.Identity{Issuer: "i", Subject: "a", Email: "a@example.com"})
 		b := g.newSandbox(t, "B")
-		bKey := g.signIn(t, b, messaging.Identity{Issuer: "i", Subject: "b", Email: "b@example.com"})
+		bKey := g.signIn(t, b, account.Identity{Issuer: "i", Subject: "b", Email: "b@example.com"})
 
 		var aKeys struct {
 			APIKeys []gqlKey `json:"apiKeys"`

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
@@ -254,7 +255,7 @@ func TestKeyManagementAfterSignIn(t *testing.T) {
 
 		// Sign in carrying a sandbox project over.
 		sb := g.newSandbox(t, "moved")
-		signed := g.signIn(t, sb, messaging.Identity{Issuer: "i", Subject: "km", Email: "km@example.com"})
+		signed := g.signIn(t, sb, account.Identity{Issuer: "i", Subject: "km", Email: "km@example.com"})
 		g.get(t, signed, "/v1/keys", &ks)
 		var signedID, sandboxID string
 		for _, k := range ks {

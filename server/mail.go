@@ -7,10 +7,9 @@ import (
 	"strconv"
 
 	"github.com/comm-gateway/comm/fault"
-	"github.com/comm-gateway/comm/messaging"
 )
 
-func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) createDomain(w http.ResponseWriter, r *http.Request) error {
 	mail, err := s.mailHost()
 	if err != nil {
 		return err
@@ -21,7 +20,7 @@ func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, p *messagi
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	d, err := mail.CreateDomain(r.Context(), p, in.Domain)
+	d, err := mail.CreateDomain(r.Context(), in.Domain)
 	if err != nil {
 		return err
 	}
@@ -29,7 +28,7 @@ func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, p *messagi
 	return nil
 }
 
-func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) listDomains(w http.ResponseWriter, r *http.Request) error {
 	mail, err := s.mailHost()
 	if err != nil {
 		return err
@@ -39,7 +38,7 @@ func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, p *messagin
 	if err := q.done(); err != nil {
 		return err
 	}
-	ds, more, err := mail.DomainsPage(r.Context(), p, pg)
+	ds, more, err := mail.DomainsPage(r.Context(), pg)
 	if err != nil {
 		return err
 	}
@@ -50,12 +49,12 @@ func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, p *messagin
 	return nil
 }
 
-func (s *Server) getDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) getDomain(w http.ResponseWriter, r *http.Request) error {
 	mail, err := s.mailHost()
 	if err != nil {
 		return err
 	}
-	d, err := mail.Domain(r.Context(), p, r.PathValue("id"))
+	d, err := mail.Domain(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -63,12 +62,12 @@ func (s *Server) getDomain(w http.ResponseWriter, r *http.Request, p *messaging.
 	return nil
 }
 
-func (s *Server) verifyDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) verifyDomain(w http.ResponseWriter, r *http.Request) error {
 	mail, err := s.mailHost()
 	if err != nil {
 		return err
 	}
-	d, err := mail.VerifyDomain(r.Context(), p, r.PathValue("id"))
+	d, err := mail.VerifyDomain(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -76,12 +75,12 @@ func (s *Server) verifyDomain(w http.ResponseWriter, r *http.Request, p *messagi
 	return nil
 }
 
-func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request) error {
 	mail, err := s.mailHost()
 	if err != nil {
 		return err
 	}
-	if err := mail.DeleteDomain(r.Context(), p, r.PathValue("id")); err != nil {
+	if err := mail.DeleteDomain(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -90,8 +89,8 @@ func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request, p *messagi
 
 // getAttachment serves an attachment's bytes as a download: never
 // rendered inline by a browser, whatever its declared type.
-func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	a, err := s.svc.Attachment(r.Context(), p, r.PathValue("id"), r.PathValue("attachment"))
+func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.svc.Attachment(r.Context(), r.PathValue("id"), r.PathValue("attachment"))
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	miekgdns "github.com/miekg/dns"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/channels/email/dnstest"
 	"github.com/comm-gateway/comm/channels/email/domain"
 	"github.com/comm-gateway/comm/channels/email/inbound"
@@ -448,7 +449,7 @@ func TestSandboxOutboundMail(t *testing.T) {
 		// A signed-in key sends to anyone, within its own budget.
 		c := g.newSandbox(t, "c")
 		cDesk := g.connectEmail(t, c.APIKey, "c-desk")
-		signed := g.signIn(t, c, messaging.Identity{Issuer: "i", Subject: "mail-sender", Email: "s@example.org"})
+		signed := g.signIn(t, c, account.Identity{Issuer: "i", Subject: "mail-sender", Email: "s@example.org"})
 		wantError(t, send(c.APIKey, cDesk.ID, "stranger@example.org"), http.StatusForbidden, "forbidden", "to")
 		for i := range 5 {
 			if resp := send(signed, cDesk.ID, fmt.Sprintf("stranger%d@example.org", i)); resp.Status != http.StatusAccepted {

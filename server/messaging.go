@@ -31,12 +31,12 @@ func setNextLink(w http.ResponseWriter, r *http.Request, last string, limit int)
 	w.Header().Set("Link", "<"+r.URL.Path+"?"+next.Encode()+`>; rel="next"`)
 }
 
-func (s *Server) connect(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) connect(w http.ResponseWriter, r *http.Request) error {
 	var in messaging.ConnectInput
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	c, err := s.svc.Connect(r.Context(), p, in)
+	c, err := s.svc.Connect(r.Context(), in)
 	if err != nil {
 		return err
 	}
@@ -44,13 +44,13 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request, p *messaging.Pr
 	return nil
 }
 
-func (s *Server) listConnections(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	pg := page(q)
 	if err := q.done(); err != nil {
 		return err
 	}
-	cs, err := s.svc.Connections(r.Context(), p, pg)
+	cs, err := s.svc.Connections(r.Context(), pg)
 	if err != nil {
 		return err
 	}
@@ -58,8 +58,8 @@ func (s *Server) listConnections(w http.ResponseWriter, r *http.Request, p *mess
 	return nil
 }
 
-func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	c, err := s.svc.Connection(r.Context(), p, r.PathValue("id"))
+func (s *Server) getConnection(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.svc.Connection(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -67,8 +67,8 @@ func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, p *messag
 	return nil
 }
 
-func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	if err := s.svc.DeleteConnection(r.Context(), p, r.PathValue("id")); err != nil {
+func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request) error {
+	if err := s.svc.DeleteConnection(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -77,7 +77,7 @@ func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request, p *mes
 
 // inject answers 201 with the stored message, or 200 with the message
 // already stored when the id repeats an earlier delivery.
-func (s *Server) inject(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) inject(w http.ResponseWriter, r *http.Request) error {
 	var body json.RawMessage
 	if err := decode(r, &body); err != nil {
 		return err
@@ -85,7 +85,7 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, p *messaging.Pri
 	if len(body) == 0 || body[0] != '{' {
 		return fault.MalformedJSON("body must be a JSON object")
 	}
-	m, dup, err := s.svc.Inject(r.Context(), p, r.PathValue("id"), body)
+	m, dup, err := s.svc.Inject(r.Context(), r.PathValue("id"), body)
 	if err != nil {
 		return err
 	}
@@ -97,14 +97,14 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, p *messaging.Pri
 	return nil
 }
 
-func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	conn := q.str("connection_id")
 	pg := page(q)
 	if err := q.done(); err != nil {
 		return err
 	}
-	cs, more, err := s.svc.ConversationsPage(r.Context(), p, conn, pg)
+	cs, more, err := s.svc.ConversationsPage(r.Context(), conn, pg)
 	if err != nil {
 		return err
 	}
@@ -115,8 +115,8 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, p *me
 	return nil
 }
 
-func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	c, err := s.svc.Conversation(r.Context(), p, r.PathValue("id"))
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.svc.Conversation(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -124,13 +124,13 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, p *mess
 	return nil
 }
 
-func (s *Server) conversationMessages(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) conversationMessages(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	pg := page(q)
 	if err := q.done(); err != nil {
 		return err
 	}
-	ms, more, err := s.svc.ConversationMessagesPage(r.Context(), p, r.PathValue("id"), pg)
+	ms, more, err := s.svc.ConversationMessagesPage(r.Context(), r.PathValue("id"), pg)
 	if err != nil {
 		return err
 	}
@@ -141,8 +141,8 @@ func (s *Server) conversationMessages(w http.ResponseWriter, r *http.Request, p 
 	return nil
 }
 
-func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	m, err := s.svc.Message(r.Context(), p, r.PathValue("id"))
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.svc.Message(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -158,12 +158,12 @@ type replyBody struct {
 	Subject *string `json:"subject"`
 }
 
-func (s *Server) reply(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) reply(w http.ResponseWriter, r *http.Request) error {
 	var in replyBody
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	m, err := s.svc.Reply(r.Context(), p, r.PathValue("id"), messaging.SendInput{Text: in.Text, HTML: in.HTML, Subject: in.Subject})
+	m, err := s.svc.Reply(r.Context(), r.PathValue("id"), messaging.SendInput{Text: in.Text, HTML: in.HTML, Subject: in.Subject})
 	if err != nil {
 		return err
 	}
@@ -171,12 +171,12 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, p *messaging.Prin
 	return nil
 }
 
-func (s *Server) send(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	var in messaging.SendInput
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	m, err := s.svc.Send(r.Context(), p, in)
+	m, err := s.svc.Send(r.Context(), in)
 	if err != nil {
 		return err
 	}
@@ -185,14 +185,14 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, p *messaging.Princ
 }
 
 // typing takes no body (an empty JSON object is accepted too).
-func (s *Server) typing(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) typing(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength != 0 && r.Header.Get("Content-Type") != "" {
 		var in struct{}
 		if err := decode(r, &in); err != nil {
 			return err
 		}
 	}
-	st, err := s.svc.Typing(r.Context(), p, r.PathValue("id"))
+	st, err := s.svc.Typing(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

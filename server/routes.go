@@ -38,8 +38,8 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getProject(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	pr, err := s.svc.Project(r.Context(), p)
+func (s *Server) getProject(w http.ResponseWriter, r *http.Request) error {
+	pr, err := s.svc.Project(r.Context())
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *Server) getProject(w http.ResponseWriter, r *http.Request, p *messaging
 	return nil
 }
 
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	limit := int(q.int("limit", messaging.DefaultEventLimit))
 	eq := messaging.EventQuery{
@@ -62,7 +62,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *messaging
 	if eq.Limit, err = messaging.Limit("limit", &limit, messaging.MaxEventLimit); err != nil {
 		return err
 	}
-	page, err := s.svc.EventsJSON(r.Context(), p, eq)
+	page, err := s.svc.EventsJSON(r.Context(), eq)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"io"
 	"log/slog"
@@ -28,6 +29,7 @@ import (
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 // Options configure the HTTP front door.
@@ -68,6 +70,13 @@ type Options struct {
 	// Mail serves custom email domains (/v1/domains, and GraphQL's); they
 	// answer not_implemented without it.
 	Mail *mailhost.Host
+	// Accounts serves accounts, sign-in and the device page (REST and
+	// GraphQL); account.New(svc) when nil.
+	Accounts *account.Service
+	// Webhooks serves /v1/webhook (and GraphQL's); webhook.New(svc) with
+	// no private targets when nil. Give the delivery worker the same one,
+	// so registrations wake it.
+	Webhooks *webhook.Hooks
 }
 
 // Defaults of the abuse limits (Options).
@@ -81,6 +90,8 @@ const (
 type Server struct {
 	svc     *messaging.Service
 	mail    *mailhost.Host
+	acct    *account.Service
+	hooks   *webhook.Hooks
 	mux     *http.ServeMux
 	logger  *slog.Logger
 	maxBody int64
@@ -132,15 +143,21 @@ func New(svc *messaging.Service, opts Options) *Server {
 		trusted:      opts.TrustedProxies,
 	}
 	opts.GraphQL.Writes = s.writeLimit
-	opts.GraphQL.Mail = opts.Mail
-	s.mail = opts.Mail
+	if opts.Accounts == nil {
+		opts.Accounts = account.New(svc)
+	}
+	if opts.Webhooks == nil {
+		opts.Webhooks = webhook.New(svc, webhook.Options{})
+	}
+	opts.GraphQL.Mail, opts.GraphQL.Accounts, opts.GraphQL.Webhooks = opts.Mail, opts.Accounts, opts.Webhooks
+	s.mail, s.acct, s.hooks = opts.Mail, opts.Accounts, opts.Webhooks
 	s.routes()
 	s.signInRoutes(opts.SignIn)
 	if opts.GraphQL.Logger == nil {
 		opts.GraphQL.Logger = opts.Logger
 	}
 	gql := graph.NewHandler(svc, svc.Ent(), opts.GraphQL)
-	serveGQL := s.authed(func(w http.ResponseWriter, r *http.Request, _ *messaging.Principal) error {
+	serveGQL := s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method == http.MethodPost {
 			// Read the body here: gqlgen would answer a body over the
 			// limit with a GraphQL error and 200, not 413.
@@ -329,8 +346,6 @@ func (w *retryAfterWriter) Unwrap() http.ResponseWriter { return w.ResponseWrite
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-type authedFunc func(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error
-
 func (s *Server) public(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
@@ -342,9 +357,10 @@ func (s *Server) public(h handlerFunc) http.Handler {
 	})
 }
 
-// authed resolves the bearer key before the handler runs; the handler's
-// context is scoped to the key's project.
-func (s *Server) authed(h authedFunc) http.Handler {
+// authed resolves the bearer key before the handler runs and sets the
+// caller in the request's context (messaging.WithPrincipal), which scopes
+// it to the key's project; handlers and the domain read it from there.
+func (s *Server) authed(h handlerFunc) http.Handler {
 	return s.public(func(w http.ResponseWriter, r *http.Request) error {
 		key, err := bearer(r)
 		if err != nil {
@@ -354,18 +370,22 @@ func (s *Server) authed(h authedFunc) http.Handler {
 		if err != nil {
 			return err
 		}
-		return h(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)), p)
+		return h(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)))
 	})
 }
 
 // writing is authed for a request that changes state: it takes one token
 // of the key's write budget first.
-func (s *Server) writing(h authedFunc) http.Handler {
-	return s.authed(func(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) writing(h handlerFunc) http.Handler {
+	return s.authed(func(w http.ResponseWriter, r *http.Request) error {
+		p, err := messaging.PrincipalFrom(r.Context())
+		if err != nil {
+			return err
+		}
 		if ok, wait := s.writeLimit.Allow(p.KeyID); !ok {
 			return fault.RateLimited(wait, "this API key makes writes faster than this gateway allows; retry in %d s", int(wait.Seconds())+1)
 		}
-		return h(w, r, p)
+		return h(w, r)
 	})
 }
 

@@ -20,8 +20,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/fault"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
 )
 
@@ -215,7 +215,7 @@ func (s *Server) setSession(w http.ResponseWriter, r *http.Request, account stri
 		return nil, err
 	}
 	if account != "" {
-		if err := s.svc.StartWebSession(r.Context(), account, ws.hash(), time.Unix(ws.Expires, 0)); err != nil {
+		if err := s.acct.StartWebSession(r.Context(), account, ws.hash(), time.Unix(ws.Expires, 0)); err != nil {
 			return nil, err
 		}
 	}
@@ -250,20 +250,20 @@ func (si *signIn) checkCSRF(s *webSession, token string) bool {
 }
 
 // account returns the signed-in account of a session, or nil.
-func (s *Server) sessionAccount(ctx context.Context, sess *webSession) (*messaging.Account, error) {
+func (s *Server) sessionAccount(ctx context.Context, sess *webSession) (*account.Account, error) {
 	if sess == nil || sess.Account == "" {
 		return nil, nil
 	}
 	// The cookie is signed, but only the database says whether the
 	// session is still signed in.
-	acct, err := s.svc.WebSessionAccount(ctx, sess.hash())
+	acct, err := s.acct.WebSessionAccount(ctx, sess.hash())
 	if err != nil {
 		return nil, err
 	}
 	if acct != sess.Account {
 		return nil, nil // signed out, expired, or never recorded
 	}
-	a, err := s.svc.AccountByID(ctx, sess.Account)
+	a, err := s.acct.AccountByID(ctx, sess.Account)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil // the account is gone: signed out
 	}
@@ -324,8 +324,8 @@ type oidcState struct {
 
 // returnTo is the page to go back to after signing in.
 func returnTo(code string) string {
-	if norm, err := messaging.NormalizeUserCode(code); err == nil {
-		return "/device?code=" + url.QueryEscape(messaging.FormatUserCode(norm))
+	if norm, err := account.NormalizeUserCode(code); err == nil {
+		return "/device?code=" + url.QueryEscape(account.FormatUserCode(norm))
 	}
 	return "/device"
 }
@@ -348,8 +348,8 @@ func (s *Server) oidcSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	st := oidcState{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(),
 		Expires: time.Now().Add(oidcStateLife).Unix()}
-	if norm, err := messaging.NormalizeUserCode(r.URL.Query().Get("code")); err == nil {
-		st.Code = messaging.FormatUserCode(norm)
+	if norm, err := account.NormalizeUserCode(r.URL.Query().Get("code")); err == nil {
+		st.Code = account.FormatUserCode(norm)
 	}
 	v, err := signValue(si.stateKey, oidcStateCookie, st)
 	if err != nil {
@@ -435,13 +435,13 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = claims.PreferredUsername
 	}
-	s.finishSignIn(w, r, messaging.Identity{Issuer: idt.Issuer, Subject: idt.Subject, Email: claims.Email, Name: name}, back)
+	s.finishSignIn(w, r, account.Identity{Issuer: idt.Issuer, Subject: idt.Subject, Email: claims.Email, Name: name}, back)
 }
 
 // finishSignIn records the sign-in, starts a signed-in session and goes
 // back to the page.
-func (s *Server) finishSignIn(w http.ResponseWriter, r *http.Request, id messaging.Identity, back string) {
-	a, err := s.svc.SignIn(r.Context(), id)
+func (s *Server) finishSignIn(w http.ResponseWriter, r *http.Request, id account.Identity, back string) {
+	a, err := s.acct.SignIn(r.Context(), id)
 	if err != nil {
 		s.renderFailure(w, r, err)
 		return
@@ -501,13 +501,13 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 		s.logger.Warn("device sign-in: wrong local password", "ip", s.clientIP(r))
 		p := s.newPage(r, sess, nil)
 		p.Title, p.Error = "Sign in", "Wrong password or token."
-		if norm, err := messaging.NormalizeUserCode(code); err == nil {
-			p.Code = messaging.FormatUserCode(norm)
+		if norm, err := account.NormalizeUserCode(code); err == nil {
+			p.Code = account.FormatUserCode(norm)
 		}
 		s.render(w, r, http.StatusUnauthorized, "signin.html", p)
 		return
 	}
-	s.finishSignIn(w, r, messaging.Identity{Issuer: LocalIssuer, Subject: "operator", Name: "Local operator"}, back)
+	s.finishSignIn(w, r, account.Identity{Issuer: LocalIssuer, Subject: "operator", Name: "Local operator"}, back)
 }
 
 // signOut is POST /device/signout {csrf}.
@@ -517,7 +517,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sess.Account != "" {
-		if err := s.svc.EndWebSession(r.Context(), sess.hash()); err != nil {
+		if err := s.acct.EndWebSession(r.Context(), sess.hash()); err != nil {
 			s.renderFailure(w, r, err)
 			return
 		}

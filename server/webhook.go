@@ -3,15 +3,15 @@ package server
 import (
 	"net/http"
 
-	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/webhook"
 )
 
-func (s *Server) setWebhook(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	var in messaging.WebhookInput
+func (s *Server) setWebhook(w http.ResponseWriter, r *http.Request) error {
+	var in webhook.Input
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	wh, err := s.svc.SetWebhook(r.Context(), p, in)
+	wh, err := s.hooks.Set(r.Context(), in)
 	if err != nil {
 		return err
 	}
@@ -19,8 +19,8 @@ func (s *Server) setWebhook(w http.ResponseWriter, r *http.Request, p *messaging
 	return nil
 }
 
-func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	wh, err := s.svc.GetWebhook(r.Context(), p)
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
+	wh, err := s.hooks.Get(r.Context())
 	if err != nil {
 		return err
 	}
@@ -28,22 +28,22 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, p *messaging
 	return nil
 }
 
-func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
-	if err := s.svc.DeleteWebhook(r.Context(), p); err != nil {
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
+	if err := s.hooks.Delete(r.Context()); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (s *Server) replayWebhook(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) replayWebhook(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		FromSeq *int64 `json:"from_seq"`
 	}
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	wh, err := s.svc.ReplayWebhook(r.Context(), p, in.FromSeq)
+	wh, err := s.hooks.Replay(r.Context(), in.FromSeq)
 	if err != nil {
 		return err
 	}
@@ -51,13 +51,13 @@ func (s *Server) replayWebhook(w http.ResponseWriter, r *http.Request, p *messag
 	return nil
 }
 
-func (s *Server) webhookAttempts(w http.ResponseWriter, r *http.Request, p *messaging.Principal) error {
+func (s *Server) webhookAttempts(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	pg := page(q)
 	if err := q.done(); err != nil {
 		return err
 	}
-	as, err := s.svc.WebhookAttempts(r.Context(), p, pg)
+	as, err := s.hooks.Attempts(r.Context(), pg)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 func runBench(s *flagSet, args []string) error {
@@ -345,7 +346,7 @@ func benchWebhooks(ctx context.Context, open opener, d time.Duration) ([]bench.R
 		if err != nil {
 			return nil, err
 		}
-		g, err := benchGateway(l, messaging.Options{WebhookAllowPrivate: true})
+		g, err := benchGatewayWith(l, gateway.Config{Webhook: webhook.Options{AllowPrivate: true}})
 		if err != nil {
 			done()
 			return nil, err
@@ -353,11 +354,11 @@ func benchWebhooks(ctx context.Context, open opener, d time.Duration) ([]bench.R
 		svc := g.Svc
 		rcv := bench.NewReceiver()
 		stopWorkers := g.StartWorkers(gateway.Workers{Webhooks: &delivery.Webhooks{}}) // private targets allowed, as the service's
-		r, err := bench.WebhookDrain(ctx, svc, rcv, c.endpoints, c.per)
+		r, err := bench.WebhookDrain(ctx, svc, g.Hooks, rcv, c.endpoints, c.per)
 		if err == nil {
 			r.Name = fmt.Sprintf("webhook delivery, %d endpoint(s)", c.endpoints)
 			out = append(out, r)
-			r, err = bench.WebhookLatency(ctx, svc, rcv, c.endpoints, 100*c.endpoints/max(c.endpoints/10, 1), d)
+			r, err = bench.WebhookLatency(ctx, svc, g.Hooks, rcv, c.endpoints, 100*c.endpoints/max(c.endpoints/10, 1), d)
 			r.Name = fmt.Sprintf("webhook latency, %d endpoint(s)", c.endpoints)
 			out = append(out, r)
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/webhook"
 )
 
 func serve(s *flagSet, args []string) error {
@@ -249,7 +250,8 @@ func serve(s *flagSet, args []string) error {
 	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
 	g, err := gateway.New(log, gateway.Config{Logger: logger,
 		Telegram: telegram.Options{APIURL: *telegramURL},
-		Service: messaging.Options{Box: box, WebhookAllowPrivate: private, BaseURL: base,
+		Webhook:  webhook.Options{AllowPrivate: private},
+		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
 			SandboxConnections: limits.sandboxConns,
 			EventBodyBytes:     eventBodyN},

@@ -73,7 +73,10 @@ func utcPtr(t *time.Time) *time.Time {
 
 // CreateDomain adds a custom email domain to the project and returns the
 // DNS records its owner publishes, with a DKIM key made for it.
-func (h *Host) CreateDomain(ctx context.Context, p *messaging.Principal, name string) (*Domain, error) {
+func (h *Host) CreateDomain(ctx context.Context, name string) (*Domain, error) {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
+		return nil, err
+	}
 	if name == "" {
 		return nil, messaging.Invalid("domain", "required, e.g. \"example.com\"")
 	}
@@ -87,7 +90,7 @@ func (h *Host) CreateDomain(ctx context.Context, p *messaging.Principal, name st
 	if norm == h.mail.Domain {
 		return nil, messaging.Invalid("domain", "%s is this gateway's own mail domain; connect an email inbox on it without adding it", norm)
 	}
-	if exists, err := h.read.Domain.Query().Where(entdomain.Domain(norm)).Exist(p.Context(ctx)); err != nil {
+	if exists, err := h.read.Domain.Query().Where(entdomain.Domain(norm)).Exist(ctx); err != nil {
 		return nil, err
 	} else if exists {
 		return nil, fault.Conflict("%s is already a domain of this project", norm).WithParam("domain")
@@ -103,7 +106,7 @@ func (h *Host) CreateDomain(ctx context.Context, p *messaging.Principal, name st
 	}
 	var created *ent.Domain
 	now := h.now()
-	_, err = h.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = h.write(ctx, func(tx *stream.Tx) error {
 		created, err = tx.Client().Domain.Create().SetID(ident.New(ident.Domain)).SetDomain(norm).
 			SetInboundDomain(recs.InboundDomain).SetPlan(plan).SetDkimKey(sealedKey).SetCreatedAt(now).Save(tx.Context())
 		return err
@@ -135,8 +138,8 @@ func (h *Host) mailPlanError() error {
 }
 
 // Domains lists the project's custom domains, oldest first.
-func (h *Host) Domains(ctx context.Context, p *messaging.Principal, pg messaging.Page) ([]*Domain, error) {
-	ds, _, err := h.DomainsPage(ctx, p, pg)
+func (h *Host) Domains(ctx context.Context, pg messaging.Page) ([]*Domain, error) {
+	ds, _, err := h.DomainsPage(ctx, pg)
 	return ds, err
 }
 
@@ -144,11 +147,13 @@ func (h *Host) Domains(ctx context.Context, p *messaging.Principal, pg messaging
 // page. A page stops before the domain that would take its bytes (the plan
 // and what DNS answered, which the domain's owner publishes) past the page
 // budget, as a page of messages does. Only the rows that fit are loaded.
-func (h *Host) DomainsPage(ctx context.Context, p *messaging.Principal, pg messaging.Page) ([]*Domain, bool, error) {
+func (h *Host) DomainsPage(ctx context.Context, pg messaging.Page) ([]*Domain, bool, error) {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
+		return nil, false, err
+	}
 	if err := pg.Validate(ident.Domain); err != nil {
 		return nil, false, err
 	}
-	ctx = p.Context(ctx)
 	q := h.read.Domain.Query().Order(ent.Asc(entdomain.FieldID))
 	if pg.After != "" {
 		q = q.Where(entdomain.IDGT(pg.After))
@@ -183,8 +188,11 @@ func (h *Host) DomainsPage(ctx context.Context, p *messaging.Principal, pg messa
 }
 
 // Domain returns one custom domain with the state of each record.
-func (h *Host) Domain(ctx context.Context, p *messaging.Principal, id string) (*Domain, error) {
-	d, err := h.domain(p.Context(ctx), id)
+func (h *Host) Domain(ctx context.Context, id string) (*Domain, error) {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
+		return nil, err
+	}
+	d, err := h.domain(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -206,14 +214,17 @@ func (h *Host) domain(ctx context.Context, id string) (*ent.Domain, error) {
 // DeleteConnection does: they stop receiving (mail to them is refused) and
 // sending, their conversations and messages stay readable, and their
 // addresses are free for the domain's next owner.
-func (h *Host) DeleteDomain(ctx context.Context, p *messaging.Principal, id string) error {
-	d, err := h.domain(p.Context(ctx), id)
+func (h *Host) DeleteDomain(ctx context.Context, id string) error {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
+		return err
+	}
+	d, err := h.domain(ctx, id)
 	if err != nil {
 		return err
 	}
 	now := h.now()
 	var retired []string
-	_, err = h.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = h.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		suffixes := []predicate.Connection{entconn.AddressHasSuffix("@" + d.Domain)}
 		if d.InboundDomain != "" && d.InboundDomain != d.Domain {
@@ -245,12 +256,15 @@ func (h *Host) DeleteDomain(ctx context.Context, p *messaging.Principal, id stri
 // with each record's state; when every required record is found it is
 // verified and domain.verified is appended (once). A DNS failure is not an
 // error of the call: it is the domain's last_error.
-func (h *Host) VerifyDomain(ctx context.Context, p *messaging.Principal, id string) (*Domain, error) {
-	d, err := h.domain(p.Context(ctx), id)
+func (h *Host) VerifyDomain(ctx context.Context, id string) (*Domain, error) {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
+		return nil, err
+	}
+	d, err := h.domain(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	d, err = h.verify(p.Context(ctx), d)
+	d, err = h.verify(ctx, d)
 	if err != nil {
 		return nil, err
 	}

@@ -130,6 +130,10 @@ func (h *Host) MailDomain() string { return h.mail.Domain }
 func (h *Host) now() time.Time { return h.svc.Now() }
 
 // write runs fn in a write transaction of the caller's project.
-func (h *Host) write(ctx context.Context, p *messaging.Principal, fn func(tx *stream.Tx) error) ([]stream.Event, error) {
-	return h.log.Write(p.Context(ctx), p.ProjectID, fn)
+func (h *Host) write(ctx context.Context, fn func(tx *stream.Tx) error) ([]stream.Event, error) {
+	p, err := messaging.PrincipalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return h.log.Write(ctx, p.ProjectID, fn)
 }

@@ -1,22 +1,74 @@
-package messaging
+// Package webhook is the push feature beside the core: a project's
+// webhook endpoint (registration, replay, the history of attempts) and the
+// bookkeeping of its delivery (leases, cursors, retries, disabling), which
+// the delivery worker drives. It reaches the core (package messaging)
+// through its public API; writes go through the event log like every other
+// change. The core knows nothing of it.
+package webhook
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"github.com/comm-gateway/comm/api"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/ent"
 	entwh "github.com/comm-gateway/comm/ent/webhook"
 	entwha "github.com/comm-gateway/comm/ent/webhookattempt"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/netguard"
+	"github.com/comm-gateway/comm/sealed"
 	"github.com/comm-gateway/comm/signature"
 	"github.com/comm-gateway/comm/stream"
 )
+
+// Options configure the webhook feature.
+type Options struct {
+	// AllowPrivate accepts webhook URLs on loopback and private networks,
+	// and plain http (tests, LAN installs). The delivery worker's client
+	// must allow the same (netguard.NewClient).
+	AllowPrivate bool
+}
+
+// Hooks is the webhook feature of one gateway.
+type Hooks struct {
+	svc          *messaging.Service
+	log          *stream.Log
+	read         *ent.Client
+	box          *sealed.Box
+	allowPrivate bool
+
+	mu   sync.Mutex
+	wake chan struct{} // closed at the next registration change
+}
+
+// New returns the webhook feature served by svc.
+func New(svc *messaging.Service, opts Options) *Hooks {
+	return &Hooks{svc: svc, log: svc.Log(), read: svc.Ent(), box: svc.Box(),
+		allowPrivate: opts.AllowPrivate, wake: make(chan struct{})}
+}
+
+// AllowPrivate reports whether webhook URLs may be private (Options).
+func (s *Hooks) AllowPrivate() bool { return s.allowPrivate }
+
+// Log is the core's event log, which deliveries read.
+func (s *Hooks) Log() *stream.Log { return s.log }
+
+func (s *Hooks) now() time.Time { return s.svc.Now() }
+
+// write runs fn in a write transaction of the caller's project.
+func (s *Hooks) write(ctx context.Context, fn func(tx *stream.Tx) error) ([]stream.Event, error) {
+	p, err := messaging.PrincipalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.log.Write(ctx, p.ProjectID, fn)
+}
 
 // Webhook is the project's push endpoint.
 type Webhook = api.Webhook
@@ -37,16 +89,20 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-// WebhookInput is the body of PUT /v1/webhook.
-type WebhookInput = api.WebhookRequest
+// Input is the body of PUT /v1/webhook.
+type Input = api.WebhookRequest
 
-// SetWebhook registers (or replaces) the project's push endpoint.
-func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput) (*Webhook, error) {
-	if in.URL == "" {
-		return nil, Invalid("url", "required")
+// Set registers (or replaces) the project's push endpoint.
+func (s *Hooks) Set(ctx context.Context, in Input) (*Webhook, error) {
+	p, err := messaging.PrincipalFrom(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := netguard.CheckURL(in.URL, s.webhookAllowPrivate); err != nil {
-		return nil, Invalid("url", "%v", err)
+	if in.URL == "" {
+		return nil, fault.Invalid("url", "required")
+	}
+	if _, err := netguard.CheckURL(in.URL, s.allowPrivate); err != nil {
+		return nil, fault.Invalid("url", "%v", err)
 	}
 	generated := in.Secret == ""
 	if generated {
@@ -54,11 +110,11 @@ func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput)
 		rand.Read(b)
 		in.Secret = "whsec_" + base64.StdEncoding.EncodeToString(b)
 	} else if len(in.Secret) > 256 {
-		return nil, Invalid("secret", "at most 256 bytes")
+		return nil, fault.Invalid("secret", "at most 256 bytes")
 	}
 	key, err := signature.Key(in.Secret)
 	if err != nil {
-		return nil, Invalid("secret", "%v", err)
+		return nil, fault.Invalid("secret", "%v", err)
 	}
 	if !generated {
 		if err := strongSecret(in.Secret, key); err != nil {
@@ -70,11 +126,11 @@ func (s *Service) SetWebhook(ctx context.Context, p *Principal, in WebhookInput)
 		return nil, err
 	}
 	if in.FromSeq != nil && (*in.FromSeq < 0 || *in.FromSeq > head) {
-		return nil, Invalid("from_seq", "must be between 0 and the stream's head, %d", head)
+		return nil, fault.Invalid("from_seq", "must be between 0 and the stream's head, %d", head)
 	}
 	sealedSecret := s.box.Seal([]byte(in.Secret))
 	var saved *ent.Webhook
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		old, err := cl.Webhook.Query().Only(tctx)
 		switch {
@@ -136,22 +192,25 @@ func strongSecret(secret string, key []byte) error {
 	}
 	if strings.HasPrefix(secret, "whsec_") {
 		if len(key) < MinSecretKeyBytes || len(distinct) < MinSecretDistinct {
-			return Invalid("secret", "too weak: a whsec_ secret must decode to at least %d random bytes (%d distinct values); leave secret out to have one generated", MinSecretKeyBytes, MinSecretDistinct)
+			return fault.Invalid("secret", "too weak: a whsec_ secret must decode to at least %d random bytes (%d distinct values); leave secret out to have one generated", MinSecretKeyBytes, MinSecretDistinct)
 		}
 		return nil
 	}
 	if len(key) < MinSecretChars || len(distinct) < MinSecretDistinct {
-		return Invalid("secret", "too weak: at least %d characters with at least %d different ones (e.g. 32 random hex digits), or a whsec_ secret of %d random bytes; leave secret out to have one generated", MinSecretChars, MinSecretDistinct, MinSecretKeyBytes)
+		return fault.Invalid("secret", "too weak: at least %d characters with at least %d different ones (e.g. 32 random hex digits), or a whsec_ secret of %d random bytes; leave secret out to have one generated", MinSecretChars, MinSecretDistinct, MinSecretKeyBytes)
 	}
 	return nil
 }
 
-func noWebhook() *Error {
+func noWebhook() *fault.Error {
 	return fault.NotFoundf("no webhook registered; PUT /v1/webhook {url, secret} registers one")
 }
 
-// GetWebhook returns the project's push endpoint, without its secret.
-func (s *Service) GetWebhook(ctx context.Context, p *Principal) (*Webhook, error) {
+// Get returns the project's push endpoint, without its secret.
+func (s *Hooks) Get(ctx context.Context) (*Webhook, error) {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
+		return nil, err
+	}
 	w, err := s.read.Webhook.Query().Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, noWebhook()
@@ -162,9 +221,12 @@ func (s *Service) GetWebhook(ctx context.Context, p *Principal) (*Webhook, error
 	return webhookOf(w), nil
 }
 
-// DeleteWebhook removes the project's push endpoint and its attempts.
-func (s *Service) DeleteWebhook(ctx context.Context, p *Principal) error {
-	_, err := s.write(ctx, p, func(tx *stream.Tx) error {
+// Delete removes the project's push endpoint and its attempts.
+func (s *Hooks) Delete(ctx context.Context) error {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
+		return err
+	}
+	_, err := s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		n, err := cl.Webhook.Delete().Exec(tctx)
 		if err != nil {
@@ -182,21 +244,25 @@ func (s *Service) DeleteWebhook(ctx context.Context, p *Principal) error {
 	return err
 }
 
-// ReplayWebhook moves the cursor back (or forward) to fromSeq: deliveries
+// Replay moves the cursor back (or forward) to fromSeq: deliveries
 // resume with the event after it.
-func (s *Service) ReplayWebhook(ctx context.Context, p *Principal, fromSeq *int64) (*Webhook, error) {
+func (s *Hooks) Replay(ctx context.Context, fromSeq *int64) (*Webhook, error) {
+	p, err := messaging.PrincipalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if fromSeq == nil {
-		return nil, Invalid("from_seq", "required")
+		return nil, fault.Invalid("from_seq", "required")
 	}
 	head, err := s.log.Head(ctx, p.ProjectID)
 	if err != nil {
 		return nil, err
 	}
 	if *fromSeq < 0 || *fromSeq > head {
-		return nil, Invalid("from_seq", "must be between 0 and the stream's head, %d", head)
+		return nil, fault.Invalid("from_seq", "must be between 0 and the stream's head, %d", head)
 	}
 	var saved *ent.Webhook
-	_, err = s.write(ctx, p, func(tx *stream.Tx) error {
+	_, err = s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
 		w, err := cl.Webhook.Query().Only(tctx)
 		if ent.IsNotFound(err) {
@@ -221,10 +287,13 @@ type WebhookAttempt = api.WebhookAttempt
 // MaxAttemptHistory bounds the attempts kept per webhook.
 const MaxAttemptHistory = 1000
 
-// WebhookAttempts lists the latest delivery attempts, newest first; page
+// Attempts lists the latest delivery attempts, newest first; page
 // with after (an attempt id) and limit.
-func (s *Service) WebhookAttempts(ctx context.Context, p *Principal, pg Page) ([]*WebhookAttempt, error) {
-	if err := pg.validate(ident.WebhookAttempt); err != nil {
+func (s *Hooks) Attempts(ctx context.Context, pg messaging.Page) ([]*WebhookAttempt, error) {
+	if _, err := messaging.PrincipalFrom(ctx); err != nil {
+		return nil, err
+	}
+	if err := pg.Validate(ident.WebhookAttempt); err != nil {
 		return nil, err
 	}
 	q := s.read.WebhookAttempt.Query().Order(ent.Desc(entwha.FieldID)).Limit(pg.Limit)
@@ -243,17 +312,17 @@ func (s *Service) WebhookAttempts(ctx context.Context, p *Principal, pg Page) ([
 	return out, nil
 }
 
-// WebhookWake returns a channel closed at the next registration change
+// Wake returns a channel closed at the next registration change
 // (a broadcast: every delivery goroutine sees it).
-func (s *Service) WebhookWake() <-chan struct{} {
-	s.webhooksMu.Lock()
-	defer s.webhooksMu.Unlock()
-	return s.webhooks
+func (s *Hooks) Wake() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wake
 }
 
-func (s *Service) wakeWebhooks() {
-	s.webhooksMu.Lock()
-	close(s.webhooks)
-	s.webhooks = make(chan struct{})
-	s.webhooksMu.Unlock()
+func (s *Hooks) wakeWebhooks() {
+	s.mu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
 }

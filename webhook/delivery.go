@@ -1,4 +1,4 @@
-package messaging
+package webhook
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/comm-gateway/comm/ent"
 	entwh "github.com/comm-gateway/comm/ent/webhook"
 	entwha "github.com/comm-gateway/comm/ent/webhookattempt"
+	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/signature"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
@@ -33,10 +34,10 @@ type Endpoint struct {
 	attemptsSincePrune int
 }
 
-// ClaimWebhooks leases the endpoints no replica is delivering to (or whose
+// Claim leases the endpoints no replica is delivering to (or whose
 // replica's lease ran out) to owner, and returns their ids. Endpoints for
 // which skip returns true are left alone.
-func (s *Service) ClaimWebhooks(ctx context.Context, owner string, lease time.Duration, skip func(id string) bool) ([]string, error) {
+func (s *Hooks) Claim(ctx context.Context, owner string, lease time.Duration, skip func(id string) bool) ([]string, error) {
 	now := s.now()
 	ws, err := s.read.Webhook.Query().Where(entwh.StatusNEQ(entwh.StatusDisabled),
 		entwh.Or(entwh.LeaseUntilIsNil(), entwh.LeaseUntilLT(now), entwh.LeaseOwner(owner))).
@@ -67,9 +68,9 @@ func (s *Service) ClaimWebhooks(ctx context.Context, owner string, lease time.Du
 	return ids, nil
 }
 
-// WebhookState reads an endpoint leased to owner; nil when it was deleted,
+// State reads an endpoint leased to owner; nil when it was deleted,
 // disabled, or is leased to another replica now.
-func (s *Service) WebhookState(ctx context.Context, id, owner string) (*Endpoint, error) {
+func (s *Hooks) State(ctx context.Context, id, owner string) (*Endpoint, error) {
 	w, err := s.read.Webhook.Get(tenant.System(ctx), id)
 	if ent.IsNotFound(err) {
 		return nil, nil
@@ -105,14 +106,14 @@ type Attempt struct {
 	RetryAfter time.Duration
 }
 
-// RecordAttempt stores an attempt and its consequence: the cursor advances
+// Record stores an attempt and its consequence: the cursor advances
 // past an acknowledged event; a failure schedules a retry with backoff, or
 // disables the endpoint (410, or failing for longer than disableAfter,
 // with webhook.disabled in the stream). It extends owner's lease. It
 // reports false when the endpoint changed meanwhile (replayed,
 // re-registered, deleted, lease lost): the caller re-reads it. An attempt
 // on an endpoint deleted meanwhile is not stored.
-func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string, lease, disableAfter time.Duration, a Attempt) (bool, error) {
+func (s *Hooks) Record(ctx context.Context, ep *Endpoint, owner string, lease, disableAfter time.Duration, a Attempt) (bool, error) {
 	now := s.now()
 	ctx = tenant.WithProject(ctx, ep.ProjectID)
 	current := false
@@ -147,7 +148,7 @@ func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string,
 			} else {
 				// The update below is conditional on the state read, so its
 				// failure count is the current one.
-				wait := max(a.RetryAfter, backoff(ep.failures+1))
+				wait := max(a.RetryAfter, messaging.Backoff(ep.failures+1))
 				upd.SetStatus(entwh.StatusFailing).SetNextAttemptAt(now.Add(wait))
 			}
 		}
@@ -203,7 +204,7 @@ func (s *Service) RecordAttempt(ctx context.Context, ep *Endpoint, owner string,
 }
 
 // Refresh updates ep with cur, a newer read of the same endpoint from
-// WebhookState, keeping this replica's bookkeeping (when to prune the
+// State, keeping this replica's bookkeeping (when to prune the
 // attempt history).
 func (ep *Endpoint) Refresh(cur *Endpoint) {
 	n := ep.attemptsSincePrune
@@ -221,9 +222,9 @@ func pruneAttempts(ctx context.Context, cl *ent.Client, webhookID string) error 
 	return err
 }
 
-// RenewWebhook extends owner's lease of an endpoint (and ep.LeaseUntil);
+// Renew extends owner's lease of an endpoint (and ep.LeaseUntil);
 // false when the lease is lost.
-func (s *Service) RenewWebhook(ctx context.Context, ep *Endpoint, owner string, lease time.Duration) (bool, error) {
+func (s *Hooks) Renew(ctx context.Context, ep *Endpoint, owner string, lease time.Duration) (bool, error) {
 	ok := false
 	now := s.now()
 	_, err := s.log.Write(tenant.WithProject(ctx, ep.ProjectID), ep.ProjectID, func(tx *stream.Tx) error {
@@ -238,9 +239,9 @@ func (s *Service) RenewWebhook(ctx context.Context, ep *Endpoint, owner string, 
 	return ok, err
 }
 
-// ReleaseWebhook gives up owner's lease (at shutdown), so another replica
+// Release gives up owner's lease (at shutdown), so another replica
 // can take over at once.
-func (s *Service) ReleaseWebhook(ctx context.Context, ep *Endpoint, owner string) error {
+func (s *Hooks) Release(ctx context.Context, ep *Endpoint, owner string) error {
 	_, err := s.log.Write(tenant.WithProject(ctx, ep.ProjectID), ep.ProjectID, func(tx *stream.Tx) error {
 		return tx.Client().Webhook.Update().Where(entwh.ID(ep.ID), entwh.LeaseOwner(owner)).
 			ClearLeaseOwner().ClearLeaseUntil().Exec(tx.Context())

@@ -1,4 +1,4 @@
-package messaging
+package account
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/comm-gateway/comm/api"
 	"strings"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/apikey"
 	"github.com/comm-gateway/comm/ent"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
@@ -18,6 +18,7 @@ import (
 	entproject "github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
+	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
 )
@@ -74,10 +75,10 @@ type DeviceStart struct {
 func (s *Service) StartDevice(ctx context.Context, in DeviceStartInput) (*DeviceStart, error) {
 	var sandboxProject string
 	if in.APIKey != "" {
-		p, err := s.Authenticate(ctx, in.APIKey)
-		var e *Error
+		p, err := s.svc.Authenticate(ctx, in.APIKey)
+		var e *fault.Error
 		if errors.As(err, &e) {
-			return nil, &Error{Code: e.Code, Param: "api_key", Message: e.Message + "; leave it out to sign in to a new project"}
+			return nil, &fault.Error{Code: e.Code, Param: "api_key", Message: e.Message + "; leave it out to sign in to a new project"}
 		}
 		if err != nil {
 			return nil, err
@@ -146,11 +147,11 @@ func NormalizeUserCode(code string) (string, error) {
 		case r < 128 && strings.IndexByte(UserCodeAlphabet, byte(r)) >= 0:
 			b.WriteRune(r)
 		default:
-			return "", Invalid("code", "%q is not a sign-in code: codes look like BCDF-GHJK", clip(code, 40))
+			return "", fault.Invalid("code", "%q is not a sign-in code: codes look like BCDF-GHJK", clip(code, 40))
 		}
 	}
 	if b.Len() != userCodeLen {
-		return "", Invalid("code", "%q is not a sign-in code: codes have 8 letters, like BCDF-GHJK", clip(code, 40))
+		return "", fault.Invalid("code", "%q is not a sign-in code: codes have 8 letters, like BCDF-GHJK", clip(code, 40))
 	}
 	return b.String(), nil
 }
@@ -203,13 +204,13 @@ type DeviceToken struct {
 func (s *Service) PollDevice(ctx context.Context, deviceCode string) (*DeviceToken, error) {
 	body, ok := strings.CutPrefix(deviceCode, DeviceCodePrefix)
 	if !ok || len(body) != deviceCodeBody || strings.Trim(body, base62) != "" {
-		return nil, Invalid("device_code", "not a device code (they start with %q)", DeviceCodePrefix)
+		return nil, fault.Invalid("device_code", "not a device code (they start with %q)", DeviceCodePrefix)
 	}
 	h := sha256.Sum256([]byte(deviceCode))
 	sys := tenant.System(ctx)
 	d, err := s.read.DeviceRequest.Query().Where(entdev.DeviceHash(h[:])).Only(sys)
 	if ent.IsNotFound(err) {
-		return nil, Invalid("device_code", "unknown device code: start a new sign-in")
+		return nil, fault.Invalid("device_code", "unknown device code: start a new sign-in")
 	}
 	if err != nil {
 		return nil, err
@@ -390,7 +391,7 @@ func (s *Service) ApproveDevice(ctx context.Context, accountID, code string) (*A
 			}
 		} else {
 			name := "Project of " + firstNonEmpty(acct.Email, acct.Name, acct.Subject)
-			if err := cl.Project.Create().SetID(out.ProjectID).SetName(clip(name, MaxNameLen)).SetCustomerID(customer).
+			if err := cl.Project.Create().SetID(out.ProjectID).SetName(clip(name, messaging.MaxNameLen)).SetCustomerID(customer).
 				SetAgentID(agent).SetAccountID(accountID).Exec(sys); err != nil {
 				return err
 			}
