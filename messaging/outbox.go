@@ -127,6 +127,18 @@ func (s *Service) Deliver(ctx context.Context, c *Claim) error {
 }
 
 func (s *Service) sent(ctx context.Context, m *ent.Message, conn *ent.Connection, res channels.SendResult) error {
+	err := s.recordSent(ctx, m, conn, res)
+	if res.ProviderID != "" && ent.IsConstraintError(err) {
+		// The provider gave an id another message of the connection has
+		// (ids reused across directions): the message went out all the
+		// same, and sending it again would repeat it to the person.
+		s.logger.Warn("outbox: provider id taken; recorded without it", "message", m.ID, "provider_id", res.ProviderID)
+		err = s.recordSent(ctx, m, conn, channels.SendResult{})
+	}
+	return err
+}
+
+func (s *Service) recordSent(ctx context.Context, m *ent.Message, conn *ent.Connection, res channels.SendResult) error {
 	now := s.now()
 	_, err := s.log.Write(ctx, m.ProjectID, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()

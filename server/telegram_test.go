@@ -250,3 +250,44 @@ func TestTelegramPolling(t *testing.T) {
 		}
 	})
 }
+
+// TestSentProviderIDTaken: when a provider answers a send with an id that
+// another message of the connection already has (here the fake numbers
+// the bot's messages apart from the person's), the reply is recorded as
+// sent, once, without that id: it is never sent to the person again.
+func TestSentProviderIDTaken(t *testing.T) {
+	t.Parallel()
+	fake := telegramtest.NewServer()
+	t.Cleanup(fake.Close)
+	bot := fake.NewBot("comm_reuse_bot")
+	g, _ := startTelegramTLS(t, storetest.SQLite(t), fake)
+	key := g.newSandbox(t, "reuse").APIKey
+	r := g.post(t, key, "/v1/connections", fmt.Sprintf(`{"channel":"telegram","config":{"bot_token":%q}}`, bot.Token))
+	if r.Status != http.StatusCreated {
+		t.Fatalf("connect: %d %s", r.Status, r.Body)
+	}
+	var conn telegramConnection
+	if err := json.Unmarshal(r.Body, &conn); err != nil {
+		t.Fatal(err)
+	}
+	// Posted past the fake, which would otherwise number the chat's
+	// messages in one sequence as Telegram does: its own sends start at
+	// 1 too.
+	u := telegramtest.TextMessage(5150, "hi")
+	u.UpdateID, u.Message.MessageID, u.Message.Date = 1, 1, time.Now().Unix()
+	body, _ := json.Marshal(u)
+	if r := g.do(t, request{Method: "POST", Path: "/hooks/telegram/" + conn.ID, ContentType: "application/json", Body: string(body),
+		Header: map[string]string{telegram.SecretHeader: bot.Webhook().SecretToken}}); r.Status != http.StatusOK {
+		t.Fatalf("hook: %d %s", r.Status, r.Body)
+	}
+	in := receivedOf(t, g.events(t, key, "type=message.received")[0])
+	out := g.queue(t, key, "/v1/messages/"+in.ID+"/reply", `{"text":"hello"}`)
+	m := g.waitMessage(t, key, out.ID, "sent", func(m message) bool { return m.Status == "sent" })
+	time.Sleep(500 * time.Millisecond)
+	if n := len(bot.Sent()); n != 1 || m.Attempts != 1 {
+		t.Fatalf("sent %d time(s) in %d attempt(s), want once", n, m.Attempts)
+	}
+	if n := len(g.events(t, key, "type=message.sent")); n != 1 {
+		t.Fatalf("%d message.sent events, want 1", n)
+	}
+}
