@@ -59,6 +59,18 @@ func TestCLIQuickstart(t *testing.T) {
 	}
 	var conn struct{ ID string }
 	json.Unmarshal([]byte(out), &conn)
+	out, errOut, code = run(t, bin, dir, clean, "connections")
+	if code != 0 || !strings.Contains(out, "WEBHOOK URL") || !strings.Contains(out, conn.ID) || !strings.Contains(out, "active") {
+		t.Fatalf("connections: %d %s %s", code, out, errOut)
+	}
+	out, _, code = run(t, bin, dir, clean, "connections", "--json")
+	var listed []struct {
+		ID         string  `json:"id"`
+		WebhookURL *string `json:"webhook_url"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil || len(listed) != 1 || listed[0].ID != conn.ID {
+		t.Fatalf("connections --json: %d %s (%v)", code, out, err)
+	}
 
 	// The listener answers with its command's output.
 	listen := exec.Command(bin, "listen", "--exec", "tr a-z A-Z")

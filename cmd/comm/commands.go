@@ -341,9 +341,54 @@ func connectCmd(f *flagSet, args []string) error {
 			fmt.Fprintf(w, " %s", *conn.Address)
 		}
 		fmt.Fprintln(w)
+		if conn.WebhookURL != nil {
+			fmt.Fprintf(w, "Give %s this webhook URL: %s\n", conn.Channel, *conn.WebhookURL)
+		}
 	})
 	return nil
 }
+
+// connectionsCmd: comm connections (the project's live connections).
+func connectionsCmd(f *flagSet, args []string) error {
+	if err := f.parse(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	c, err := connectClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	var all []client.Connection
+	after := ""
+	for {
+		page, err := c.Connections(ctx, after, 500)
+		if err != nil {
+			return cliError{exitFailed, err}
+		}
+		all = append(all, page...)
+		if len(page) < 500 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if all == nil {
+		all = []client.Connection{}
+	}
+	output(*f.json, all, func(w io.Writer) {
+		rows := [][]string{{"ID", "CHANNEL", "STATUS", "ADDRESS", "WEBHOOK URL"}}
+		for _, c := range all {
+			ch := c.Channel
+			if c.Provider != nil {
+				ch += " (" + *c.Provider + ")"
+			}
+			rows = append(rows, []string{c.ID, ch, c.Status, orDash(c.Address), orDash(c.WebhookURL)})
+		}
+		table(w, rows)
+	})
+	return nil
+}
+
 
 // injectCmd: comm inject CONNECTION_ID --sender WHO TEXT... (test channel).
 func injectCmd(f *flagSet, args []string) error {

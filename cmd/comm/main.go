@@ -42,6 +42,8 @@ func init() {
 			about: "Creates an anonymous sandbox project and writes COMM_API_KEY and COMM_BASE_URL to .env.", run: sandboxCmd},
 		{name: "connect", usage: "connect CHANNEL", summary: "connect a channel (try: comm connect test)", json: true,
 			about: "Connects a channel (test, email, telegram, sms --provider twilio, ...).", run: connectCmd},
+		{name: "connections", usage: "connections", summary: "list the project's connections, with the webhook URL to give a provider", json: true,
+			about: "Lists the project's live connections: channel, status, address, and the webhook URL\nto give the provider where it is set by hand.", run: connectionsCmd},
 		{name: "inject", usage: "inject CONNECTION_ID [--sender WHO] TEXT...", summary: "deliver a message into a test connection", json: true,
 			about: "Delivers a message into a test connection as if WHO had written it.", run: injectCmd},
 		{name: "events", usage: "events [--follow]", summary: "print the event stream", json: true,
