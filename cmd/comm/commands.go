@@ -342,7 +342,7 @@ func connectCmd(f *flagSet, args []string) error {
 		}
 		fmt.Fprintln(w)
 		if conn.WebhookURL != nil {
-			fmt.Fprintf(w, "Give %s this webhook URL: %s\n", conn.Channel, *conn.WebhookURL)
+			fmt.Fprintf(w, "Webhook URL (where %s sends its events): %s\n", conn.Channel, *conn.WebhookURL)
 		}
 	})
 	return nil
