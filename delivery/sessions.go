@@ -43,16 +43,27 @@ type Sessions struct {
 	abandon atomic.Bool // tests: stop as if the process died, leases kept
 }
 
+// DefaultLease is how long a worker's claim (of a webhook endpoint, of a
+// provider session) lasts without renewal: a replica that dies hands its
+// work over within it.
+const DefaultLease = 15 * time.Second
+
+// replicaName names this replica in leases: random, so that two processes
+// never share one.
+func replicaName() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "replica-" + hex.EncodeToString(b)
+}
+
 // Run claims and runs sessions until ctx ends, then stops them and
 // releases their leases so another replica takes over at once.
 func (d *Sessions) Run(ctx context.Context) {
 	if d.Owner == "" {
-		b := make([]byte, 8)
-		rand.Read(b)
-		d.Owner = "replica-" + hex.EncodeToString(b)
+		d.Owner = replicaName()
 	}
 	if d.Lease <= 0 {
-		d.Lease = 15 * time.Second
+		d.Lease = DefaultLease
 	}
 	if d.ClaimInterval <= 0 {
 		d.ClaimInterval = 2 * time.Second

@@ -3,8 +3,6 @@ package delivery
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -45,12 +43,10 @@ type Webhooks struct {
 // Run delivers until ctx ends, then releases its leases.
 func (d *Webhooks) Run(ctx context.Context) {
 	if d.Owner == "" {
-		b := make([]byte, 8)
-		rand.Read(b)
-		d.Owner = "replica-" + hex.EncodeToString(b)
+		d.Owner = replicaName()
 	}
 	if d.Lease <= 0 {
-		d.Lease = 15 * time.Second
+		d.Lease = DefaultLease
 	}
 	if d.DisableAfter <= 0 {
 		d.DisableAfter = 72 * time.Hour

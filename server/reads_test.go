@@ -22,19 +22,8 @@ type readsClock struct{ off atomic.Int64 }
 func (c *readsClock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *readsClock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
-// readConn is a connection as REST shows it.
-type readConn struct {
-	ID         string    `json:"id"`
-	Channel    string    `json:"channel"`
-	Provider   *string   `json:"provider"`
-	Status     string    `json:"status"`
-	CustomerID string    `json:"customer_id"`
-	AgentID    string    `json:"agent_id"`
-	Name       *string   `json:"name"`
-	Address    *string   `json:"address"`
-	WebhookURL *string   `json:"webhook_url"`
-	CreatedAt  time.Time `json:"created_at"`
-}
+// readConn is a connection as REST shows it (the wire type).
+type readConn = connection
 
 // readGQLConn is a connection as GraphQL shows it.
 type readGQLConn struct {
