@@ -389,7 +389,6 @@ func connectionsCmd(f *flagSet, args []string) error {
 	return nil
 }
 
-
 // injectCmd: comm inject CONNECTION_ID --sender WHO TEXT... (test channel).
 func injectCmd(f *flagSet, args []string) error {
 	sender := f.String("sender", "", "someone@example.com", "who the message is from")
