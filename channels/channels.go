@@ -137,6 +137,28 @@ type Provisioner interface {
 	Provision(ctx context.Context) (Provisioned, error)
 }
 
+// Installer is an adapter whose connection can be made by installing the
+// operator's app with OAuth (Slack, Discord) instead of with credentials
+// of the caller's own. When NeedsInstall says so, the gateway does not call
+// Provision at once: it answers the connection as pending with the URL
+// AuthorizeURL gives (its state bound to the connection); when the person
+// approves, the provider redirects to <base>/oauth/<channel>/callback,
+// and Install turns the code into the connection's credentials. Then
+// connection.authorized is appended, the adapter is built again from the
+// returned Config (New), Provision runs if the adapter has it, and
+// connection.active follows.
+type Installer interface {
+	// NeedsInstall reports whether the connection has no credentials of
+	// its own and waits for an install of the operator's app.
+	NeedsInstall() bool
+	// AuthorizeURL is where the person approves the install; state and
+	// redirectURL go into it as the provider's OAuth flow asks.
+	AuthorizeURL(state, redirectURL string) string
+	// Install exchanges the code for the connection's credentials. A code
+	// the provider refuses is a *ConfigError on "code".
+	Install(ctx context.Context, code, redirectURL string) (Provisioned, error)
+}
+
 // Provisioned is what Provision set up.
 type Provisioned struct {
 	// Config replaces the stored configuration when not nil: the gateway
