@@ -16,6 +16,9 @@ type Connection struct {
 	Address *string `json:"address"`
 	// WebhookURL is where the provider sends this connection's events,
 	// for the channels where it is given to the provider by hand.
-	WebhookURL *string   `json:"webhook_url"`
-	CreatedAt  time.Time `json:"created_at"`
+	WebhookURL *string `json:"webhook_url"`
+	// AuthorizeURL, while the connection is pending an install of the
+	// operator's app (Slack, Discord), is where the person approves it.
+	AuthorizeURL *string   `json:"authorize_url"`
+	CreatedAt    time.Time `json:"created_at"`
 }

@@ -43,6 +43,10 @@ type Connection struct {
 	InboxKey *string `json:"inbox_key,omitempty"`
 	// channel:key that app-level provider events for this connection carry (a Slack team, a page); globally unique, cleared on delete
 	RouteKey *string `json:"route_key,omitempty"`
+	// while pending an install of the operator's app: where the person approves it
+	AuthorizeURL string `json:"authorize_url,omitempty"`
+	// the OAuth state of a pending install, bound to this connection; cleared when used
+	OauthState *string `json:"-"`
 	// the URL the provider sends this connection's events to, when the customer gives it to the provider
 	WebhookURL string `json:"webhook_url,omitempty"`
 	// the replica running the connection's long-lived inbound session (a lease)
@@ -61,7 +65,7 @@ func (*Connection) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case connection.FieldConfig:
 			values[i] = new([]byte)
-		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldStatusReason, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress, connection.FieldInboxKey, connection.FieldRouteKey, connection.FieldWebhookURL, connection.FieldSessionOwner:
+		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldStatusReason, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress, connection.FieldInboxKey, connection.FieldRouteKey, connection.FieldAuthorizeURL, connection.FieldOauthState, connection.FieldWebhookURL, connection.FieldSessionOwner:
 			values[i] = new(sql.NullString)
 		case connection.FieldCreatedAt, connection.FieldSessionUntil, connection.FieldDeletedAt:
 			values[i] = new(sql.NullTime)
@@ -166,6 +170,19 @@ func (_m *Connection) assignValues(columns []string, values []any) error {
 				_m.RouteKey = new(string)
 				*_m.RouteKey = value.String
 			}
+		case connection.FieldAuthorizeURL:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field authorize_url", values[i])
+			} else if value.Valid {
+				_m.AuthorizeURL = value.String
+			}
+		case connection.FieldOauthState:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field oauth_state", values[i])
+			} else if value.Valid {
+				_m.OauthState = new(string)
+				*_m.OauthState = value.String
+			}
 		case connection.FieldWebhookURL:
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field webhook_url", values[i])
@@ -269,6 +286,11 @@ func (_m *Connection) String() string {
 		builder.WriteString("route_key=")
 		builder.WriteString(*v)
 	}
+	builder.WriteString(", ")
+	builder.WriteString("authorize_url=")
+	builder.WriteString(_m.AuthorizeURL)
+	builder.WriteString(", ")
+	builder.WriteString("oauth_state=<sensitive>")
 	builder.WriteString(", ")
 	builder.WriteString("webhook_url=")
 	builder.WriteString(_m.WebhookURL)

@@ -165,6 +165,34 @@ func (_c *ConnectionCreate) SetNillableRouteKey(v *string) *ConnectionCreate {
 	return _c
 }
 
+// SetAuthorizeURL sets the "authorize_url" field.
+func (_c *ConnectionCreate) SetAuthorizeURL(v string) *ConnectionCreate {
+	_c.mutation.SetAuthorizeURL(v)
+	return _c
+}
+
+// SetNillableAuthorizeURL sets the "authorize_url" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableAuthorizeURL(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetAuthorizeURL(*v)
+	}
+	return _c
+}
+
+// SetOauthState sets the "oauth_state" field.
+func (_c *ConnectionCreate) SetOauthState(v string) *ConnectionCreate {
+	_c.mutation.SetOauthState(v)
+	return _c
+}
+
+// SetNillableOauthState sets the "oauth_state" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableOauthState(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetOauthState(*v)
+	}
+	return _c
+}
+
 // SetWebhookURL sets the "webhook_url" field.
 func (_c *ConnectionCreate) SetWebhookURL(v string) *ConnectionCreate {
 	_c.mutation.SetWebhookURL(v)
@@ -421,6 +449,14 @@ func (_c *ConnectionCreate) createSpec() (*Connection, *sqlgraph.CreateSpec) {
 		_spec.SetField(connection.FieldRouteKey, field.TypeString, value)
 		_node.RouteKey = &value
 	}
+	if value, ok := _c.mutation.AuthorizeURL(); ok {
+		_spec.SetField(connection.FieldAuthorizeURL, field.TypeString, value)
+		_node.AuthorizeURL = value
+	}
+	if value, ok := _c.mutation.OauthState(); ok {
+		_spec.SetField(connection.FieldOauthState, field.TypeString, value)
+		_node.OauthState = &value
+	}
 	if value, ok := _c.mutation.WebhookURL(); ok {
 		_spec.SetField(connection.FieldWebhookURL, field.TypeString, value)
 		_node.WebhookURL = value
@@ -606,6 +642,42 @@ func (u *ConnectionUpsert) UpdateRouteKey() *ConnectionUpsert {
 // ClearRouteKey clears the value of the "route_key" field.
 func (u *ConnectionUpsert) ClearRouteKey() *ConnectionUpsert {
 	u.SetNull(connection.FieldRouteKey)
+	return u
+}
+
+// SetAuthorizeURL sets the "authorize_url" field.
+func (u *ConnectionUpsert) SetAuthorizeURL(v string) *ConnectionUpsert {
+	u.Set(connection.FieldAuthorizeURL, v)
+	return u
+}
+
+// UpdateAuthorizeURL sets the "authorize_url" field to the value that was provided on create.
+func (u *ConnectionUpsert) UpdateAuthorizeURL() *ConnectionUpsert {
+	u.SetExcluded(connection.FieldAuthorizeURL)
+	return u
+}
+
+// ClearAuthorizeURL clears the value of the "authorize_url" field.
+func (u *ConnectionUpsert) ClearAuthorizeURL() *ConnectionUpsert {
+	u.SetNull(connection.FieldAuthorizeURL)
+	return u
+}
+
+// SetOauthState sets the "oauth_state" field.
+func (u *ConnectionUpsert) SetOauthState(v string) *ConnectionUpsert {
+	u.Set(connection.FieldOauthState, v)
+	return u
+}
+
+// UpdateOauthState sets the "oauth_state" field to the value that was provided on create.
+func (u *ConnectionUpsert) UpdateOauthState() *ConnectionUpsert {
+	u.SetExcluded(connection.FieldOauthState)
+	return u
+}
+
+// ClearOauthState clears the value of the "oauth_state" field.
+func (u *ConnectionUpsert) ClearOauthState() *ConnectionUpsert {
+	u.SetNull(connection.FieldOauthState)
 	return u
 }
 
@@ -884,6 +956,48 @@ func (u *ConnectionUpsertOne) UpdateRouteKey() *ConnectionUpsertOne {
 func (u *ConnectionUpsertOne) ClearRouteKey() *ConnectionUpsertOne {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearRouteKey()
+	})
+}
+
+// SetAuthorizeURL sets the "authorize_url" field.
+func (u *ConnectionUpsertOne) SetAuthorizeURL(v string) *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetAuthorizeURL(v)
+	})
+}
+
+// UpdateAuthorizeURL sets the "authorize_url" field to the value that was provided on create.
+func (u *ConnectionUpsertOne) UpdateAuthorizeURL() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateAuthorizeURL()
+	})
+}
+
+// ClearAuthorizeURL clears the value of the "authorize_url" field.
+func (u *ConnectionUpsertOne) ClearAuthorizeURL() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearAuthorizeURL()
+	})
+}
+
+// SetOauthState sets the "oauth_state" field.
+func (u *ConnectionUpsertOne) SetOauthState(v string) *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetOauthState(v)
+	})
+}
+
+// UpdateOauthState sets the "oauth_state" field to the value that was provided on create.
+func (u *ConnectionUpsertOne) UpdateOauthState() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateOauthState()
+	})
+}
+
+// ClearOauthState clears the value of the "oauth_state" field.
+func (u *ConnectionUpsertOne) ClearOauthState() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearOauthState()
 	})
 }
 
@@ -1341,6 +1455,48 @@ func (u *ConnectionUpsertBulk) UpdateRouteKey() *ConnectionUpsertBulk {
 func (u *ConnectionUpsertBulk) ClearRouteKey() *ConnectionUpsertBulk {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearRouteKey()
+	})
+}
+
+// SetAuthorizeURL sets the "authorize_url" field.
+func (u *ConnectionUpsertBulk) SetAuthorizeURL(v string) *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetAuthorizeURL(v)
+	})
+}
+
+// UpdateAuthorizeURL sets the "authorize_url" field to the value that was provided on create.
+func (u *ConnectionUpsertBulk) UpdateAuthorizeURL() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateAuthorizeURL()
+	})
+}
+
+// ClearAuthorizeURL clears the value of the "authorize_url" field.
+func (u *ConnectionUpsertBulk) ClearAuthorizeURL() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearAuthorizeURL()
+	})
+}
+
+// SetOauthState sets the "oauth_state" field.
+func (u *ConnectionUpsertBulk) SetOauthState(v string) *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetOauthState(v)
+	})
+}
+
+// UpdateOauthState sets the "oauth_state" field to the value that was provided on create.
+func (u *ConnectionUpsertBulk) UpdateOauthState() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateOauthState()
+	})
+}
+
+// ClearOauthState clears the value of the "oauth_state" field.
+func (u *ConnectionUpsertBulk) ClearOauthState() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearOauthState()
 	})
 }
 

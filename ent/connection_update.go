@@ -154,6 +154,46 @@ func (_u *ConnectionUpdate) ClearRouteKey() *ConnectionUpdate {
 	return _u
 }
 
+// SetAuthorizeURL sets the "authorize_url" field.
+func (_u *ConnectionUpdate) SetAuthorizeURL(v string) *ConnectionUpdate {
+	_u.mutation.SetAuthorizeURL(v)
+	return _u
+}
+
+// SetNillableAuthorizeURL sets the "authorize_url" field if the given value is not nil.
+func (_u *ConnectionUpdate) SetNillableAuthorizeURL(v *string) *ConnectionUpdate {
+	if v != nil {
+		_u.SetAuthorizeURL(*v)
+	}
+	return _u
+}
+
+// ClearAuthorizeURL clears the value of the "authorize_url" field.
+func (_u *ConnectionUpdate) ClearAuthorizeURL() *ConnectionUpdate {
+	_u.mutation.ClearAuthorizeURL()
+	return _u
+}
+
+// SetOauthState sets the "oauth_state" field.
+func (_u *ConnectionUpdate) SetOauthState(v string) *ConnectionUpdate {
+	_u.mutation.SetOauthState(v)
+	return _u
+}
+
+// SetNillableOauthState sets the "oauth_state" field if the given value is not nil.
+func (_u *ConnectionUpdate) SetNillableOauthState(v *string) *ConnectionUpdate {
+	if v != nil {
+		_u.SetOauthState(*v)
+	}
+	return _u
+}
+
+// ClearOauthState clears the value of the "oauth_state" field.
+func (_u *ConnectionUpdate) ClearOauthState() *ConnectionUpdate {
+	_u.mutation.ClearOauthState()
+	return _u
+}
+
 // SetWebhookURL sets the "webhook_url" field.
 func (_u *ConnectionUpdate) SetWebhookURL(v string) *ConnectionUpdate {
 	_u.mutation.SetWebhookURL(v)
@@ -335,6 +375,18 @@ func (_u *ConnectionUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	if _u.mutation.RouteKeyCleared() {
 		_spec.ClearField(connection.FieldRouteKey, field.TypeString)
 	}
+	if value, ok := _u.mutation.AuthorizeURL(); ok {
+		_spec.SetField(connection.FieldAuthorizeURL, field.TypeString, value)
+	}
+	if _u.mutation.AuthorizeURLCleared() {
+		_spec.ClearField(connection.FieldAuthorizeURL, field.TypeString)
+	}
+	if value, ok := _u.mutation.OauthState(); ok {
+		_spec.SetField(connection.FieldOauthState, field.TypeString, value)
+	}
+	if _u.mutation.OauthStateCleared() {
+		_spec.ClearField(connection.FieldOauthState, field.TypeString)
+	}
 	if value, ok := _u.mutation.WebhookURL(); ok {
 		_spec.SetField(connection.FieldWebhookURL, field.TypeString, value)
 	}
@@ -502,6 +554,46 @@ func (_u *ConnectionUpdateOne) SetNillableRouteKey(v *string) *ConnectionUpdateO
 // ClearRouteKey clears the value of the "route_key" field.
 func (_u *ConnectionUpdateOne) ClearRouteKey() *ConnectionUpdateOne {
 	_u.mutation.ClearRouteKey()
+	return _u
+}
+
+// SetAuthorizeURL sets the "authorize_url" field.
+func (_u *ConnectionUpdateOne) SetAuthorizeURL(v string) *ConnectionUpdateOne {
+	_u.mutation.SetAuthorizeURL(v)
+	return _u
+}
+
+// SetNillableAuthorizeURL sets the "authorize_url" field if the given value is not nil.
+func (_u *ConnectionUpdateOne) SetNillableAuthorizeURL(v *string) *ConnectionUpdateOne {
+	if v != nil {
+		_u.SetAuthorizeURL(*v)
+	}
+	return _u
+}
+
+// ClearAuthorizeURL clears the value of the "authorize_url" field.
+func (_u *ConnectionUpdateOne) ClearAuthorizeURL() *ConnectionUpdateOne {
+	_u.mutation.ClearAuthorizeURL()
+	return _u
+}
+
+// SetOauthState sets the "oauth_state" field.
+func (_u *ConnectionUpdateOne) SetOauthState(v string) *ConnectionUpdateOne {
+	_u.mutation.SetOauthState(v)
+	return _u
+}
+
+// SetNillableOauthState sets the "oauth_state" field if the given value is not nil.
+func (_u *ConnectionUpdateOne) SetNillableOauthState(v *string) *ConnectionUpdateOne {
+	if v != nil {
+		_u.SetOauthState(*v)
+	}
+	return _u
+}
+
+// ClearOauthState clears the value of the "oauth_state" field.
+func (_u *ConnectionUpdateOne) ClearOauthState() *ConnectionUpdateOne {
+	_u.mutation.ClearOauthState()
 	return _u
 }
 
@@ -715,6 +807,18 @@ func (_u *ConnectionUpdateOne) sqlSave(ctx context.Context) (_node *Connection, 
 	}
 	if _u.mutation.RouteKeyCleared() {
 		_spec.ClearField(connection.FieldRouteKey, field.TypeString)
+	}
+	if value, ok := _u.mutation.AuthorizeURL(); ok {
+		_spec.SetField(connection.FieldAuthorizeURL, field.TypeString, value)
+	}
+	if _u.mutation.AuthorizeURLCleared() {
+		_spec.ClearField(connection.FieldAuthorizeURL, field.TypeString)
+	}
+	if value, ok := _u.mutation.OauthState(); ok {
+		_spec.SetField(connection.FieldOauthState, field.TypeString, value)
+	}
+	if _u.mutation.OauthStateCleared() {
+		_spec.ClearField(connection.FieldOauthState, field.TypeString)
 	}
 	if value, ok := _u.mutation.WebhookURL(); ok {
 		_spec.SetField(connection.FieldWebhookURL, field.TypeString, value)

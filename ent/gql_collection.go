@@ -74,6 +74,11 @@ func (_q *ConnectionQuery) collectField(ctx context.Context, oneNode bool, opCtx
 				selectedFields = append(selectedFields, connection.FieldAddress)
 				fieldSeen[connection.FieldAddress] = struct{}{}
 			}
+		case "authorizeURL":
+			if _, ok := fieldSeen[connection.FieldAuthorizeURL]; !ok {
+				selectedFields = append(selectedFields, connection.FieldAuthorizeURL)
+				fieldSeen[connection.FieldAuthorizeURL] = struct{}{}
+			}
 		case "webhookURL":
 			if _, ok := fieldSeen[connection.FieldWebhookURL]; !ok {
 				selectedFields = append(selectedFields, connection.FieldWebhookURL)

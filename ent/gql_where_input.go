@@ -154,6 +154,23 @@ type ConnectionWhereInput struct {
 	AddressEqualFold    *string  `json:"addressEqualFold,omitempty"`
 	AddressContainsFold *string  `json:"addressContainsFold,omitempty"`
 
+	// "authorize_url" field predicates.
+	AuthorizeURL             *string  `json:"authorizeURL,omitempty"`
+	AuthorizeURLNEQ          *string  `json:"authorizeURLNEQ,omitempty"`
+	AuthorizeURLIn           []string `json:"authorizeURLIn,omitempty"`
+	AuthorizeURLNotIn        []string `json:"authorizeURLNotIn,omitempty"`
+	AuthorizeURLGT           *string  `json:"authorizeURLGT,omitempty"`
+	AuthorizeURLGTE          *string  `json:"authorizeURLGTE,omitempty"`
+	AuthorizeURLLT           *string  `json:"authorizeURLLT,omitempty"`
+	AuthorizeURLLTE          *string  `json:"authorizeURLLTE,omitempty"`
+	AuthorizeURLContains     *string  `json:"authorizeURLContains,omitempty"`
+	AuthorizeURLHasPrefix    *string  `json:"authorizeURLHasPrefix,omitempty"`
+	AuthorizeURLHasSuffix    *string  `json:"authorizeURLHasSuffix,omitempty"`
+	AuthorizeURLIsNil        bool     `json:"authorizeURLIsNil,omitempty"`
+	AuthorizeURLNotNil       bool     `json:"authorizeURLNotNil,omitempty"`
+	AuthorizeURLEqualFold    *string  `json:"authorizeURLEqualFold,omitempty"`
+	AuthorizeURLContainsFold *string  `json:"authorizeURLContainsFold,omitempty"`
+
 	// "webhook_url" field predicates.
 	WebhookURL             *string  `json:"webhookURL,omitempty"`
 	WebhookURLNEQ          *string  `json:"webhookURLNEQ,omitempty"`
@@ -587,6 +604,51 @@ func (i *ConnectionWhereInput) P() (predicate.Connection, error) {
 	}
 	if i.AddressContainsFold != nil {
 		predicates = append(predicates, connection.AddressContainsFold(*i.AddressContainsFold))
+	}
+	if i.AuthorizeURL != nil {
+		predicates = append(predicates, connection.AuthorizeURLEQ(*i.AuthorizeURL))
+	}
+	if i.AuthorizeURLNEQ != nil {
+		predicates = append(predicates, connection.AuthorizeURLNEQ(*i.AuthorizeURLNEQ))
+	}
+	if len(i.AuthorizeURLIn) > 0 {
+		predicates = append(predicates, connection.AuthorizeURLIn(i.AuthorizeURLIn...))
+	}
+	if len(i.AuthorizeURLNotIn) > 0 {
+		predicates = append(predicates, connection.AuthorizeURLNotIn(i.AuthorizeURLNotIn...))
+	}
+	if i.AuthorizeURLGT != nil {
+		predicates = append(predicates, connection.AuthorizeURLGT(*i.AuthorizeURLGT))
+	}
+	if i.AuthorizeURLGTE != nil {
+		predicates = append(predicates, connection.AuthorizeURLGTE(*i.AuthorizeURLGTE))
+	}
+	if i.AuthorizeURLLT != nil {
+		predicates = append(predicates, connection.AuthorizeURLLT(*i.AuthorizeURLLT))
+	}
+	if i.AuthorizeURLLTE != nil {
+		predicates = append(predicates, connection.AuthorizeURLLTE(*i.AuthorizeURLLTE))
+	}
+	if i.AuthorizeURLContains != nil {
+		predicates = append(predicates, connection.AuthorizeURLContains(*i.AuthorizeURLContains))
+	}
+	if i.AuthorizeURLHasPrefix != nil {
+		predicates = append(predicates, connection.AuthorizeURLHasPrefix(*i.AuthorizeURLHasPrefix))
+	}
+	if i.AuthorizeURLHasSuffix != nil {
+		predicates = append(predicates, connection.AuthorizeURLHasSuffix(*i.AuthorizeURLHasSuffix))
+	}
+	if i.AuthorizeURLIsNil {
+		predicates = append(predicates, connection.AuthorizeURLIsNil())
+	}
+	if i.AuthorizeURLNotNil {
+		predicates = append(predicates, connection.AuthorizeURLNotNil())
+	}
+	if i.AuthorizeURLEqualFold != nil {
+		predicates = append(predicates, connection.AuthorizeURLEqualFold(*i.AuthorizeURLEqualFold))
+	}
+	if i.AuthorizeURLContainsFold != nil {
+		predicates = append(predicates, connection.AuthorizeURLContainsFold(*i.AuthorizeURLContainsFold))
 	}
 	if i.WebhookURL != nil {
 		predicates = append(predicates, connection.WebhookURLEQ(*i.WebhookURL))

@@ -2895,6 +2895,8 @@ type ConnectionMutation struct {
 	address       *string
 	inbox_key     *string
 	route_key     *string
+	authorize_url *string
+	oauth_state   *string
 	webhook_url   *string
 	session_owner *string
 	session_until *time.Time
@@ -3568,6 +3570,104 @@ func (m *ConnectionMutation) ResetRouteKey() {
 	delete(m.clearedFields, connection.FieldRouteKey)
 }
 
+// SetAuthorizeURL sets the "authorize_url" field.
+func (m *ConnectionMutation) SetAuthorizeURL(s string) {
+	m.authorize_url = &s
+}
+
+// AuthorizeURL returns the value of the "authorize_url" field in the mutation.
+func (m *ConnectionMutation) AuthorizeURL() (r string, exists bool) {
+	v := m.authorize_url
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAuthorizeURL returns the old "authorize_url" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldAuthorizeURL(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAuthorizeURL is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAuthorizeURL requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAuthorizeURL: %w", err)
+	}
+	return oldValue.AuthorizeURL, nil
+}
+
+// ClearAuthorizeURL clears the value of the "authorize_url" field.
+func (m *ConnectionMutation) ClearAuthorizeURL() {
+	m.authorize_url = nil
+	m.clearedFields[connection.FieldAuthorizeURL] = struct{}{}
+}
+
+// AuthorizeURLCleared returns if the "authorize_url" field was cleared in this mutation.
+func (m *ConnectionMutation) AuthorizeURLCleared() bool {
+	_, ok := m.clearedFields[connection.FieldAuthorizeURL]
+	return ok
+}
+
+// ResetAuthorizeURL resets all changes to the "authorize_url" field.
+func (m *ConnectionMutation) ResetAuthorizeURL() {
+	m.authorize_url = nil
+	delete(m.clearedFields, connection.FieldAuthorizeURL)
+}
+
+// SetOauthState sets the "oauth_state" field.
+func (m *ConnectionMutation) SetOauthState(s string) {
+	m.oauth_state = &s
+}
+
+// OauthState returns the value of the "oauth_state" field in the mutation.
+func (m *ConnectionMutation) OauthState() (r string, exists bool) {
+	v := m.oauth_state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOauthState returns the old "oauth_state" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldOauthState(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOauthState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOauthState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOauthState: %w", err)
+	}
+	return oldValue.OauthState, nil
+}
+
+// ClearOauthState clears the value of the "oauth_state" field.
+func (m *ConnectionMutation) ClearOauthState() {
+	m.oauth_state = nil
+	m.clearedFields[connection.FieldOauthState] = struct{}{}
+}
+
+// OauthStateCleared returns if the "oauth_state" field was cleared in this mutation.
+func (m *ConnectionMutation) OauthStateCleared() bool {
+	_, ok := m.clearedFields[connection.FieldOauthState]
+	return ok
+}
+
+// ResetOauthState resets all changes to the "oauth_state" field.
+func (m *ConnectionMutation) ResetOauthState() {
+	m.oauth_state = nil
+	delete(m.clearedFields, connection.FieldOauthState)
+}
+
 // SetWebhookURL sets the "webhook_url" field.
 func (m *ConnectionMutation) SetWebhookURL(s string) {
 	m.webhook_url = &s
@@ -3798,7 +3898,7 @@ func (m *ConnectionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConnectionMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 19)
 	if m.created_at != nil {
 		fields = append(fields, connection.FieldCreatedAt)
 	}
@@ -3837,6 +3937,12 @@ func (m *ConnectionMutation) Fields() []string {
 	}
 	if m.route_key != nil {
 		fields = append(fields, connection.FieldRouteKey)
+	}
+	if m.authorize_url != nil {
+		fields = append(fields, connection.FieldAuthorizeURL)
+	}
+	if m.oauth_state != nil {
+		fields = append(fields, connection.FieldOauthState)
 	}
 	if m.webhook_url != nil {
 		fields = append(fields, connection.FieldWebhookURL)
@@ -3884,6 +3990,10 @@ func (m *ConnectionMutation) Field(name string) (ent.Value, bool) {
 		return m.InboxKey()
 	case connection.FieldRouteKey:
 		return m.RouteKey()
+	case connection.FieldAuthorizeURL:
+		return m.AuthorizeURL()
+	case connection.FieldOauthState:
+		return m.OauthState()
 	case connection.FieldWebhookURL:
 		return m.WebhookURL()
 	case connection.FieldSessionOwner:
@@ -3927,6 +4037,10 @@ func (m *ConnectionMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldInboxKey(ctx)
 	case connection.FieldRouteKey:
 		return m.OldRouteKey(ctx)
+	case connection.FieldAuthorizeURL:
+		return m.OldAuthorizeURL(ctx)
+	case connection.FieldOauthState:
+		return m.OldOauthState(ctx)
 	case connection.FieldWebhookURL:
 		return m.OldWebhookURL(ctx)
 	case connection.FieldSessionOwner:
@@ -4035,6 +4149,20 @@ func (m *ConnectionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRouteKey(v)
 		return nil
+	case connection.FieldAuthorizeURL:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAuthorizeURL(v)
+		return nil
+	case connection.FieldOauthState:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOauthState(v)
+		return nil
 	case connection.FieldWebhookURL:
 		v, ok := value.(string)
 		if !ok {
@@ -4114,6 +4242,12 @@ func (m *ConnectionMutation) ClearedFields() []string {
 	if m.FieldCleared(connection.FieldRouteKey) {
 		fields = append(fields, connection.FieldRouteKey)
 	}
+	if m.FieldCleared(connection.FieldAuthorizeURL) {
+		fields = append(fields, connection.FieldAuthorizeURL)
+	}
+	if m.FieldCleared(connection.FieldOauthState) {
+		fields = append(fields, connection.FieldOauthState)
+	}
 	if m.FieldCleared(connection.FieldWebhookURL) {
 		fields = append(fields, connection.FieldWebhookURL)
 	}
@@ -4160,6 +4294,12 @@ func (m *ConnectionMutation) ClearField(name string) error {
 		return nil
 	case connection.FieldRouteKey:
 		m.ClearRouteKey()
+		return nil
+	case connection.FieldAuthorizeURL:
+		m.ClearAuthorizeURL()
+		return nil
+	case connection.FieldOauthState:
+		m.ClearOauthState()
 		return nil
 	case connection.FieldWebhookURL:
 		m.ClearWebhookURL()
@@ -4219,6 +4359,12 @@ func (m *ConnectionMutation) ResetField(name string) error {
 		return nil
 	case connection.FieldRouteKey:
 		m.ResetRouteKey()
+		return nil
+	case connection.FieldAuthorizeURL:
+		m.ResetAuthorizeURL()
+		return nil
+	case connection.FieldOauthState:
+		m.ResetOauthState()
 		return nil
 	case connection.FieldWebhookURL:
 		m.ResetWebhookURL()

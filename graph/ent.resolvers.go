@@ -29,6 +29,11 @@ func (r *connectionResolver) Address(ctx context.Context, obj *ent.Connection) (
 	return messaging.Optional(obj.Address), nil
 }
 
+// AuthorizeURL is the resolver for the authorizeURL field.
+func (r *connectionResolver) AuthorizeURL(ctx context.Context, obj *ent.Connection) (*string, error) {
+	return messaging.Optional(obj.AuthorizeURL), nil
+}
+
 // WebhookURL is the resolver for the webhookURL field.
 func (r *connectionResolver) WebhookURL(ctx context.Context, obj *ent.Connection) (*string, error) {
 	return messaging.Optional(obj.WebhookURL), nil

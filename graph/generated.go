@@ -82,16 +82,17 @@ type ComplexityRoot struct {
 	}
 
 	Connection struct {
-		Address    func(childComplexity int) int
-		AgentID    func(childComplexity int) int
-		Channel    func(childComplexity int) int
-		CreatedAt  func(childComplexity int) int
-		CustomerID func(childComplexity int) int
-		ID         func(childComplexity int) int
-		Name       func(childComplexity int) int
-		Provider   func(childComplexity int) int
-		Status     func(childComplexity int) int
-		WebhookURL func(childComplexity int) int
+		Address      func(childComplexity int) int
+		AgentID      func(childComplexity int) int
+		AuthorizeURL func(childComplexity int) int
+		Channel      func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		CustomerID   func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Name         func(childComplexity int) int
+		Provider     func(childComplexity int) int
+		Status       func(childComplexity int) int
+		WebhookURL   func(childComplexity int) int
 	}
 
 	ConnectionConnection struct {
@@ -346,6 +347,7 @@ type ConnectionResolver interface {
 
 	Name(ctx context.Context, obj *ent.Connection) (*string, error)
 	Address(ctx context.Context, obj *ent.Connection) (*string, error)
+	AuthorizeURL(ctx context.Context, obj *ent.Connection) (*string, error)
 	WebhookURL(ctx context.Context, obj *ent.Connection) (*string, error)
 }
 type ConversationResolver interface {
@@ -589,6 +591,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Connection.AgentID(childComplexity), true
+	case "Connection.authorizeURL":
+		if e.ComplexityRoot.Connection.AuthorizeURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.AuthorizeURL(childComplexity), true
 	case "Connection.channel":
 		if e.ComplexityRoot.Connection.Channel == nil {
 			break
@@ -2259,6 +2267,10 @@ type Connection implements Node {
   """
   address: String
   """
+  while pending an install of the operator's app: where the person approves it
+  """
+  authorizeURL: String
+  """
   the URL the provider sends this connection's events to, when the customer gives it to the provider
   """
   webhookURL: String
@@ -2462,6 +2474,24 @@ input ConnectionWhereInput {
   addressNotNil: Boolean
   addressEqualFold: String
   addressContainsFold: String
+  """
+  authorize_url field predicates
+  """
+  authorizeURL: String
+  authorizeURLNEQ: String
+  authorizeURLIn: [String!]
+  authorizeURLNotIn: [String!]
+  authorizeURLGT: String
+  authorizeURLGTE: String
+  authorizeURLLT: String
+  authorizeURLLTE: String
+  authorizeURLContains: String
+  authorizeURLHasPrefix: String
+  authorizeURLHasSuffix: String
+  authorizeURLIsNil: Boolean
+  authorizeURLNotNil: Boolean
+  authorizeURLEqualFold: String
+  authorizeURLContainsFold: String
   """
   webhook_url field predicates
   """
@@ -3452,6 +3482,8 @@ func (ec *executionContext) childFields_Connection(ctx context.Context, field gr
 		return ec.fieldContext_Connection_name(ctx, field)
 	case "address":
 		return ec.fieldContext_Connection_address(ctx, field)
+	case "authorizeURL":
+		return ec.fieldContext_Connection_authorizeURL(ctx, field)
 	case "webhookURL":
 		return ec.fieldContext_Connection_webhookURL(ctx, field)
 	}
@@ -5402,6 +5434,29 @@ func (ec *executionContext) _Connection_address(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Connection_address(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, true, true, "String")
+}
+
+func (ec *executionContext) _Connection_authorizeURL(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_authorizeURL(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Connection().AuthorizeURL(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_authorizeURL(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Connection", field, true, true, "String")
 }
 
@@ -10981,7 +11036,7 @@ func (ec *executionContext) unmarshalInputConnectionWhereInput(ctx context.Conte
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "channel", "channelNEQ", "channelIn", "channelNotIn", "channelGT", "channelGTE", "channelLT", "channelLTE", "channelContains", "channelHasPrefix", "channelHasSuffix", "channelEqualFold", "channelContainsFold", "provider", "providerNEQ", "providerIn", "providerNotIn", "providerGT", "providerGTE", "providerLT", "providerLTE", "providerContains", "providerHasPrefix", "providerHasSuffix", "providerIsNil", "providerNotNil", "providerEqualFold", "providerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "statusContains", "statusHasPrefix", "statusHasSuffix", "statusEqualFold", "statusContainsFold", "customerID", "customerIDNEQ", "customerIDIn", "customerIDNotIn", "customerIDGT", "customerIDGTE", "customerIDLT", "customerIDLTE", "customerIDContains", "customerIDHasPrefix", "customerIDHasSuffix", "customerIDEqualFold", "customerIDContainsFold", "agentID", "agentIDNEQ", "agentIDIn", "agentIDNotIn", "agentIDGT", "agentIDGTE", "agentIDLT", "agentIDLTE", "agentIDContains", "agentIDHasPrefix", "agentIDHasSuffix", "agentIDEqualFold", "agentIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameIsNil", "nameNotNil", "nameEqualFold", "nameContainsFold", "address", "addressNEQ", "addressIn", "addressNotIn", "addressGT", "addressGTE", "addressLT", "addressLTE", "addressContains", "addressHasPrefix", "addressHasSuffix", "addressIsNil", "addressNotNil", "addressEqualFold", "addressContainsFold", "webhookURL", "webhookURLNEQ", "webhookURLIn", "webhookURLNotIn", "webhookURLGT", "webhookURLGTE", "webhookURLLT", "webhookURLLTE", "webhookURLContains", "webhookURLHasPrefix", "webhookURLHasSuffix", "webhookURLIsNil", "webhookURLNotNil", "webhookURLEqualFold", "webhookURLContainsFold"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "channel", "channelNEQ", "channelIn", "channelNotIn", "channelGT", "channelGTE", "channelLT", "channelLTE", "channelContains", "channelHasPrefix", "channelHasSuffix", "channelEqualFold", "channelContainsFold", "provider", "providerNEQ", "providerIn", "providerNotIn", "providerGT", "providerGTE", "providerLT", "providerLTE", "providerContains", "providerHasPrefix", "providerHasSuffix", "providerIsNil", "providerNotNil", "providerEqualFold", "providerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "statusContains", "statusHasPrefix", "statusHasSuffix", "statusEqualFold", "statusContainsFold", "customerID", "customerIDNEQ", "customerIDIn", "customerIDNotIn", "customerIDGT", "customerIDGTE", "customerIDLT", "customerIDLTE", "customerIDContains", "customerIDHasPrefix", "customerIDHasSuffix", "customerIDEqualFold", "customerIDContainsFold", "agentID", "agentIDNEQ", "agentIDIn", "agentIDNotIn", "agentIDGT", "agentIDGTE", "agentIDLT", "agentIDLTE", "agentIDContains", "agentIDHasPrefix", "agentIDHasSuffix", "agentIDEqualFold", "agentIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameIsNil", "nameNotNil", "nameEqualFold", "nameContainsFold", "address", "addressNEQ", "addressIn", "addressNotIn", "addressGT", "addressGTE", "addressLT", "addressLTE", "addressContains", "addressHasPrefix", "addressHasSuffix", "addressIsNil", "addressNotNil", "addressEqualFold", "addressContainsFold", "authorizeURL", "authorizeURLNEQ", "authorizeURLIn", "authorizeURLNotIn", "authorizeURLGT", "authorizeURLGTE", "authorizeURLLT", "authorizeURLLTE", "authorizeURLContains", "authorizeURLHasPrefix", "authorizeURLHasSuffix", "authorizeURLIsNil", "authorizeURLNotNil", "authorizeURLEqualFold", "authorizeURLContainsFold", "webhookURL", "webhookURLNEQ", "webhookURLIn", "webhookURLNotIn", "webhookURLGT", "webhookURLGTE", "webhookURLLT", "webhookURLLTE", "webhookURLContains", "webhookURLHasPrefix", "webhookURLHasSuffix", "webhookURLIsNil", "webhookURLNotNil", "webhookURLEqualFold", "webhookURLContainsFold"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -11814,6 +11869,111 @@ func (ec *executionContext) unmarshalInputConnectionWhereInput(ctx context.Conte
 				return it, err
 			}
 			it.AddressContainsFold = data
+		case "authorizeURL":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURL"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURL = data
+		case "authorizeURLNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLNEQ = data
+		case "authorizeURLIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLIn = data
+		case "authorizeURLNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLNotIn = data
+		case "authorizeURLGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLGT = data
+		case "authorizeURLGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLGTE = data
+		case "authorizeURLLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLLT = data
+		case "authorizeURLLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLLTE = data
+		case "authorizeURLContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLContains = data
+		case "authorizeURLHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLHasPrefix = data
+		case "authorizeURLHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLHasSuffix = data
+		case "authorizeURLIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLIsNil = data
+		case "authorizeURLNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLNotNil = data
+		case "authorizeURLEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLEqualFold = data
+		case "authorizeURLContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURLContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AuthorizeURLContainsFold = data
 		case "webhookURL":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webhookURL"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -15501,6 +15661,12 @@ func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSe
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Connection_address(ctx, field, obj)
+				})
+		case "authorizeURL":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Connection_authorizeURL(ctx, field, obj)
 				})
 		case "webhookURL":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,

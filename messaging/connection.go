@@ -32,7 +32,7 @@ func connectionOf(c *ent.Connection) *Connection {
 	return &Connection{
 		ID: c.ID, Channel: c.Channel, Provider: nonEmpty(c.Provider), Status: c.Status,
 		CustomerID: c.CustomerID, AgentID: c.AgentID, Name: nonEmpty(c.Name), Address: nonEmpty(c.Address),
-		WebhookURL: nonEmpty(c.WebhookURL), CreatedAt: c.CreatedAt.UTC(),
+		WebhookURL: nonEmpty(c.WebhookURL), AuthorizeURL: nonEmpty(c.AuthorizeURL), CreatedAt: c.CreatedAt.UTC(),
 	}
 }
 
@@ -117,6 +117,9 @@ func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, er
 	adapter, err := d.New(ctx, conn)
 	if err != nil {
 		return nil, configError(err)
+	}
+	if inst, ok := adapter.(channels.Installer); ok && inst.NeedsInstall() {
+		return s.pendingInstall(ctx, d, conn, in, inst, adapter)
 	}
 	config, address, route := in.Config, "", ""
 	if pv, ok := adapter.(channels.Provisioner); ok {

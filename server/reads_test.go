@@ -27,19 +27,20 @@ type readConn = connection
 
 // readGQLConn is a connection as GraphQL shows it.
 type readGQLConn struct {
-	ID         string    `json:"id"`
-	Channel    string    `json:"channel"`
-	Provider   *string   `json:"provider"`
-	Status     string    `json:"status"`
-	CustomerID string    `json:"customerID"`
-	AgentID    string    `json:"agentID"`
-	Name       *string   `json:"name"`
-	Address    *string   `json:"address"`
-	WebhookURL *string   `json:"webhookURL"`
-	CreatedAt  time.Time `json:"createdAt"`
+	ID           string    `json:"id"`
+	Channel      string    `json:"channel"`
+	Provider     *string   `json:"provider"`
+	Status       string    `json:"status"`
+	CustomerID   string    `json:"customerID"`
+	AgentID      string    `json:"agentID"`
+	Name         *string   `json:"name"`
+	Address      *string   `json:"address"`
+	WebhookURL   *string   `json:"webhookURL"`
+	AuthorizeURL *string   `json:"authorizeURL"`
+	CreatedAt    time.Time `json:"createdAt"`
 }
 
-const readConnFields = `id channel provider status customerID agentID name address webhookURL createdAt`
+const readConnFields = `id channel provider status customerID agentID name address webhookURL authorizeURL createdAt`
 
 func (c readGQLConn) rest() readConn {
 	return readConn(c)

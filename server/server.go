@@ -213,6 +213,7 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /hooks/{channel}/{id}", s.public(s.hook))
 	s.mux.Handle("GET /hooks/{channel}/{id}", s.public(s.hook))
 	s.mux.Handle("POST /hooks/{channel}", s.public(s.appHook))
+	s.mux.Handle("GET /oauth/{channel}/callback", s.public(s.oauthCallback))
 	s.mux.Handle("GET /hooks/{channel}", s.public(s.appHook))
 
 	s.mux.Handle("GET /v1/conversations", s.authed(s.listConversations))

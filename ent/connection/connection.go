@@ -40,6 +40,10 @@ const (
 	FieldInboxKey = "inbox_key"
 	// FieldRouteKey holds the string denoting the route_key field in the database.
 	FieldRouteKey = "route_key"
+	// FieldAuthorizeURL holds the string denoting the authorize_url field in the database.
+	FieldAuthorizeURL = "authorize_url"
+	// FieldOauthState holds the string denoting the oauth_state field in the database.
+	FieldOauthState = "oauth_state"
 	// FieldWebhookURL holds the string denoting the webhook_url field in the database.
 	FieldWebhookURL = "webhook_url"
 	// FieldSessionOwner holds the string denoting the session_owner field in the database.
@@ -68,6 +72,8 @@ var Columns = []string{
 	FieldAddress,
 	FieldInboxKey,
 	FieldRouteKey,
+	FieldAuthorizeURL,
+	FieldOauthState,
 	FieldWebhookURL,
 	FieldSessionOwner,
 	FieldSessionUntil,
@@ -174,6 +180,16 @@ func ByInboxKey(opts ...sql.OrderTermOption) OrderOption {
 // ByRouteKey orders the results by the route_key field.
 func ByRouteKey(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRouteKey, opts...).ToFunc()
+}
+
+// ByAuthorizeURL orders the results by the authorize_url field.
+func ByAuthorizeURL(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAuthorizeURL, opts...).ToFunc()
+}
+
+// ByOauthState orders the results by the oauth_state field.
+func ByOauthState(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOauthState, opts...).ToFunc()
 }
 
 // ByWebhookURL orders the results by the webhook_url field.

@@ -129,6 +129,16 @@ func RouteKey(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldRouteKey, v))
 }
 
+// AuthorizeURL applies equality check predicate on the "authorize_url" field. It's identical to AuthorizeURLEQ.
+func AuthorizeURL(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldAuthorizeURL, v))
+}
+
+// OauthState applies equality check predicate on the "oauth_state" field. It's identical to OauthStateEQ.
+func OauthState(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldOauthState, v))
+}
+
 // WebhookURL applies equality check predicate on the "webhook_url" field. It's identical to WebhookURLEQ.
 func WebhookURL(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldWebhookURL, v))
@@ -1012,6 +1022,156 @@ func RouteKeyEqualFold(v string) predicate.Connection {
 // RouteKeyContainsFold applies the ContainsFold predicate on the "route_key" field.
 func RouteKeyContainsFold(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldContainsFold(FieldRouteKey, v))
+}
+
+// AuthorizeURLEQ applies the EQ predicate on the "authorize_url" field.
+func AuthorizeURLEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLNEQ applies the NEQ predicate on the "authorize_url" field.
+func AuthorizeURLNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLIn applies the In predicate on the "authorize_url" field.
+func AuthorizeURLIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldAuthorizeURL, vs...))
+}
+
+// AuthorizeURLNotIn applies the NotIn predicate on the "authorize_url" field.
+func AuthorizeURLNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldAuthorizeURL, vs...))
+}
+
+// AuthorizeURLGT applies the GT predicate on the "authorize_url" field.
+func AuthorizeURLGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLGTE applies the GTE predicate on the "authorize_url" field.
+func AuthorizeURLGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLLT applies the LT predicate on the "authorize_url" field.
+func AuthorizeURLLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLLTE applies the LTE predicate on the "authorize_url" field.
+func AuthorizeURLLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLContains applies the Contains predicate on the "authorize_url" field.
+func AuthorizeURLContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLHasPrefix applies the HasPrefix predicate on the "authorize_url" field.
+func AuthorizeURLHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLHasSuffix applies the HasSuffix predicate on the "authorize_url" field.
+func AuthorizeURLHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLIsNil applies the IsNil predicate on the "authorize_url" field.
+func AuthorizeURLIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldAuthorizeURL))
+}
+
+// AuthorizeURLNotNil applies the NotNil predicate on the "authorize_url" field.
+func AuthorizeURLNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldAuthorizeURL))
+}
+
+// AuthorizeURLEqualFold applies the EqualFold predicate on the "authorize_url" field.
+func AuthorizeURLEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldAuthorizeURL, v))
+}
+
+// AuthorizeURLContainsFold applies the ContainsFold predicate on the "authorize_url" field.
+func AuthorizeURLContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldAuthorizeURL, v))
+}
+
+// OauthStateEQ applies the EQ predicate on the "oauth_state" field.
+func OauthStateEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldOauthState, v))
+}
+
+// OauthStateNEQ applies the NEQ predicate on the "oauth_state" field.
+func OauthStateNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldOauthState, v))
+}
+
+// OauthStateIn applies the In predicate on the "oauth_state" field.
+func OauthStateIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldOauthState, vs...))
+}
+
+// OauthStateNotIn applies the NotIn predicate on the "oauth_state" field.
+func OauthStateNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldOauthState, vs...))
+}
+
+// OauthStateGT applies the GT predicate on the "oauth_state" field.
+func OauthStateGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldOauthState, v))
+}
+
+// OauthStateGTE applies the GTE predicate on the "oauth_state" field.
+func OauthStateGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldOauthState, v))
+}
+
+// OauthStateLT applies the LT predicate on the "oauth_state" field.
+func OauthStateLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldOauthState, v))
+}
+
+// OauthStateLTE applies the LTE predicate on the "oauth_state" field.
+func OauthStateLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldOauthState, v))
+}
+
+// OauthStateContains applies the Contains predicate on the "oauth_state" field.
+func OauthStateContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldOauthState, v))
+}
+
+// OauthStateHasPrefix applies the HasPrefix predicate on the "oauth_state" field.
+func OauthStateHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldOauthState, v))
+}
+
+// OauthStateHasSuffix applies the HasSuffix predicate on the "oauth_state" field.
+func OauthStateHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldOauthState, v))
+}
+
+// OauthStateIsNil applies the IsNil predicate on the "oauth_state" field.
+func OauthStateIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldOauthState))
+}
+
+// OauthStateNotNil applies the NotNil predicate on the "oauth_state" field.
+func OauthStateNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldOauthState))
+}
+
+// OauthStateEqualFold applies the EqualFold predicate on the "oauth_state" field.
+func OauthStateEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldOauthState, v))
+}
+
+// OauthStateContainsFold applies the ContainsFold predicate on the "oauth_state" field.
+func OauthStateContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldOauthState, v))
 }
 
 // WebhookURLEQ applies the EQ predicate on the "webhook_url" field.

@@ -127,6 +127,8 @@ var (
 		{Name: "address", Type: field.TypeString, Nullable: true},
 		{Name: "inbox_key", Type: field.TypeString, Unique: true, Nullable: true},
 		{Name: "route_key", Type: field.TypeString, Unique: true, Nullable: true},
+		{Name: "authorize_url", Type: field.TypeString, Nullable: true},
+		{Name: "oauth_state", Type: field.TypeString, Unique: true, Nullable: true},
 		{Name: "webhook_url", Type: field.TypeString, Nullable: true},
 		{Name: "session_owner", Type: field.TypeString, Nullable: true},
 		{Name: "session_until", Type: field.TypeTime, Nullable: true},

@@ -42,6 +42,10 @@ func (Connection) Fields() []ent.Field {
 			Comment("channel:address of an inbox this gateway hosts (email); globally unique, cleared on delete"),
 		field.String("route_key").Optional().Nillable().Unique().Annotations(entgql.Skip()).
 			Comment("channel:key that app-level provider events for this connection carry (a Slack team, a page); globally unique, cleared on delete"),
+		field.String("authorize_url").Optional().
+			Comment("while pending an install of the operator's app: where the person approves it"),
+		field.String("oauth_state").Optional().Nillable().Unique().Sensitive().Annotations(entgql.Skip()).
+			Comment("the OAuth state of a pending install, bound to this connection; cleared when used"),
 		field.String("webhook_url").Optional().
 			Comment("the URL the provider sends this connection's events to, when the customer gives it to the provider"),
 		field.String("session_owner").Optional().Annotations(entgql.Skip()).
