@@ -314,6 +314,7 @@ func connectCmd(f *flagSet, args []string) error {
 	provider := f.String("provider", "", "", "provider, where a channel has several")
 	name := f.String("name", "", "", "a name for the connection")
 	config := f.String("config", "", "", "the channel's configuration as a JSON object")
+	wait := f.Duration("wait", "", 10*time.Minute, "how long to wait for an install of the operator's app (Slack, Discord) to be approved; 0: do not wait")
 	if err := f.parse(args, 1, "one channel"); err != nil {
 		return err
 	}
@@ -335,6 +336,16 @@ func connectCmd(f *flagSet, args []string) error {
 	if err != nil {
 		return cliError{exitFailed, err}
 	}
+	if conn.Status == "pending" && conn.AuthorizeURL != nil && *wait > 0 {
+		// An install of the operator's app: the person approves it in the
+		// browser; the gateway's callback makes the connection active.
+		fmt.Fprintf(os.Stderr, "Open this page to install comm's %s app, and approve it:\n\n  %s\n\nWaiting for the approval (up to %s)...\n",
+			conn.Channel, *conn.AuthorizeURL, *wait)
+		openBrowser(*conn.AuthorizeURL)
+		if conn, err = waitActive(ctx, c, conn.ID, *wait); err != nil {
+			return err
+		}
+	}
 	output(*f.json, conn, func(w io.Writer) {
 		fmt.Fprintf(w, "Connected %s: %s (%s)", conn.Channel, conn.ID, conn.Status)
 		if conn.Address != nil {
@@ -344,8 +355,36 @@ func connectCmd(f *flagSet, args []string) error {
 		if conn.WebhookURL != nil {
 			fmt.Fprintf(w, "Webhook URL (where %s sends its events): %s\n", conn.Channel, *conn.WebhookURL)
 		}
+		if conn.Status == "pending" && conn.AuthorizeURL != nil {
+			fmt.Fprintf(w, "Approve the install at: %s\n", *conn.AuthorizeURL)
+		}
 	})
 	return nil
+}
+
+// waitActive polls a pending connection until it is no longer pending.
+func waitActive(ctx context.Context, c *client.Client, id string, wait time.Duration) (*client.Connection, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, cliError{exitFailed, fmt.Errorf("connection %s is still pending after %s: open its authorize_url again (comm connections --json), or delete it", id, wait)}
+		case <-tick.C:
+		}
+		conn, err := c.Connection(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			return nil, cliError{exitFailed, err}
+		}
+		if conn.Status != "pending" {
+			return conn, nil
+		}
+	}
 }
 
 // connectionsCmd: comm connections (the project's live connections).
