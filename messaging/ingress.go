@@ -64,6 +64,9 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 		return nil, fault.Invalid("", "%s takes POST here, not %s", c.Channel, r.Method)
 	}
 	ins, err := wr.ParseWebhook(r, body)
+	if s.revokedByProvider(ctx, c, err) {
+		return &channels.Response{Status: http.StatusOK}, nil
+	}
 	if err != nil {
 		return nil, hookError(c, err)
 	}
@@ -128,6 +131,9 @@ func (s *Service) AppHook(ctx context.Context, channel string, r *http.Request, 
 			continue
 		}
 		ins, err := wr.ParseWebhook(r, body)
+		if s.revokedByProvider(ctx, c, err) {
+			continue
+		}
 		if err != nil {
 			return nil, hookError(c, err)
 		}
@@ -138,4 +144,19 @@ func (s *Service) AppHook(ctx context.Context, channel string, r *http.Request, 
 		}
 	}
 	return &channels.Response{Status: http.StatusOK}, nil
+}
+
+// revokedByProvider handles a verified provider event saying the
+// connection's credentials are gone (Slack's app_uninstalled and
+// tokens_revoked: ParseWebhook returns an error of class ErrRevoked): the
+// connection is revoked (connection.revoked, once) and the provider gets
+// 200, as the event was taken.
+func (s *Service) revokedByProvider(ctx context.Context, c *ent.Connection, err error) bool {
+	if err == nil || !errors.Is(err, channels.ErrRevoked) || errors.Is(err, channels.ErrSignature) {
+		return false
+	}
+	if serr := s.SetConnectionStatus(ctx, c, StatusRevoked, err.Error()); serr != nil {
+		s.logger.Warn("connection status", "connection", c.ID, "err", serr)
+	}
+	return true
 }

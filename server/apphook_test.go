@@ -80,6 +80,9 @@ func (a *teamAdapter) ParseWebhook(r *http.Request, body []byte) ([]channels.Inb
 	if ev.Team != a.team {
 		return nil, nil
 	}
+	if ev.ID == "app_uninstalled" {
+		return nil, channels.Revoked("teamchat: the app was uninstalled from %s", ev.Team)
+	}
 	return []channels.Inbound{{ProviderID: ev.ID, Sender: ev.From, Text: ev.Text}}, nil
 }
 
@@ -151,6 +154,17 @@ func TestAppLevelWebhook(t *testing.T) {
 		}
 		if got := texts(b); len(got) != 1 || got[0] != "for two" {
 			t.Errorf("project two received %q, want [for two]", got)
+		}
+
+		// The workspace uninstalls the app: its connection is revoked,
+		// once, and the provider hears 200.
+		for range 2 {
+			if r := post(teamEvent{Team: "T2", ID: "app_uninstalled"}, ""); r.Status != http.StatusOK {
+				t.Fatalf("uninstall event: %d %s", r.Status, r.Body)
+			}
+		}
+		if evs := g.events(t, b, "type=connection.revoked"); len(evs) != 1 {
+			t.Fatalf("%d connection.revoked events, want 1", len(evs))
 		}
 
 		// The app answers its URL check itself.
