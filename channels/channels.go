@@ -62,6 +62,22 @@ type Descriptor struct {
 	// providers that send every tenant's events to one URL (Slack, Meta,
 	// X). Nil when the channel has none.
 	App AppWebhook
+	// Session is the long-lived inbound session of the operator's own
+	// app (the Discord gateway of the operator's bot), serving every
+	// connection the app was installed for. Nil when the channel has
+	// none.
+	Session AppSession
+}
+
+// AppSession is the operator's app's own long-lived inbound session: one
+// across all replicas (a database lease named after the channel), run
+// while at least one live connection registered a routing key
+// (Provisioned.RouteKey), its events routed by that key. Run blocks and
+// fails as Poller.Poll does; emit stores a message for the connection
+// holding key and returns once it is committed (nil, storing nothing, for
+// a key no live connection holds).
+type AppSession interface {
+	Run(ctx context.Context, emit func(key string, in Inbound) error) error
 }
 
 // AppWebhook verifies a request to a channel's app-level webhook with the

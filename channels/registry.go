@@ -112,3 +112,9 @@ func (r *Registry) Channels() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Descriptors returns the registered descriptors, in the order they were
+// added.
+func (r *Registry) Descriptors() []Descriptor {
+	return append([]Descriptor(nil), r.list...)
+}

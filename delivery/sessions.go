@@ -107,6 +107,7 @@ func (d *Sessions) Run(ctx context.Context) {
 				mu.Unlock()
 			}()
 		}
+		d.claimApps(ctx, &mu, running, &wg)
 		select {
 		case <-ctx.Done():
 			return
@@ -115,8 +116,104 @@ func (d *Sessions) Run(ctx context.Context) {
 	}
 }
 
-// run runs one session while this replica holds its lease.
+// claimApps starts the operator's app sessions this replica can take the
+// lease of (and that run nowhere here yet).
+func (d *Sessions) claimApps(ctx context.Context, mu *sync.Mutex, running map[string]bool, wg *sync.WaitGroup) {
+	apps, err := d.Service.AppSessions(ctx)
+	if err != nil && ctx.Err() == nil {
+		d.Logger.Warn("sessions: app sessions", "err", err)
+	}
+	for _, a := range apps {
+		mu.Lock()
+		busy := running[a.Lease]
+		mu.Unlock()
+		if busy {
+			continue
+		}
+		held, err := d.Service.ClaimLease(ctx, a.Lease, d.Owner, d.Lease)
+		if err != nil && ctx.Err() == nil {
+			d.Logger.Warn("sessions: claim", "session", a.Lease, "err", err)
+		}
+		if !held {
+			continue
+		}
+		mu.Lock()
+		running[a.Lease] = true
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.runApp(ctx, a)
+			mu.Lock()
+			delete(running, a.Lease)
+			mu.Unlock()
+		}()
+	}
+}
+
+// task is one long-lived session as the loop below runs it: a
+// connection's (a Poller) or the operator's app's (an AppSession).
+type task struct {
+	name string // for the log: a connection id, or app-session:<channel>
+	// poll runs the session once, until ctx ends or it fails; healthy is
+	// called after every message it stored.
+	poll func(ctx context.Context, healthy func()) error
+	// renew extends the lease; false when it is lost.
+	renew func(ctx context.Context) (bool, error)
+	// release hands the lease over (at shutdown).
+	release func(ctx context.Context) error
+	// status moves the connection to a state (nil for app sessions,
+	// which serve many connections).
+	status func(ctx context.Context, status, reason string)
+}
+
+// run runs a connection's session while this replica holds its lease.
 func (d *Sessions) run(ctx context.Context, s messaging.Session) {
+	d.loop(ctx, task{
+		name: s.Conn.ID,
+		poll: func(ctx context.Context, healthy func()) error {
+			emit := d.Service.ReceiveFunc(ctx, s.Conn)
+			return s.Poller.Poll(ctx, func(in channels.Inbound) error {
+				if err := emit(in); err != nil {
+					return err
+				}
+				healthy()
+				return nil
+			})
+		},
+		renew:   func(ctx context.Context) (bool, error) { return d.Service.RenewSession(ctx, s.Conn, d.Owner, d.Lease) },
+		release: func(ctx context.Context) error { return d.Service.ReleaseSession(ctx, s.Conn, d.Owner) },
+		status: func(ctx context.Context, status, reason string) {
+			if err := d.Service.SetConnectionStatus(ctx, s.Conn, status, reason); err != nil {
+				d.Logger.Warn("sessions: status", "connection", s.Conn.ID, "err", err)
+			}
+		},
+	})
+}
+
+// runApp runs the operator's app's session of a channel while this
+// replica holds its lease.
+func (d *Sessions) runApp(ctx context.Context, s messaging.AppSession) {
+	d.loop(ctx, task{
+		name: s.Lease,
+		poll: func(ctx context.Context, healthy func()) error {
+			emit := d.Service.RouteFunc(ctx, s.Channel)
+			return s.Session.Run(ctx, func(key string, in channels.Inbound) error {
+				if err := emit(key, in); err != nil {
+					return err
+				}
+				healthy()
+				return nil
+			})
+		},
+		renew:   func(ctx context.Context) (bool, error) { return d.Service.ClaimLease(ctx, s.Lease, d.Owner, d.Lease) },
+		release: func(ctx context.Context) error { return d.Service.ReleaseLease(ctx, s.Lease, d.Owner) },
+	})
+}
+
+// loop runs t while the lease is held: restarted with a backoff when it
+// fails, stopped for good when the provider revokes the credentials.
+func (d *Sessions) loop(ctx context.Context, t task) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renewed := make(chan struct{})
@@ -130,11 +227,11 @@ func (d *Sessions) run(ctx context.Context, s messaging.Session) {
 				return
 			case <-tick.C:
 			}
-			ok, err := d.Service.RenewSession(sctx, s.Conn, d.Owner, d.Lease)
+			ok, err := t.renew(sctx)
 			if err != nil && sctx.Err() == nil {
 				// A database hiccup: keep going while the lease lasts;
 				// the next renewal decides.
-				d.Logger.Warn("sessions: renew", "connection", s.Conn.ID, "err", err)
+				d.Logger.Warn("sessions: renew", "session", t.name, "err", err)
 				continue
 			}
 			if !ok {
@@ -143,25 +240,23 @@ func (d *Sessions) run(ctx context.Context, s messaging.Session) {
 			}
 		}
 	}()
-	emit := d.Service.ReceiveFunc(sctx, s.Conn)
+	status := func(st, reason string) {
+		if t.status != nil {
+			t.status(context.WithoutCancel(sctx), st, reason)
+		}
+	}
 	failures := 0
 	degraded := false
-	healthy := func(in channels.Inbound) error {
-		if err := emit(in); err != nil {
-			return err
-		}
+	healthy := func() {
 		if degraded {
 			degraded = false
-			if err := d.Service.SetConnectionStatus(context.WithoutCancel(sctx), s.Conn, messaging.StatusActive, ""); err != nil {
-				d.Logger.Warn("sessions: status", "connection", s.Conn.ID, "err", err)
-			}
+			status(messaging.StatusActive, "")
 		}
 		failures = 0
-		return nil
 	}
 	for sctx.Err() == nil {
 		started := time.Now()
-		err := s.Poller.Poll(sctx, healthy)
+		err := t.poll(sctx, healthy)
 		if sctx.Err() != nil {
 			break
 		}
@@ -172,18 +267,14 @@ func (d *Sessions) run(ctx context.Context, s messaging.Session) {
 			failures = 0 // it ran a good while: a new failure, not a loop
 		}
 		failures++
-		d.Logger.Warn("sessions: session failed", "connection", s.Conn.ID, "failures", failures, "err", err)
+		d.Logger.Warn("sessions: session failed", "session", t.name, "failures", failures, "err", err)
 		if errors.Is(err, channels.ErrRevoked) {
-			if serr := d.Service.SetConnectionStatus(context.WithoutCancel(sctx), s.Conn, messaging.StatusRevoked, err.Error()); serr != nil {
-				d.Logger.Warn("sessions: status", "connection", s.Conn.ID, "err", serr)
-			}
+			status(messaging.StatusRevoked, err.Error())
 			break
 		}
 		if !degraded && (failures >= d.DegradedAfter || errors.Is(err, channels.ErrPermanent)) {
 			degraded = true
-			if serr := d.Service.SetConnectionStatus(context.WithoutCancel(sctx), s.Conn, messaging.StatusDegraded, err.Error()); serr != nil {
-				d.Logger.Warn("sessions: status", "connection", s.Conn.ID, "err", serr)
-			}
+			status(messaging.StatusDegraded, err.Error())
 		}
 		wait := min(time.Second<<min(failures-1, 10), d.MaxBackoff)
 		wait = max(wait, min(channels.RetryAfter(err), d.MaxBackoff))
@@ -198,8 +289,8 @@ func (d *Sessions) run(ctx context.Context, s messaging.Session) {
 		// Shutdown: hand the session over at once. Poll has returned, so
 		// two replicas never poll at the same time.
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := d.Service.ReleaseSession(rctx, s.Conn, d.Owner); err != nil {
-			d.Logger.Warn("sessions: release", "connection", s.Conn.ID, "err", err)
+		if err := t.release(rctx); err != nil {
+			d.Logger.Warn("sessions: release", "session", t.name, "err", err)
 		}
 		rcancel()
 	}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telegram/telegramtest"
 	"github.com/comm-gateway/comm/delivery"
@@ -145,5 +147,145 @@ func TestTelegramSessionTakeover(t *testing.T) {
 			t.Fatalf("delete: %d %s", r.Status, r.Body)
 		}
 		waitFor(t, "the session to stop after the delete", 10*time.Second, func() bool { return bot.Held() == 0 })
+	})
+}
+
+// guildBot is the operator's own bot of a test channel: one session (its
+// gateway) serves every guild it was installed in; a connection is a
+// guild (config {"guild":...}, its routing key).
+type guildBot struct {
+	mu      sync.Mutex
+	queue   []guildMessage
+	running int // sessions running now, over every replica
+	most    int // the most that ever ran at once
+	wake    chan struct{}
+}
+
+type guildMessage struct{ guild, id, text string }
+
+func newGuildBot() *guildBot { return &guildBot{wake: make(chan struct{}, 1)} }
+
+func (b *guildBot) say(guild, id, text string) {
+	b.mu.Lock()
+	b.queue = append(b.queue, guildMessage{guild, id, text})
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers queued messages, taking each off the queue only once emit
+// accepted it (as a gateway resumes from its last acknowledged event).
+func (b *guildBot) Run(ctx context.Context, emit func(key string, in channels.Inbound) error) error {
+	b.mu.Lock()
+	b.running++
+	b.most = max(b.most, b.running)
+	b.mu.Unlock()
+	defer func() { b.mu.Lock(); b.running--; b.mu.Unlock() }()
+	for {
+		b.mu.Lock()
+		var m *guildMessage
+		if len(b.queue) > 0 {
+			m = &b.queue[0]
+		}
+		b.mu.Unlock()
+		if m != nil {
+			if err := emit(m.guild, channels.Inbound{ProviderID: m.id, Sender: "u-" + m.guild, Text: m.text}); err != nil {
+				return err
+			}
+			b.mu.Lock()
+			b.queue = b.queue[1:]
+			b.mu.Unlock()
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-b.wake:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+type guildConn struct{ guild string }
+
+func (g *guildConn) Send(context.Context, channels.Outbound) (channels.SendResult, error) {
+	return channels.SendResult{ProviderID: "x"}, nil
+}
+func (g *guildConn) Provision(context.Context) (channels.Provisioned, error) {
+	return channels.Provisioned{RouteKey: g.guild, Address: "guild " + g.guild}, nil
+}
+
+func guildChannel(bot *guildBot) channels.Descriptor {
+	return channels.Descriptor{Channel: "guildchat", Tier: channels.Free, Session: bot,
+		New: func(_ context.Context, c channels.Connection) (channels.Adapter, error) {
+			var cfg struct{ Guild string }
+			if err := json.Unmarshal(c.Config, &cfg); err != nil || cfg.Guild == "" {
+				return nil, &channels.ConfigError{Field: "guild", Msg: "required"}
+			}
+			return &guildConn{guild: cfg.Guild}, nil
+		}}
+}
+
+// TestAppSessionTakeover: the operator's app session (one gateway for
+// every guild) runs on one replica at a time, routes each guild's
+// messages to the project that installed it, and moves to the other
+// replica when its owner dies, with nothing lost or doubled.
+func TestAppSessionTakeover(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		bot := newGuildBot()
+		box := newBox(t)
+		start := func() *gateway {
+			return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
+				Config:  gw.Config{Service: messaging.Options{Box: box}, Channels: []channels.Descriptor{guildChannel(bot)}},
+				Workers: &gw.Workers{},
+			})}
+		}
+		a, b := start(), start()
+		p1, p2 := a.newProject(t), a.newProject(t)
+		for _, c := range []struct {
+			key, guild string
+		}{{p1.Key, "G1"}, {p2.Key, "G2"}} {
+			if r := a.do(t, http.MethodPost, "/v1/connections", c.key, `{"channel":"guildchat","config":{"guild":"`+c.guild+`"}}`); r.Status != http.StatusCreated {
+				t.Fatalf("connect %s: %d %s", c.guild, r.Status, r.Body)
+			}
+		}
+		const lease = time.Second
+		runA := &delivery.Sessions{Service: a.Svc, Owner: "replica-a", Lease: lease, ClaimInterval: 50 * time.Millisecond}
+		ctxA, stopA := context.WithCancel(context.Background())
+		doneA := make(chan struct{})
+		go func() { runA.Run(ctxA); close(doneA) }()
+		t.Cleanup(func() { stopA(); <-doneA })
+		bot.say("G1", "m1", "for one")
+		bot.say("G2", "m2", "for two")
+		waitFor(t, "both guilds' messages", 10*time.Second, func() bool {
+			return len(receivedTexts(t, a, p1.Key)) == 1 && len(receivedTexts(t, a, p2.Key)) == 1
+		})
+		runB := &delivery.Sessions{Service: b.Svc, Owner: "replica-b", Lease: lease, ClaimInterval: 50 * time.Millisecond}
+		ctxB, stopB := context.WithCancel(context.Background())
+		doneB := make(chan struct{})
+		go func() { runB.Run(ctxB); close(doneB) }()
+		t.Cleanup(func() { stopB(); <-doneB })
+		time.Sleep(3 * lease)
+		runA.Abandon()
+		stopA()
+		<-doneA
+		bot.say("G1", "m3", "after the takeover")
+		bot.say("G9", "m4", "a guild nobody installed")
+		waitFor(t, "the message after the takeover", 20*time.Second, func() bool { return len(receivedTexts(t, b, p1.Key)) == 2 })
+		if got := receivedTexts(t, b, p1.Key); got[0] != "for one" || got[1] != "after the takeover" {
+			t.Errorf("guild one received %q", got)
+		}
+		if got := receivedTexts(t, b, p2.Key); len(got) != 1 || got[0] != "for two" {
+			t.Errorf("guild two received %q", got)
+		}
+		bot.mu.Lock()
+		most := bot.most
+		bot.mu.Unlock()
+		if most != 1 {
+			t.Errorf("%d app sessions ran at once, want 1", most)
+		}
 	})
 }

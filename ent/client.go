@@ -23,6 +23,7 @@ import (
 	"github.com/comm-gateway/comm/ent/creditentry"
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/webhook"
@@ -55,6 +56,8 @@ type Client struct {
 	DeviceRequest *DeviceRequestClient
 	// Domain is the client for interacting with the Domain builders.
 	Domain *DomainClient
+	// Lease is the client for interacting with the Lease builders.
+	Lease *LeaseClient
 	// Message is the client for interacting with the Message builders.
 	Message *MessageClient
 	// Project is the client for interacting with the Project builders.
@@ -85,6 +88,7 @@ func (c *Client) init() {
 	c.CreditEntry = NewCreditEntryClient(c.config)
 	c.DeviceRequest = NewDeviceRequestClient(c.config)
 	c.Domain = NewDomainClient(c.config)
+	c.Lease = NewLeaseClient(c.config)
 	c.Message = NewMessageClient(c.config)
 	c.Project = NewProjectClient(c.config)
 	c.WebSession = NewWebSessionClient(c.config)
@@ -191,6 +195,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		CreditEntry:    NewCreditEntryClient(cfg),
 		DeviceRequest:  NewDeviceRequestClient(cfg),
 		Domain:         NewDomainClient(cfg),
+		Lease:          NewLeaseClient(cfg),
 		Message:        NewMessageClient(cfg),
 		Project:        NewProjectClient(cfg),
 		WebSession:     NewWebSessionClient(cfg),
@@ -224,6 +229,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		CreditEntry:    NewCreditEntryClient(cfg),
 		DeviceRequest:  NewDeviceRequestClient(cfg),
 		Domain:         NewDomainClient(cfg),
+		Lease:          NewLeaseClient(cfg),
 		Message:        NewMessageClient(cfg),
 		Project:        NewProjectClient(cfg),
 		WebSession:     NewWebSessionClient(cfg),
@@ -259,8 +265,8 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.Account, c.Attachment, c.Blob, c.Connection, c.Conversation,
-		c.CreditEntry, c.DeviceRequest, c.Domain, c.Message, c.Project, c.WebSession,
-		c.Webhook, c.WebhookAttempt,
+		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.Project,
+		c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Use(hooks...)
 	}
@@ -271,8 +277,8 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.Account, c.Attachment, c.Blob, c.Connection, c.Conversation,
-		c.CreditEntry, c.DeviceRequest, c.Domain, c.Message, c.Project, c.WebSession,
-		c.Webhook, c.WebhookAttempt,
+		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.Project,
+		c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -299,6 +305,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.DeviceRequest.mutate(ctx, m)
 	case *DomainMutation:
 		return c.Domain.mutate(ctx, m)
+	case *LeaseMutation:
+		return c.Lease.mutate(ctx, m)
 	case *MessageMutation:
 		return c.Message.mutate(ctx, m)
 	case *ProjectMutation:
@@ -1521,6 +1529,139 @@ func (c *DomainClient) mutate(ctx context.Context, m *DomainMutation) (Value, er
 	}
 }
 
+// LeaseClient is a client for the Lease schema.
+type LeaseClient struct {
+	config
+}
+
+// NewLeaseClient returns a client for the Lease from the given config.
+func NewLeaseClient(c config) *LeaseClient {
+	return &LeaseClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `lease.Hooks(f(g(h())))`.
+func (c *LeaseClient) Use(hooks ...Hook) {
+	c.hooks.Lease = append(c.hooks.Lease, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `lease.Intercept(f(g(h())))`.
+func (c *LeaseClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Lease = append(c.inters.Lease, interceptors...)
+}
+
+// Create returns a builder for creating a Lease entity.
+func (c *LeaseClient) Create() *LeaseCreate {
+	mutation := newLeaseMutation(c.config, OpCreate)
+	return &LeaseCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Lease entities.
+func (c *LeaseClient) CreateBulk(builders ...*LeaseCreate) *LeaseCreateBulk {
+	return &LeaseCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *LeaseClient) MapCreateBulk(slice any, setFunc func(*LeaseCreate, int)) *LeaseCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &LeaseCreateBulk{err: fmt.Errorf("calling to LeaseClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*LeaseCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &LeaseCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Lease.
+func (c *LeaseClient) Update() *LeaseUpdate {
+	mutation := newLeaseMutation(c.config, OpUpdate)
+	return &LeaseUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *LeaseClient) UpdateOne(_m *Lease) *LeaseUpdateOne {
+	mutation := newLeaseMutation(c.config, OpUpdateOne, withLease(_m))
+	return &LeaseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *LeaseClient) UpdateOneID(id string) *LeaseUpdateOne {
+	mutation := newLeaseMutation(c.config, OpUpdateOne, withLeaseID(id))
+	return &LeaseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Lease.
+func (c *LeaseClient) Delete() *LeaseDelete {
+	mutation := newLeaseMutation(c.config, OpDelete)
+	return &LeaseDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *LeaseClient) DeleteOne(_m *Lease) *LeaseDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *LeaseClient) DeleteOneID(id string) *LeaseDeleteOne {
+	builder := c.Delete().Where(lease.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &LeaseDeleteOne{builder}
+}
+
+// Query returns a query builder for Lease.
+func (c *LeaseClient) Query() *LeaseQuery {
+	return &LeaseQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeLease},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Lease entity by its id.
+func (c *LeaseClient) Get(ctx context.Context, id string) (*Lease, error) {
+	return c.Query().Where(lease.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *LeaseClient) GetX(ctx context.Context, id string) *Lease {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *LeaseClient) Hooks() []Hook {
+	return c.hooks.Lease
+}
+
+// Interceptors returns the client interceptors.
+func (c *LeaseClient) Interceptors() []Interceptor {
+	return c.inters.Lease
+}
+
+func (c *LeaseClient) mutate(ctx context.Context, m *LeaseMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&LeaseCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&LeaseUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&LeaseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&LeaseDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Lease mutation op: %q", m.Op())
+	}
+}
+
 // MessageClient is a client for the Message schema.
 type MessageClient struct {
 	config
@@ -2196,12 +2337,12 @@ func (c *WebhookAttemptClient) mutate(ctx context.Context, m *WebhookAttemptMuta
 type (
 	hooks struct {
 		APIKey, Account, Attachment, Blob, Connection, Conversation, CreditEntry,
-		DeviceRequest, Domain, Message, Project, WebSession, Webhook,
+		DeviceRequest, Domain, Lease, Message, Project, WebSession, Webhook,
 		WebhookAttempt []ent.Hook
 	}
 	inters struct {
 		APIKey, Account, Attachment, Blob, Connection, Conversation, CreditEntry,
-		DeviceRequest, Domain, Message, Project, WebSession, Webhook,
+		DeviceRequest, Domain, Lease, Message, Project, WebSession, Webhook,
 		WebhookAttempt []ent.Interceptor
 	}
 )

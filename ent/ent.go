@@ -21,6 +21,7 @@ import (
 	"github.com/comm-gateway/comm/ent/creditentry"
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/webhook"
@@ -95,6 +96,7 @@ func checkColumn(t, c string) error {
 			creditentry.Table:    creditentry.ValidColumn,
 			devicerequest.Table:  devicerequest.ValidColumn,
 			domain.Table:         domain.ValidColumn,
+			lease.Table:          lease.ValidColumn,
 			message.Table:        message.ValidColumn,
 			project.Table:        project.ValidColumn,
 			websession.Table:     websession.ValidColumn,

@@ -32,6 +32,8 @@ type Tx struct {
 	DeviceRequest *DeviceRequestClient
 	// Domain is the client for interacting with the Domain builders.
 	Domain *DomainClient
+	// Lease is the client for interacting with the Lease builders.
+	Lease *LeaseClient
 	// Message is the client for interacting with the Message builders.
 	Message *MessageClient
 	// Project is the client for interacting with the Project builders.
@@ -182,6 +184,7 @@ func (tx *Tx) init() {
 	tx.CreditEntry = NewCreditEntryClient(tx.config)
 	tx.DeviceRequest = NewDeviceRequestClient(tx.config)
 	tx.Domain = NewDomainClient(tx.config)
+	tx.Lease = NewLeaseClient(tx.config)
 	tx.Message = NewMessageClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)
 	tx.WebSession = NewWebSessionClient(tx.config)

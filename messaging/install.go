@@ -57,9 +57,9 @@ func (s *Service) pendingInstall(ctx context.Context, d channels.Descriptor, con
 	return connectionOf(created), nil
 }
 
-// InstallDenied is the error of a callback for an install the person
+// ErrInstallDenied is the error of a callback for an install the person
 // refused at the provider; the connection stays pending.
-var InstallDenied = errors.New("the install was not approved")
+var ErrInstallDenied = errors.New("the install was not approved")
 
 // Callback completes an install of the operator's app: the provider sent
 // the person back with the state bound to a pending connection and a code
@@ -81,7 +81,7 @@ func (s *Service) Callback(ctx context.Context, channel, state, code, denied str
 	}
 	if denied != "" {
 		return nil, fmt.Errorf("%w in %s (%s): connection %s stays pending; open its authorize_url again to retry",
-			InstallDenied, channel, denied, c.ID)
+			ErrInstallDenied, channel, denied, c.ID)
 	}
 	if code == "" {
 		return nil, fault.Invalid("code", "missing")

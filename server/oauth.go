@@ -20,7 +20,7 @@ func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) error {
 	channel := r.PathValue("channel")
 	c, err := s.svc.Callback(r.Context(), channel, q.Get("state"), q.Get("code"), q.Get("error"))
 	switch {
-	case errors.Is(err, messaging.InstallDenied):
+	case errors.Is(err, messaging.ErrInstallDenied):
 		s.renderMessage(w, r, http.StatusBadRequest, "Not connected", errorText(fault.Invalid("error", "%v", err)), "")
 		return nil
 	case err != nil:

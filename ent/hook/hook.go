@@ -117,6 +117,18 @@ func (f DomainFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, erro
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.DomainMutation", m)
 }
 
+// The LeaseFunc type is an adapter to allow the use of ordinary
+// function as Lease mutator.
+type LeaseFunc func(context.Context, *ent.LeaseMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f LeaseFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.LeaseMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LeaseMutation", m)
+}
+
 // The MessageFunc type is an adapter to allow the use of ordinary
 // function as Message mutator.
 type MessageFunc func(context.Context, *ent.MessageMutation) (ent.Value, error)

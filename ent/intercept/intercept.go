@@ -17,6 +17,7 @@ import (
 	"github.com/comm-gateway/comm/ent/creditentry"
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/predicate"
 	"github.com/comm-gateway/comm/ent/project"
@@ -324,6 +325,33 @@ func (f TraverseDomain) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.DomainQuery", q)
 }
 
+// The LeaseFunc type is an adapter to allow the use of ordinary function as a Querier.
+type LeaseFunc func(context.Context, *ent.LeaseQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f LeaseFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.LeaseQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.LeaseQuery", q)
+}
+
+// The TraverseLease type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseLease func(context.Context, *ent.LeaseQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseLease) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseLease) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.LeaseQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.LeaseQuery", q)
+}
+
 // The MessageFunc type is an adapter to allow the use of ordinary function as a Querier.
 type MessageFunc func(context.Context, *ent.MessageQuery) (ent.Value, error)
 
@@ -480,6 +508,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.DeviceRequestQuery, predicate.DeviceRequest, devicerequest.OrderOption]{typ: ent.TypeDeviceRequest, tq: q}, nil
 	case *ent.DomainQuery:
 		return &query[*ent.DomainQuery, predicate.Domain, domain.OrderOption]{typ: ent.TypeDomain, tq: q}, nil
+	case *ent.LeaseQuery:
+		return &query[*ent.LeaseQuery, predicate.Lease, lease.OrderOption]{typ: ent.TypeLease, tq: q}, nil
 	case *ent.MessageQuery:
 		return &query[*ent.MessageQuery, predicate.Message, message.OrderOption]{typ: ent.TypeMessage, tq: q}, nil
 	case *ent.ProjectQuery:

@@ -275,6 +275,18 @@ var (
 			},
 		},
 	}
+	// LeasesColumns holds the columns for the "leases" table.
+	LeasesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 200},
+		{Name: "owner", Type: field.TypeString, Nullable: true},
+		{Name: "until", Type: field.TypeTime},
+	}
+	// LeasesTable holds the schema information for the "leases" table.
+	LeasesTable = &schema.Table{
+		Name:       "leases",
+		Columns:    LeasesColumns,
+		PrimaryKey: []*schema.Column{LeasesColumns[0]},
+	}
 	// MessagesColumns holds the columns for the "messages" table.
 	MessagesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString},
@@ -449,6 +461,7 @@ var (
 		CreditEntriesTable,
 		DeviceRequestsTable,
 		DomainsTable,
+		LeasesTable,
 		MessagesTable,
 		ProjectsTable,
 		WebSessionsTable,

@@ -33,6 +33,9 @@ type DeviceRequest func(*sql.Selector)
 // Domain is the predicate function for domain builders.
 type Domain func(*sql.Selector)
 
+// Lease is the predicate function for lease builders.
+type Lease func(*sql.Selector)
+
 // Message is the predicate function for message builders.
 type Message func(*sql.Selector)
 

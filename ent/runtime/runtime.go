@@ -14,6 +14,7 @@ import (
 	"github.com/comm-gateway/comm/ent/creditentry"
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/schema"
@@ -303,6 +304,26 @@ func init() {
 	domain.DefaultID = domainDescID.Default.(func() string)
 	// domain.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	domain.IDValidator = domainDescID.Validators[0].(func(string) error)
+	leaseFields := schema.Lease{}.Fields()
+	_ = leaseFields
+	// leaseDescID is the schema descriptor for id field.
+	leaseDescID := leaseFields[0].Descriptor()
+	// lease.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	lease.IDValidator = func() func(string) error {
+		validators := leaseDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	messageMixin := schema.Message{}.Mixin()
 	messageMixinHooks2 := messageMixin[2].Hooks()
 	message.Hooks[0] = messageMixinHooks2[0]

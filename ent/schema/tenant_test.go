@@ -25,6 +25,7 @@ import (
 	entcreditentry "github.com/comm-gateway/comm/ent/creditentry"
 	entdevicerequest "github.com/comm-gateway/comm/ent/devicerequest"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
+	entlease "github.com/comm-gateway/comm/ent/lease"
 	entmessage "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/migrate"
 	entproject "github.com/comm-gateway/comm/ent/project"
@@ -47,6 +48,7 @@ var notTenantOwned = map[string]string{
 	entdevicerequest.Table: "a sign-in in progress, before any key exists; found by the hash of its code",
 	entcreditentry.Table:   "the ledger of an account, which spans its projects",
 	entwebsession.Table:    "a browser's sign-in to the /device page, of an account, before and beside any project",
+	entlease.Table:         "a replica's hold on work of the whole gateway (the operator's app session), no project's",
 	"events":               "not an ent table: written and read only by package stream, keyed by (project_id, seq) by construction",
 }
 
@@ -67,6 +69,7 @@ var schemas = map[string]entgo.Interface{
 	entwebhook.Table:        schema.Webhook{},
 	entwebhookattempt.Table: schema.WebhookAttempt{},
 	entwebsession.Table:     schema.WebSession{},
+	entlease.Table:          schema.Lease{},
 }
 
 // TestSchemaTenantMixin walks the generated table list: every table with a

@@ -1,0 +1,28 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/field"
+)
+
+// Lease is a named lease one replica holds at a time, for work that
+// belongs to no single connection (the long-lived session of the
+// operator's own app, such as its Discord gateway, serving every
+// connection the app was installed for).
+type Lease struct{ ent.Schema }
+
+// Annotations of the Lease: never in GraphQL.
+func (Lease) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.Skip(entgql.SkipAll)}
+}
+
+// Fields of the Lease.
+func (Lease) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("id").Immutable().NotEmpty().MaxLen(200).Comment("what is leased: app-session:<channel>"),
+		field.String("owner").Optional().Comment("the replica holding it"),
+		field.Time("until").Comment("when it lapses unless renewed"),
+	}
+}

@@ -1,0 +1,98 @@
+package messaging
+
+import (
+	"context"
+	"time"
+
+	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/ent"
+	entconn "github.com/comm-gateway/comm/ent/connection"
+	entlease "github.com/comm-gateway/comm/ent/lease"
+	"github.com/comm-gateway/comm/stream"
+	"github.com/comm-gateway/comm/tenant"
+)
+
+// An AppSession is the operator's app's long-lived session of a channel
+// (channels.AppSession) that this replica may run.
+type AppSession struct {
+	Channel string
+	Session channels.AppSession
+	// Lease names the database lease of the session.
+	Lease string
+}
+
+// AppSessions lists the channels whose operator's app runs a session and
+// that at least one live connection was installed for (so a gateway whose
+// operator's app nobody installed does not connect to the provider).
+func (s *Service) AppSessions(ctx context.Context) ([]AppSession, error) {
+	var out []AppSession
+	for _, d := range s.channels.Descriptors() {
+		if d.Session == nil {
+			continue
+		}
+		used, err := s.read.Connection.Query().Where(entconn.Channel(d.Channel), entconn.RouteKeyNotNil()).
+			Exist(tenant.System(ctx))
+		if err != nil {
+			return nil, err
+		}
+		if used {
+			out = append(out, AppSession{Channel: d.Channel, Session: d.Session, Lease: "app-session:" + d.Channel})
+		}
+	}
+	return out, nil
+}
+
+// ClaimLease takes the named lease for owner when nobody holds it (or its
+// holder's time ran out), or renews it when owner holds it, and reports
+// whether owner holds it now.
+func (s *Service) ClaimLease(ctx context.Context, name, owner string, lease time.Duration) (bool, error) {
+	sys := tenant.System(ctx)
+	now := s.now()
+	held := false
+	_, err := s.log.Write(sys, name, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		n, err := cl.Lease.Update().Where(entlease.ID(name), entlease.Or(entlease.UntilLT(now), entlease.Owner(owner))).
+			SetOwner(owner).SetUntil(now.Add(lease)).Save(tctx)
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			held = true
+			return nil
+		}
+		err = cl.Lease.Create().SetID(name).SetOwner(owner).SetUntil(now.Add(lease)).Exec(tctx)
+		if ent.IsConstraintError(err) {
+			return nil // held by another replica
+		}
+		held = err == nil
+		return err
+	})
+	return held, err
+}
+
+// ReleaseLease gives up owner's lease, so another replica takes the work
+// over at once.
+func (s *Service) ReleaseLease(ctx context.Context, name, owner string) error {
+	_, err := s.log.Write(tenant.System(ctx), name, func(tx *stream.Tx) error {
+		return tx.Client().Lease.Update().Where(entlease.ID(name), entlease.Owner(owner)).
+			SetUntil(time.Unix(0, 0).UTC()).Exec(tx.Context())
+	})
+	return err
+}
+
+// RouteFunc returns the emit function of a channel's app session: each
+// message is stored on the live connection holding its routing key
+// before it returns; a key no connection holds stores nothing.
+func (s *Service) RouteFunc(ctx context.Context, channel string) func(key string, in channels.Inbound) error {
+	return func(key string, in channels.Inbound) error {
+		c, err := s.read.Connection.Query().Where(entconn.RouteKey(RouteKey(channel, key))).Only(tenant.System(ctx))
+		if ent.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_, _, err = s.Receive(ctx, c, in)
+		return err
+	}
+}
