@@ -35,9 +35,11 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 	if err != nil {
 		return nil, err
 	}
-	if d, err := s.channels.Lookup(c.Channel, c.Provider); err == nil && d.App != nil {
-		// Its events come to the app-level URL, verified with the app's
-		// secret; nothing reaches its adapter by another way.
+	if d, err := s.channels.Lookup(c.Channel, c.Provider); err == nil && d.App != nil && c.RouteKey != nil {
+		// A connection of the operator's app: its events come to the
+		// app-level URL, verified with the app's secret; nothing reaches
+		// its adapter by another way. (A connection of the customer's own
+		// app, with no routing key, takes its events here.)
 		return nil, fault.NotFoundf("channel %s takes its events at /hooks/%s", c.Channel, c.Channel)
 	}
 	a, err := s.adapter(ctx, c)
