@@ -71,6 +71,34 @@ func TestConformanceOperatorApp(t *testing.T) {
 	})
 }
 
+// TestConformanceSocketMode runs the suite against bring-your-own-app
+// connections with an app-level token: events come over Socket Mode.
+func TestConformanceSocketMode(t *testing.T) {
+	t.Parallel()
+	srv := slacktest.NewServer()
+	t.Cleanup(srv.Close)
+	channeltest.Run(t, channeltest.Harness{
+		Descriptor: slack.Descriptor(slack.Options{APIURL: srv.APIURL}),
+		Fake: func(t *testing.T) *channeltest.Fake {
+			fk, f, team := newFakeFull(t, srv, false)
+			var cfg map[string]any
+			_ = json.Unmarshal(fk.Config, &cfg)
+			cfg["app_token"] = team.EnableSocketMode()
+			delete(cfg, "signing_secret")
+			fk.Config = config(t, cfg)
+			fk.BadCredential = config(t, map[string]any{"bot_token": "xoxb-0000-notatoken", "app_token": cfg["app_token"]})
+			fk.Inbound, fk.Raw, fk.Tamper, fk.Handshake = nil, nil, nil, nil
+			fk.WebhookURL = ""
+			fk.Queue = func(_ *testing.T, m channels.Inbound) { team.QueueSocket(f.body(team.ID, m)) }
+			return fk
+		},
+		BadConfigs: []json.RawMessage{
+			json.RawMessage(`{"bot_token":"xoxb-123-abc","app_token":"xoxb-123-abc"}`),
+			json.RawMessage(`{"bot_token":"xoxb-123-abc","app_token":"xapp-1 2"}`),
+		},
+	})
+}
+
 func operatorOptions(srv *slacktest.Server) slack.Options {
 	return slack.Options{APIURL: srv.APIURL, AuthorizeURL: srv.AuthorizeURL,
 		ClientID: srv.ClientID, ClientSecret: srv.ClientSecret, SigningSecret: srv.SigningSecret}
@@ -112,6 +140,11 @@ func config(t *testing.T, v map[string]any) json.RawMessage {
 }
 
 func newFake(t *testing.T, srv *slacktest.Server, operator bool) *channeltest.Fake {
+	fk, _, _ := newFakeFull(t, srv, operator)
+	return fk
+}
+
+func newFakeFull(t *testing.T, srv *slacktest.Server, operator bool) (*channeltest.Fake, *fake, *slacktest.Team) {
 	team := srv.NewTeam("acme")
 	f := &fake{srv: srv, teams: map[string]*slacktest.Team{team.ID: team}, tss: map[string]string{}}
 	secret := srv.SigningSecret
@@ -204,5 +237,5 @@ func newFake(t *testing.T, srv *slacktest.Server, operator bool) *channeltest.Fa
 		}
 		fk.AppTamper = tamper
 	}
-	return fk
+	return fk, f, team
 }

@@ -172,6 +172,11 @@ func (a *Adapter) ParseWebhook(r *http.Request, body []byte) ([]channels.Inbound
 	if err != nil {
 		return nil, err
 	}
+	return a.events(r.Context(), env)
+}
+
+// events is what an Events API request (verified) carries.
+func (a *Adapter) events(ctx context.Context, env envelope) ([]channels.Inbound, error) {
 	if env.Type != "event_callback" {
 		return nil, nil
 	}
@@ -224,7 +229,7 @@ func (a *Adapter) ParseWebhook(r *http.Request, body []byte) ([]channels.Inbound
 			skipped = append(skipped, f.Name)
 			continue
 		}
-		att, err := a.download(r.Context(), f)
+		att, err := a.download(ctx, f)
 		if errors.Is(err, errSkip) {
 			skipped = append(skipped, f.Name)
 			continue

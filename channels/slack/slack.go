@@ -173,12 +173,18 @@ type Config struct {
 	// Provision found them.
 	TeamID    string `json:"team_id,omitempty"`
 	BotUserID string `json:"bot_user_id,omitempty"`
+	// AppToken is the bring-your-own app's app-level token ("xapp-…",
+	// scope connections:write): with it, events come over Socket Mode
+	// (the adapter is a *SocketAdapter, a channels.Poller) and no
+	// signing secret is needed.
+	AppToken string `json:"app_token,omitempty"`
 }
 
 var (
 	tokenRE  = regexp.MustCompile(`^xoxb-[A-Za-z0-9-]{1,250}$`)
 	secretRE = regexp.MustCompile(`^[A-Za-z0-9]{8,128}$`)
 	idRE     = regexp.MustCompile(`^[A-Z0-9]{1,32}$`)
+	appTokRE = regexp.MustCompile(`^xapp-[A-Za-z0-9-]{1,250}$`)
 )
 
 // ParseConfig decodes and checks a connection's configuration; operator
@@ -195,7 +201,7 @@ func ParseConfig(raw json.RawMessage, operator bool) (Config, error) {
 			field = ute.Field
 		} else if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return Config{}, &channels.ConfigError{Field: strings.Trim(name, `"`),
-				Msg: "unknown field of a slack connection (known: bot_token, signing_secret)"}
+				Msg: "unknown field of a slack connection (known: bot_token, signing_secret, app_token)"}
 		}
 		return Config{}, &channels.ConfigError{Field: field,
 			Msg: `the slack config must be a JSON object: {} to install the gateway's Slack app, or {"bot_token":"xoxb-…","signing_secret":"…"}: ` + err.Error()}
@@ -221,7 +227,11 @@ func ParseConfig(raw json.RawMessage, operator bool) (Config, error) {
 		return Config{}, &channels.ConfigError{Field: "signing_secret", Msg: "a slack connection of the gateway's app uses the app's signing secret"}
 	case cfg.App == AppOperator && cfg.TeamID == "":
 		return Config{}, &channels.ConfigError{Field: "team_id", Msg: "a slack connection of the gateway's app needs its team id (set by the install)"}
-	case cfg.App == "" && cfg.SigningSecret == "":
+	case cfg.AppToken != "" && cfg.App == AppOperator:
+		return Config{}, &channels.ConfigError{Field: "app_token", Msg: "a slack connection of the gateway's app gets its events at the app's Request URL, not over Socket Mode"}
+	case cfg.AppToken != "" && !appTokRE.MatchString(cfg.AppToken):
+		return Config{}, &channels.ConfigError{Field: "app_token", Msg: "not a slack app-level token: want xapp-…, from Basic Information > App-Level Tokens (scope connections:write)"}
+	case cfg.App == "" && cfg.SigningSecret == "" && cfg.AppToken == "":
 		return Config{}, &channels.ConfigError{Field: "signing_secret", Msg: "the slack app's signing secret is required (Basic Information > App Credentials)"}
 	case cfg.SigningSecret != "" && !secretRE.MatchString(cfg.SigningSecret):
 		return Config{}, &channels.ConfigError{Field: "signing_secret", Msg: "not a slack signing secret (letters and digits, as Basic Information > App Credentials shows it)"}
@@ -242,7 +252,11 @@ func New(_ context.Context, opts Options, conn channels.Connection) (channels.Ad
 		return nil, err
 	}
 	closed, cancel := context.WithCancel(context.Background())
-	return &Adapter{opts: opts, conn: conn, cfg: cfg, closed: closed, close: cancel}, nil
+	a := &Adapter{opts: opts, conn: conn, cfg: cfg, closed: closed, close: cancel}
+	if cfg.AppToken != "" {
+		return &SocketAdapter{a: a}, nil
+	}
+	return a, nil
 }
 
 // Adapter is one Slack connection.

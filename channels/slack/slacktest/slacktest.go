@@ -56,14 +56,15 @@ type Server struct {
 	done chan struct{}
 	stop sync.Once
 
-	mu        sync.Mutex
-	now       func() time.Time
-	teams     map[string]*Team // by id
-	byToken   map[string]*Team
-	codes     map[string]grant
-	seq       int64
-	rateLimit bool
-	lastPost  map[string]time.Time // team/channel -> last post
+	mu         sync.Mutex
+	now        func() time.Time
+	teams      map[string]*Team // by id
+	byToken    map[string]*Team
+	byAppToken map[string]*Team
+	codes      map[string]grant
+	seq        int64
+	rateLimit  bool
+	lastPost   map[string]time.Time // team/channel -> last post
 }
 
 // grant is an issued OAuth code.
@@ -83,6 +84,7 @@ type Team struct {
 	statuses []Status
 	fail     map[string][]Failure
 	files    map[string]storedFile
+	socket   *socketState
 }
 
 type storedFile struct {
@@ -132,9 +134,11 @@ func RateLimited(seconds int) Failure {
 func NewServer() *Server {
 	s := &Server{ClientID: ClientID, ClientSecret: ClientSecret, SigningSecret: SigningSecret,
 		done: make(chan struct{}), now: time.Now,
-		teams: map[string]*Team{}, byToken: map[string]*Team{}, codes: map[string]grant{}, lastPost: map[string]time.Time{}}
+		teams: map[string]*Team{}, byToken: map[string]*Team{}, byAppToken: map[string]*Team{}, codes: map[string]grant{}, lastPost: map[string]time.Time{}}
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/apps.connections.open", s.connectionsOpen)
 	mux.HandleFunc("POST /api/{method}", s.api)
+	mux.HandleFunc("GET /link/{team}", s.link)
 	mux.HandleFunc("GET /files/{team}/{id}/{name}", s.serveFile)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
