@@ -213,3 +213,23 @@ func (s *Server) link(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// WaitPending waits until at most n envelopes wait for an
+// acknowledgement, or done closes; it reports whether they did.
+func (t *Team) WaitPending(n int, done <-chan struct{}) bool {
+	for {
+		t.s.mu.Lock()
+		st := t.socket
+		if st == nil || len(st.pending) <= n {
+			t.s.mu.Unlock()
+			return true
+		}
+		changed := st.changed
+		t.s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-done:
+			return false
+		}
+	}
+}
