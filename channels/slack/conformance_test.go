@@ -236,6 +236,7 @@ func newFakeFull(t *testing.T, srv *slacktest.Server, operator bool) (*channelte
 				channels.Response{Body: []byte("app-challenge-1")}
 		}
 		fk.AppTamper = tamper
+		fk.Provisioned = func(*testing.T) bool { return team.Installed() }
 	}
 	return fk, f, team
 }

@@ -19,6 +19,13 @@
 //     (/hooks/slack/<connection id>), verified with the connection's
 //     signing secret; its url_verification is answered by Respond. Such a
 //     connection registers no RouteKey.
+//   - Bring your own app over Socket Mode: {"bot_token":"xoxb-…",
+//     "app_token":"xapp-…"}. The adapter is a *SocketAdapter, a
+//     channels.Poller holding a Socket Mode websocket; no public URL and
+//     no signing secret are needed.
+//
+// Deprovision uninstalls the operator's app from the workspace
+// (apps.uninstall); it does nothing for a bring-your-own app.
 //
 // Inbound: Events API event_callback requests. comm keeps "message"
 // events in direct messages (channel_type "im" or "mpim"), thread replies
@@ -274,6 +281,7 @@ var (
 	_ channels.Typer           = (*Adapter)(nil)
 	_ channels.Provisioner     = (*Adapter)(nil)
 	_ channels.Installer       = (*Adapter)(nil)
+	_ channels.Deprovisioner   = (*Adapter)(nil)
 	_ channels.Responder       = (*Adapter)(nil)
 	_ channels.WebhookReceiver = (*Adapter)(nil)
 	_ channels.Closer          = (*Adapter)(nil)
@@ -386,4 +394,20 @@ func (a *Adapter) Provision(ctx context.Context) (channels.Provisioned, error) {
 		p.RouteKey = r.TeamID
 	}
 	return p, nil
+}
+
+// Deprovision uninstalls the operator's app from the connection's
+// workspace (apps.uninstall), so that Slack stops sending its events; a
+// token Slack already rejects means it is gone. A bring-your-own app is
+// the caller's: nothing is undone there.
+func (a *Adapter) Deprovision(ctx context.Context) error {
+	if a.cfg.App != AppOperator || a.cfg.BotToken == "" {
+		return nil
+	}
+	form := url.Values{"client_id": {a.opts.ClientID}, "client_secret": {a.opts.ClientSecret}}
+	err := a.call(ctx, "uninstall", "apps.uninstall", a.cfg.BotToken, form, nil)
+	if errors.Is(err, channels.ErrRevoked) {
+		return nil
+	}
+	return err
 }

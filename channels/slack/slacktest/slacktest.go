@@ -79,12 +79,13 @@ type Team struct {
 	s                             *Server
 
 	// guarded by s.mu
-	revoked  bool
-	sent     []Message
-	statuses []Status
-	fail     map[string][]Failure
-	files    map[string]storedFile
-	socket   *socketState
+	revoked     bool
+	uninstalled bool
+	sent        []Message
+	statuses    []Status
+	fail        map[string][]Failure
+	files       map[string]storedFile
+	socket      *socketState
 }
 
 type storedFile struct {
@@ -246,6 +247,14 @@ func (t *Team) Revoke() {
 	t.revoked = true
 }
 
+// Installed reports whether the app is installed in the team (not
+// removed by apps.uninstall).
+func (t *Team) Installed() bool {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	return !t.uninstalled
+}
+
 // Sent returns the messages the bot posted, oldest first.
 func (t *Team) Sent() []Message {
 	t.s.mu.Lock()
@@ -405,6 +414,15 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch method {
+	case "apps.uninstall":
+		if p["client_id"] != s.ClientID || p["client_secret"] != s.ClientSecret {
+			fail(w, "invalid_client_id")
+			return
+		}
+		s.mu.Lock()
+		t.revoked, t.uninstalled = true, true
+		s.mu.Unlock()
+		answer(w, http.StatusOK, map[string]any{"ok": true})
 	case "auth.test":
 		answer(w, http.StatusOK, map[string]any{"ok": true, "url": "https://" + strings.ToLower(t.Name) + ".slack.com/",
 			"team": t.Name, "user": "comm", "team_id": t.ID, "user_id": t.BotUserID, "bot_id": "B" + t.BotUserID[1:]})
