@@ -177,7 +177,7 @@ func (a *Adapter) ParseWebhook(r *http.Request, body []byte) ([]channels.Inbound
 
 // events is what an Events API request (verified) carries.
 func (a *Adapter) events(ctx context.Context, env envelope) ([]channels.Inbound, error) {
-	if env.Type != "event_callback" {
+	if env.Type != "event_callback" || a.NeedsInstall() {
 		return nil, nil
 	}
 	if a.cfg.TeamID != "" && env.TeamID != a.cfg.TeamID {
@@ -207,7 +207,7 @@ func (a *Adapter) events(ctx context.Context, env envelope) ([]channels.Inbound,
 	if !a.keep(ev) {
 		return nil, nil
 	}
-	in := channels.Inbound{ProviderID: ev.Channel + ":" + ev.TS, ThreadKey: ev.Channel, Sender: ev.User, Text: ev.Text}
+	in := channels.Inbound{ProviderID: ev.Channel + ":" + ev.TS, ThreadKey: ev.Channel, Sender: ev.User, Text: unescape(ev.Text)}
 	switch {
 	case ev.ThreadTS != "" && ev.ThreadTS != ev.TS:
 		in.ThreadKey = ev.Channel + ":" + ev.ThreadTS
@@ -323,3 +323,10 @@ func (a *Adapter) fileURLAllowed(raw string) bool {
 	h := u.Hostname()
 	return u.Scheme == "https" && (h == "slack.com" || strings.HasSuffix(h, ".slack.com"))
 }
+
+// unescaper undoes the escaping Slack applies to message text (&, <, >;
+// docs.slack.dev "Formatting text for app surfaces"). Mentions and links
+// (<@U123>, <https://…|label>) stay as Slack wrote them.
+var unescaper = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
+
+func unescape(s string) string { return unescaper.Replace(s) }

@@ -377,6 +377,13 @@ func TestInstall(t *testing.T) {
 		t.Errorf("a bad code: %v, want a ConfigError on code", err)
 	}
 
+	// A connection still waiting for its install takes no events.
+	ev := slacktest.EventCallback(team.ID, "Ev0", slacktest.Event{Channel: "D1", User: "U1", Text: "early", TS: "1700000000.000050"})
+	wr := slacktest.SignedRequest("https://comm.example/hooks/slack/conn_1", srv.SigningSecret, time.Now(), ev, 0)
+	if ins, err := a.(channels.WebhookReceiver).ParseWebhook(wr, ev); err != nil || len(ins) != 0 {
+		t.Errorf("a connection not installed yet parsed %+v, %v", ins, err)
+	}
+
 	// The installed connection works and routes by team.
 	b, err := d.New(t.Context(), channels.Connection{ID: "conn_1", Config: p.Config})
 	if err != nil {

@@ -547,7 +547,9 @@ type Event struct {
 	Channel        string
 	// ChannelType is "im" (the default), "channel", "group" or "mpim".
 	ChannelType string
-	User, Text  string
+	// Text is what the person typed; EventCallback escapes it as Slack
+	// does.
+	User, Text string
 	// TS is the message ts; ThreadTS the parent's in a thread.
 	TS, ThreadTS string
 	Files        []File
@@ -562,7 +564,7 @@ func EventCallback(teamID, eventID string, ev Event) []byte {
 	if ev.ChannelType == "" && ev.Type == "message" {
 		ev.ChannelType = "im"
 	}
-	e := map[string]any{"type": ev.Type, "channel": ev.Channel, "user": ev.User, "text": ev.Text, "ts": ev.TS, "event_ts": ev.TS}
+	e := map[string]any{"type": ev.Type, "channel": ev.Channel, "user": ev.User, "text": Escape(ev.Text), "ts": ev.TS, "event_ts": ev.TS}
 	if ev.Type == "message" {
 		e["channel_type"] = ev.ChannelType
 	}
@@ -575,6 +577,11 @@ func EventCallback(teamID, eventID string, ev Event) []byte {
 		e["files"] = ev.Files
 	}
 	return Envelope(teamID, eventID, e)
+}
+
+// Escape escapes &, < and > in a message text, as Slack does in events.
+func Escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
 // Envelope is an event_callback body around any inner event.
