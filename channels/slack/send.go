@@ -1,0 +1,144 @@
+package slack
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/comm-gateway/comm/channels"
+)
+
+// MaxText is the most characters (runes) one posted message carries.
+// Slack truncates a text beyond 40,000 characters and may refuse a long
+// one with msg_too_long; a longer text goes out as several messages.
+const MaxText = 12000
+
+var (
+	channelRE = regexp.MustCompile(`^[A-Z0-9]{1,32}$`)
+	tsRE      = regexp.MustCompile(`^[0-9]{1,12}\.[0-9]{1,9}$`)
+)
+
+// target is where a message goes: the channel and thread of ThreadKey
+// ("<channel>" or "<channel>:<thread_ts>"), else the recipient (a
+// channel id, or a user id: Slack posts to the app's DM with the user).
+func target(op, thread, to string) (channel, threadTS string, err error) {
+	s := thread
+	if s == "" {
+		s = to
+	}
+	channel, threadTS, _ = strings.Cut(s, ":")
+	if !channelRE.MatchString(channel) {
+		return "", "", channels.Permanent("slack: %s: %q is not a slack channel or user id", op, channel)
+	}
+	if threadTS != "" && !tsRE.MatchString(threadTS) {
+		return "", "", channels.Permanent("slack: %s: %q is not a slack thread ts", op, threadTS)
+	}
+	return channel, threadTS, nil
+}
+
+// posted is chat.postMessage's answer.
+type posted struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
+// Send posts msg.Text with chat.postMessage, in the thread its ThreadKey
+// names. A text longer than MaxText goes out as several messages; the
+// provider id is the first's. When a later part fails, the error is
+// returned and a retry sends every part again.
+func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.SendResult, error) {
+	if a.NeedsInstall() {
+		return channels.SendResult{}, channels.Permanent("slack: send message: the connection waits for the install of the gateway's Slack app")
+	}
+	channel, threadTS, err := target("send message", msg.ThreadKey, msg.To)
+	if err != nil {
+		return channels.SendResult{}, err
+	}
+	if strings.TrimSpace(msg.Text) == "" {
+		return channels.SendResult{}, channels.Permanent("slack: send message: the message has no text")
+	}
+	var first string
+	for i, part := range Split(msg.Text, MaxText) {
+		if i > 0 && strings.TrimSpace(part) == "" {
+			continue
+		}
+		params := map[string]any{"channel": channel, "text": part}
+		if threadTS != "" {
+			params["thread_ts"] = threadTS
+		}
+		var p posted
+		if err := a.call(ctx, "send message", "chat.postMessage", a.cfg.BotToken, params, &p); err != nil {
+			return channels.SendResult{}, err
+		}
+		if i == 0 {
+			if p.TS == "" {
+				return channels.SendResult{}, channels.Transient(0, "slack: send message: the answer has no ts")
+			}
+			c := channel
+			if channelRE.MatchString(p.Channel) {
+				c = p.Channel
+			}
+			first = c + ":" + p.TS
+		}
+	}
+	return channels.SendResult{ProviderID: first}, nil
+}
+
+// TypingStatus is the status shown while an agent prepares an answer.
+const TypingStatus = "is typing..."
+
+// Typing shows TypingStatus in the thread of the conversation
+// (assistant.threads.setStatus), which needs a thread: the ThreadKey's
+// thread_ts, else the message answered (InReplyTo "<channel>:<ts>").
+// Without one it does nothing. Slack clears the status when the app posts
+// in the thread, or after two minutes, longer than comm's typing lease,
+// so the adapter is no channels.TypingRefresher.
+func (a *Adapter) Typing(ctx context.Context, t channels.Typing) error {
+	if a.NeedsInstall() {
+		return nil
+	}
+	channel, threadTS, err := target("typing", t.ThreadKey, t.To)
+	if err != nil {
+		return err
+	}
+	if threadTS == "" {
+		if c, ts, ok := strings.Cut(t.InReplyTo, ":"); ok && c == channel && tsRE.MatchString(ts) {
+			threadTS = ts
+		}
+	}
+	if threadTS == "" {
+		return nil
+	}
+	return a.call(ctx, "typing", "assistant.threads.setStatus", a.cfg.BotToken,
+		map[string]any{"channel_id": channel, "thread_ts": threadTS, "status": TypingStatus}, nil)
+}
+
+// Split cuts s into parts of at most max runes, at a line break or space
+// in the last quarter of a part when there is one; the parts joined are s.
+func Split(s string, max int) []string {
+	if max < 2 {
+		max = 2
+	}
+	var parts []string
+	for utf8.RuneCountInString(s) > max {
+		cut, n := 0, 0
+		for cut < len(s) && n < max {
+			_, size := utf8.DecodeRuneInString(s[cut:])
+			cut += size
+			n++
+		}
+		floor := cut * 3 / 4
+		if i := strings.LastIndexByte(s[:cut], '\n'); i >= floor && i > 0 {
+			cut = i + 1
+		} else if i := strings.LastIndexByte(s[:cut], ' '); i >= floor && i > 0 {
+			cut = i + 1
+		}
+		parts = append(parts, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" || len(parts) == 0 {
+		parts = append(parts, s)
+	}
+	return parts
+}
