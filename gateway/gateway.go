@@ -5,6 +5,7 @@
 package gateway
 
 import (
+	"github.com/comm-gateway/comm/channels/slack"
 	"log/slog"
 
 	"github.com/comm-gateway/comm/account"
@@ -37,6 +38,9 @@ type Config struct {
 	Mail mailhost.Options
 	// Telegram configures the Telegram channel (its Bot API URL).
 	Telegram telegram.Options
+	// Slack configures the Slack channel (its Web API URL, the operator's
+	// app).
+	Slack slack.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -74,7 +78,10 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Telegram.Logger == nil {
 		cfg.Telegram.Logger = logger
 	}
-	reg := Registry(ch, cfg.Telegram)
+	if cfg.Slack.Logger == nil {
+		cfg.Slack.Logger = logger
+	}
+	reg := Registry(ch, cfg.Telegram, cfg.Slack)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
 	}
@@ -108,11 +115,12 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 }
 
 // Registry is every channel comm knows, with the adapters built so far.
-func Registry(mail *email.Channel, tg telegram.Options) *channels.Registry {
+func Registry(mail *email.Channel, tg telegram.Options, sl slack.Options) *channels.Registry {
 	r := channels.NewRegistry(channels.Known()...)
 	r.Add(testchan.Descriptor())
 	r.Add(mail.Descriptor())
 	r.Add(telegram.Descriptor(tg))
+	r.Add(slack.Descriptor(sl))
 	return r
 }
 

@@ -215,6 +215,8 @@ func configError(err error) error {
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &ce) && (ce.Field == "" || ce.Field == "config"):
+		return Invalid("config", "%s", ce.Msg)
 	case errors.As(err, &ce):
 		return Invalid("config."+ce.Field, "%s", ce.Msg)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/comm-gateway/comm/channels/slack"
 	"net/http"
 	"strconv"
 	"testing"
@@ -68,6 +69,9 @@ type setup struct {
 	relay email.Submitter
 	// telegram configures the Telegram channel (its Bot API URL).
 	telegram telegram.Options
+	// slack configures the Slack channel (its Web API URL, the operator's
+	// app).
+	slack slack.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
@@ -90,7 +94,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Channels: su.channels},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Channels: su.channels},
 		Workers: workers,
 	})}
 }

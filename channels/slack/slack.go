@@ -199,6 +199,9 @@ var (
 // *channels.ConfigError values naming the field.
 func ParseConfig(raw json.RawMessage, operator bool) (Config, error) {
 	var cfg Config
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		raw = json.RawMessage("{}") // no config: install the operator's app
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/channels/slack"
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/gateway"
 	"log/slog"
@@ -68,6 +69,10 @@ func serve(s *flagSet, args []string) error {
 	smtpMaxSessions := s.String("smtp-max-sessions", "COMM_SMTP_MAX_SESSIONS", "100", "most SMTP connections open at once (421 4.7.0 at connect beyond); 0: no limit")
 	smtpMaxPerIP := s.String("smtp-max-sessions-per-ip", "COMM_SMTP_MAX_SESSIONS_PER_IP", "10", "most SMTP connections open at once from one client IP address (421 4.7.0 at connect beyond); 0: no limit")
 	telegramURL := s.String("telegram-api-url", "COMM_TELEGRAM_API_URL", telegram.DefaultAPIURL, "Telegram Bot API base URL (a local Bot API server, a proxy, or a fake in tests)")
+	slackURL := s.String("slack-api-url", "COMM_SLACK_API_URL", slack.DefaultAPIURL, "Slack Web API base URL")
+	slackID := s.String("slack-client-id", "COMM_SLACK_CLIENT_ID", "", "client id of the operator's Slack app (with its secret and signing secret, customers can install it: POST /v1/connections {\"channel\":\"slack\"})")
+	slackSecret := s.String("slack-client-secret", "COMM_SLACK_CLIENT_SECRET", "", "client secret of the operator's Slack app")
+	slackSigning := s.String("slack-signing-secret", "COMM_SLACK_SIGNING_SECRET", "", "signing secret of the operator's Slack app (verifies /hooks/slack)")
 	dnsResolver := s.String("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.String("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.String("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
@@ -236,8 +241,13 @@ func serve(s *flagSet, args []string) error {
 	if mx == "" {
 		mx = *mailDomain
 	}
-	if u, err := url.Parse(*telegramURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--telegram-api-url must be an http(s) URL, not %q", *telegramURL)
+	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}} {
+		if u, err := url.Parse(f.v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s must be an http(s) URL, not %q", f.flag, f.v)
+		}
+	}
+	if (*slackID == "") != (*slackSecret == "") || (*slackID != "" && *slackSigning == "") {
+		return errors.New("--slack-client-id, --slack-client-secret and --slack-signing-secret go together")
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -250,6 +260,7 @@ func serve(s *flagSet, args []string) error {
 	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
 	g, err := gateway.New(log, gateway.Config{Logger: logger,
 		Telegram: telegram.Options{APIURL: *telegramURL},
+		Slack:    slack.Options{APIURL: *slackURL, ClientID: *slackID, ClientSecret: *slackSecret, SigningSecret: *slackSigning},
 		Webhook:  webhook.Options{AllowPrivate: private},
 		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
