@@ -165,3 +165,23 @@ func ReplyLatency(ctx context.Context, a *API, c TestConnection, n int) (Result,
 	return Result{Ops: n, Elapsed: time.Since(start), P50: p50, P99: p99,
 		Note: "reply -> message.sent seen by a long-polling reader; one at a time"}, nil
 }
+
+// checkStored fails unless the projects of keys hold at least want
+// events past their heads at the start (heads): a load whose requests
+// were answered 200 without storing anything does not count.
+func checkStored(ctx context.Context, a *API, keys []string, heads int64, want int) error {
+	var total int64
+	for _, k := range keys {
+		var p struct {
+			LastSeq int64 `json:"last_seq"`
+		}
+		if _, err := a.Do(ctx, "GET", "/v1/project", k, nil, &p); err != nil {
+			return err
+		}
+		total += p.LastSeq
+	}
+	if got := total - heads; got < int64(want) {
+		return fmt.Errorf("%d requests answered 200 but only %d events were stored", want, got)
+	}
+	return nil
+}

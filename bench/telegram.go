@@ -99,7 +99,15 @@ func TelegramIngress(ctx context.Context, base string, conns []TelegramConnectio
 		}
 	})
 	r.Note = fmt.Sprintf("%d bot(s), %d concurrent clients", len(conns), workers)
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	keys := make([]string, len(conns))
+	for i, c := range conns {
+		keys[i] = c.Key
+	}
+	// connection.active comes first.
+	return r, checkStored(ctx, NewAPI(base, 1), keys, int64(len(conns)), r.Ops)
 }
 
 // TelegramReplyLatency measures, n times in sequence, the time from

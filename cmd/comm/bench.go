@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/slack"
+	"github.com/comm-gateway/comm/channels/slack/slacktest"
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telegram/telegramtest"
 	"github.com/comm-gateway/comm/gateway"
@@ -25,7 +27,7 @@ import (
 func runBench(s *flagSet, args []string) error {
 	dbURL := s.String("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API)")
+	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack)")
 	dur := s.String("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.String("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.String("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -143,6 +145,19 @@ func runBench(s *flagSet, args []string) error {
 			}
 			r.Engine = engine
 			results = append(results, r)
+		case "slack":
+			nHTTP, err := parseInt("--http-clients", *httpClients)
+			if err != nil {
+				return err
+			}
+			got, err := benchSlack(ctx, open, nHTTP, d)
+			if err != nil {
+				return err
+			}
+			for i := range got {
+				got[i].Engine = engine
+			}
+			results = append(results, got...)
 		case "telegram":
 			nHTTP, err := parseInt("--http-clients", *httpClients)
 			if err != nil {
@@ -215,13 +230,16 @@ func runBench(s *flagSet, args []string) error {
 // abuse limits are off: the load comes from one address and few keys.
 func serveBench(l *stream.Log, cfg gateway.Config) (g *gateway.Gateway, base string, stop func(), err error) {
 	cfg.Service.SandboxConnections = -1
-	g, err = benchGatewayWith(l, cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if cfg.Server.BaseURL == "" {
+		cfg.Server.BaseURL = "http://" + ln.Addr().String()
+	}
+	g, err = benchGatewayWith(l, cfg)
 	if err != nil {
-		g.Close()
+		ln.Close()
 		return nil, "", nil, err
 	}
 	srv := &http.Server{Handler: g.Front, ReadHeaderTimeout: 10 * time.Second}
@@ -284,6 +302,37 @@ func benchTelegram(ctx context.Context, open opener, clients int, d time.Duratio
 		return nil, err
 	}
 	return append(out, r), nil
+}
+
+// benchSlack measures Slack Events API ingress (signed deliveries POSTed
+// to /hooks/slack -> message.received, 1 and 100 workspaces that
+// installed the operator's app through the OAuth flow) against the fake
+// Slack on loopback.
+func benchSlack(ctx context.Context, open opener, clients int, d time.Duration) ([]bench.Result, error) {
+	fake := slacktest.NewServer()
+	defer fake.Close()
+	var out []bench.Result
+	for _, teams := range []int{1, 100} {
+		var base string
+		cfg := gateway.Config{Slack: slack.Options{APIURL: fake.APIURL, AuthorizeURL: fake.AuthorizeURL,
+			ClientID: fake.ClientID, ClientSecret: fake.ClientSecret, SigningSecret: fake.SigningSecret}}
+		r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, b string) (bench.Result, error) {
+			base = b
+			api := bench.NewAPI(base, clients)
+			conns, err := bench.NewSlackConnections(ctx, api, fake, teams)
+			if err != nil {
+				return bench.Result{}, err
+			}
+			r, err := bench.SlackIngress(ctx, base, fake.SigningSecret, conns, clients, d)
+			r.Name = fmt.Sprintf("POST /hooks/slack (Events API) -> message.received, %d workspace(s)", teams)
+			return r, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func benchReply(ctx context.Context, open opener) (bench.Result, error) {
