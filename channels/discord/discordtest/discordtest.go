@@ -79,6 +79,9 @@ type Server struct {
 	next    int64
 	heartMS int
 	files   map[string][]byte
+	done    chan struct{}
+
+	closeOnce sync.Once
 }
 
 // Guild is a Discord server.
@@ -93,6 +96,7 @@ func NewServer() *Server {
 		bots:         map[string]*Bot{},
 		codes:        map[string]Guild{},
 		files:        map[string][]byte{},
+		done:         make(chan struct{}),
 		next:         1100000000000000000,
 		heartMS:      45000,
 		ClientID:     "1200000000000000001",
@@ -107,6 +111,7 @@ func NewServer() *Server {
 
 // Close stops the server and ends every gateway connection.
 func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.done) })
 	s.mu.Lock()
 	bots := make([]*Bot, 0, len(s.bots))
 	for _, b := range s.bots {
@@ -467,7 +472,12 @@ func (b *Bot) failed(w http.ResponseWriter, r *http.Request, route string) bool 
 		return false
 	}
 	if f.Hang {
-		<-r.Context().Done()
+		// Read the body, so that the server notices the client leaving.
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBody))
+		select {
+		case <-r.Context().Done():
+		case <-b.srv.done:
+		}
 		return true
 	}
 	if f.Status == 429 {
