@@ -23,6 +23,8 @@
 package discordtest
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -133,6 +135,13 @@ func (s *Server) SetHeartbeatInterval(d time.Duration) {
 	s.mu.Unlock()
 }
 
+// randomHex is 16 random hex digits: tokens differ across servers.
+func randomHex() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // Snowflake returns a new unique id.
 func (s *Server) Snowflake() string {
 	s.mu.Lock()
@@ -148,7 +157,7 @@ func (s *Server) NewBot(username string) *Bot {
 		srv:      s,
 		ID:       id,
 		Username: username,
-		Token:    "fake." + id + "." + strings.Repeat("x", 8),
+		Token:    "fake." + id + "." + randomHex(),
 		ack:      true,
 		nonces:   map[string]Message{},
 		channels: map[string]string{},
@@ -307,6 +316,8 @@ type Message struct {
 	GuildID          string       `json:"guild_id,omitempty"`
 	Author           User         `json:"author"`
 	Content          string       `json:"content"`
+	Type             int          `json:"type"`
+	WebhookID        string       `json:"webhook_id,omitempty"`
 	Mentions         []User       `json:"mentions"`
 	MessageReference *Reference   `json:"message_reference,omitempty"`
 	Referenced       *Message     `json:"referenced_message,omitempty"`
