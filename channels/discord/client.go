@@ -223,13 +223,22 @@ func (c *rest) me(ctx context.Context) (user, error) {
 	return u, nil
 }
 
-// gatewayURL asks GET /gateway/bot where to connect.
+// gatewayURL asks GET /gateway/bot where to connect, and refuses when
+// Discord's session_start_limit has no identify left.
 func (c *rest) gatewayURL(ctx context.Context) (string, error) {
 	var g struct {
-		URL string `json:"url"`
+		URL   string `json:"url"`
+		Limit *struct {
+			Remaining  int   `json:"remaining"`
+			ResetAfter int64 `json:"reset_after"` // ms
+		} `json:"session_start_limit"`
 	}
 	if err := c.call(ctx, "get gateway", http.MethodGet, "/gateway/bot", "", nil, &g); err != nil {
 		return "", err
+	}
+	if g.Limit != nil && g.Limit.Remaining <= 0 {
+		return "", channels.Transient(time.Duration(g.Limit.ResetAfter)*time.Millisecond,
+			"discord: get gateway: Discord says this bot token has no session starts left (session_start_limit); identifying now would get the token reset")
 	}
 	if u, err := url.Parse(g.URL); err != nil || (u.Scheme != "wss" && u.Scheme != "ws") || u.Host == "" {
 		return "", channels.Transient(0, "discord: get gateway: no usable url")

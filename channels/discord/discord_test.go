@@ -303,6 +303,19 @@ func TestIdentifyBudgetInACrashLoop(t *testing.T) {
 	}
 }
 
+func TestSessionStartLimitRespected(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, discord.Options{})
+	r.bot.SetSessionStartsRemaining(0)
+	err := startPoll(t, r.a, nil).end(t)
+	if !errors.Is(err, channels.ErrTransient) || channels.RetryAfter(err) < time.Hour {
+		t.Fatalf("Poll with no session starts left = %v, want transient with a long RetryAfter", err)
+	}
+	if n := r.bot.Identifies(); n != 0 {
+		t.Errorf("identifies = %d, want 0", n)
+	}
+}
+
 func TestGuildFiltering(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, discord.Options{})

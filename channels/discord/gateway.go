@@ -223,9 +223,6 @@ func (a *Adapter) session(ctx context.Context, emit func(channels.Inbound) error
 		u = a.opts.GatewayURL
 		if u == "" {
 			if u, err = a.rest.gatewayURL(ctx); err != nil {
-				if errors.Is(err, channels.ErrRevoked) {
-					return false, 0, err
-				}
 				return false, 0, err
 			}
 		}

@@ -375,6 +375,7 @@ type Bot struct {
 	requests []string // "METHOD route" in order, capped
 
 	// gateway
+	starts     *int
 	ack        bool
 	denyIntent int
 	identifies int
@@ -383,6 +384,14 @@ type Bot struct {
 	pending    []json.RawMessage // MESSAGE_CREATE data before any session
 	conn       *gwConn
 	connected  chan struct{} // closed on each READY/RESUMED, then renewed
+}
+
+// SetSessionStartsRemaining sets session_start_limit.remaining of GET
+// /gateway/bot (by default 1000 minus the identifies).
+func (b *Bot) SetSessionStartsRemaining(n int) {
+	b.mu.Lock()
+	b.starts = &n
+	b.mu.Unlock()
 }
 
 // AddChannel makes a guild channel the bot can post in and returns its id.
@@ -516,8 +525,14 @@ func (b *Bot) serveREST(w http.ResponseWriter, r *http.Request, api string) {
 		}
 		writeJSON(w, User{ID: b.ID, Username: b.Username, Bot: true})
 	case r.Method == http.MethodGet && api == "/gateway/bot":
+		b.mu.Lock()
+		remaining := 1000 - b.identifies
+		if b.starts != nil {
+			remaining = *b.starts
+		}
+		b.mu.Unlock()
 		writeJSON(w, map[string]any{"url": b.srv.GatewayURL, "shards": 1,
-			"session_start_limit": map[string]any{"total": 1000, "remaining": 1000 - b.Identifies(), "reset_after": 86400000, "max_concurrency": 1}})
+			"session_start_limit": map[string]any{"total": 1000, "remaining": remaining, "reset_after": 86400000, "max_concurrency": 1}})
 	case r.Method == http.MethodPost && api == "/users/@me/channels":
 		if b.failed(w, r, "dm") {
 			return
