@@ -147,7 +147,11 @@ func Descriptor(opts Options) channels.Descriptor {
 		Channel: "discord",
 		Tier:    channels.Free,
 		New: func(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
-			return New(ctx, opts, conn)
+			a, err := New(ctx, opts, conn)
+			if err != nil {
+				return nil, err // not a typed nil in the interface
+			}
+			return a, nil
 		},
 	}
 }
