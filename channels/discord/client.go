@@ -323,6 +323,9 @@ func (c *rest) download(ctx context.Context, u string, limit int64) ([]byte, str
 	if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") {
 		return nil, "", channels.Permanent("discord: download attachment: not an http(s) url")
 	}
+	if !c.cdnHost(pu) {
+		return nil, "", channels.Permanent("discord: download attachment: %q is not a Discord CDN host", pu.Host)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, "", channels.Permanent("discord: download attachment: %v", err)
@@ -349,3 +352,15 @@ func (c *rest) download(ctx context.Context, u string, limit int64) ([]byte, str
 }
 
 var errTooBig = errors.New("file too big")
+
+// cdnHost reports whether an attachment URL points at Discord's CDN
+// (https cdn.discordapp.com, media.discordapp.net) or at the API's own
+// host (a self-hosted API proxy or the fake): the adapter fetches nothing
+// else.
+func (c *rest) cdnHost(u *url.URL) bool {
+	if api, err := url.Parse(c.opts.APIURL); err == nil && u.Host == api.Host && u.Scheme == api.Scheme {
+		return true
+	}
+	h := strings.ToLower(u.Hostname())
+	return u.Scheme == "https" && (h == "cdn.discordapp.com" || h == "media.discordapp.net")
+}

@@ -356,13 +356,14 @@ func TestAttachmentDownloaded(t *testing.T) {
 	m.Attachments = []discordtest.Attachment{
 		{ID: "1", Filename: "a.txt", ContentType: "text/plain", Size: 5, URL: r.srv.AddFile("a.txt", []byte("hello"))},
 		{ID: "2", Filename: "big.bin", Size: 11, URL: r.srv.AddFile("big.bin", make([]byte, 11))},
+		{ID: "3", Filename: "elsewhere.txt", Size: 1, URL: "http://169.254.169.254/latest/meta-data"},
 	}
 	r.bot.Dispatch(m)
 	in := p.wait(t, "with files")
 	if len(in.Attachments) != 1 || string(in.Attachments[0].Data) != "hello" || in.Attachments[0].Filename != "a.txt" {
 		t.Errorf("attachments = %+v", in.Attachments)
 	}
-	if !strings.Contains(string(in.Details), "big.bin") {
+	if !strings.Contains(string(in.Details), "big.bin") || !strings.Contains(string(in.Details), "elsewhere.txt") {
 		t.Errorf("details %s do not list the file left out", in.Details)
 	}
 }
