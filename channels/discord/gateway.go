@@ -1,0 +1,429 @@
+package discord
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/comm-gateway/comm/channels"
+)
+
+// maxFrame bounds a gateway frame read (READY of a bot in many guilds is
+// the largest).
+const maxFrame = 16 << 20
+
+// gatewayState is what a connection's sessions share in this process: the
+// resumable session and the last sequence number whose events were
+// handled (emit returned nil for their messages).
+type gatewayState struct {
+	running atomic.Bool
+
+	mu        sync.Mutex
+	sessionID string
+	resumeURL string
+	acked     int64
+	botID     string
+}
+
+func (g *gatewayState) snapshot() (id, resumeURL string, acked int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sessionID, g.resumeURL, g.acked
+}
+
+func (g *gatewayState) ack(s int64) {
+	g.mu.Lock()
+	if s > g.acked {
+		g.acked = s
+	}
+	g.mu.Unlock()
+}
+
+func (g *gatewayState) forget() {
+	g.mu.Lock()
+	g.sessionID, g.resumeURL, g.acked = "", "", 0
+	g.mu.Unlock()
+}
+
+func (g *gatewayState) bot() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.botID
+}
+
+// identifyBudget counts IDENTIFYs per bot token (by hash) in the last
+// 24 h, for the whole process.
+var identifyBudget = struct {
+	mu sync.Mutex
+	m  map[[32]byte][]time.Time
+}{m: map[[32]byte][]time.Time{}}
+
+// takeIdentify spends one identify of token's budget, or says how long
+// until one is free.
+func takeIdentify(token string, budget int) (time.Duration, bool) {
+	key := sha256.Sum256([]byte(token))
+	now := time.Now()
+	identifyBudget.mu.Lock()
+	defer identifyBudget.mu.Unlock()
+	ts := identifyBudget.m[key]
+	i := 0
+	for i < len(ts) && now.Sub(ts[i]) >= 24*time.Hour {
+		i++
+	}
+	ts = ts[i:]
+	if len(ts) >= budget {
+		identifyBudget.m[key] = ts
+		return ts[0].Add(24 * time.Hour).Sub(now), false
+	}
+	identifyBudget.m[key] = append(ts, now)
+	if len(identifyBudget.m) > 100000 { // bound: forget tokens idle a day
+		for k, v := range identifyBudget.m {
+			if len(v) == 0 || now.Sub(v[len(v)-1]) >= 24*time.Hour {
+				delete(identifyBudget.m, k)
+			}
+		}
+	}
+	return 0, true
+}
+
+// payload is a gateway frame.
+type payload struct {
+	Op int             `json:"op"`
+	D  json.RawMessage `json:"d,omitempty"`
+	S  *int64          `json:"s,omitempty"`
+	T  string          `json:"t,omitempty"`
+}
+
+// outcome is how a connection ended when the session goes on.
+type outcome int
+
+const (
+	doResume outcome = iota + 1
+	doIdentify
+)
+
+// Poll runs the Gateway session until ctx ends (nil) or it fails. It
+// identifies (within the identify budget) or resumes the session this
+// adapter had, hands each kept MESSAGE_CREATE to emit, and acknowledges
+// (advances the sequence number it resumes from) only after emit returned
+// nil; a failed emit ends Poll with a transient error, and the next Poll
+// resumes from the last acknowledged event, so Discord replays the rest.
+// op 7 and lost connections (zombie included) resume within Poll; op 9
+// identifies again after a short wait. Close 4004 is channels.ErrRevoked;
+// 4010-4014 (4014: the MESSAGE_CONTENT intent is not enabled) are
+// permanent.
+func (a *Adapter) Poll(ctx context.Context, emit func(channels.Inbound) error) error {
+	if !a.gw.running.CompareAndSwap(false, true) {
+		return channels.Transient(0, "discord: poll: a session of this connection is already running in this process")
+	}
+	defer a.gw.running.Store(false)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(a.closed, cancel)
+	defer stop()
+	fails := 0
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		progressed, next, err := a.session(ctx, emit)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if progressed {
+			fails = 0
+		} else if fails++; fails >= 3 {
+			return channels.Transient(0, "discord: gateway: the session could not be established (%d attempts)", fails)
+		}
+		if next == doIdentify {
+			a.gw.forget()
+			if err := sleep(ctx, a.reidentifyDelay()); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+func (a *Adapter) reidentifyDelay() time.Duration {
+	if a.opts.ReidentifyDelay > 0 {
+		return a.opts.ReidentifyDelay
+	}
+	return time.Second + rand.N(4*time.Second)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// conn is one gateway websocket.
+type conn struct {
+	ws  *websocket.Conn
+	wmu sync.Mutex
+}
+
+func (c *conn) send(op int, d any) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return c.ws.WriteJSON(payload{Op: op, D: b})
+}
+
+func (c *conn) closeWith(code int, reason string) {
+	c.wmu.Lock()
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	c.wmu.Unlock()
+	_ = c.ws.Close()
+}
+
+// dialURL is u with v=10 and encoding=json.
+func dialURL(u string) (string, error) {
+	pu, err := url.Parse(u)
+	if err != nil || (pu.Scheme != "wss" && pu.Scheme != "ws") {
+		return "", errors.New("not a websocket url")
+	}
+	q := pu.Query()
+	q.Set("v", "10")
+	q.Set("encoding", "json")
+	pu.RawQuery = q.Encode()
+	if pu.Path == "" {
+		pu.Path = "/"
+	}
+	return pu.String(), nil
+}
+
+// session runs one websocket connection. progressed says READY or
+// RESUMED arrived; next says how the session goes on when err is nil.
+func (a *Adapter) session(ctx context.Context, emit func(channels.Inbound) error) (progressed bool, next outcome, err error) {
+	sessionID, resumeURL, acked := a.gw.snapshot()
+	resume := sessionID != "" && resumeURL != ""
+	u := resumeURL
+	if !resume {
+		u = a.opts.GatewayURL
+		if u == "" {
+			if u, err = a.rest.gatewayURL(ctx); err != nil {
+				return false, 0, err
+			}
+		}
+	}
+	du, err := dialURL(u)
+	if err != nil {
+		return false, 0, channels.Permanent("discord: gateway: %q: %v", u, err)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+	ws, _, err := websocket.DefaultDialer.DialContext(dctx, du, nil)
+	dcancel()
+	if err != nil {
+		return false, 0, channels.Transient(0, "discord: gateway: connect: %v", err)
+	}
+	ws.SetReadLimit(maxFrame)
+	c := &conn{ws: ws}
+	defer ws.Close()
+	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
+	defer stop()
+
+	// HELLO
+	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var hello payload
+	if err := ws.ReadJSON(&hello); err != nil || hello.Op != 10 {
+		return false, 0, channels.Transient(0, "discord: gateway: no HELLO: %v", err)
+	}
+	var h struct {
+		Interval float64 `json:"heartbeat_interval"`
+	}
+	if err := json.Unmarshal(hello.D, &h); err != nil || h.Interval <= 0 {
+		return false, 0, channels.Transient(0, "discord: gateway: HELLO without heartbeat_interval")
+	}
+	interval := time.Duration(h.Interval * float64(time.Millisecond))
+	_ = ws.SetReadDeadline(time.Time{})
+
+	if resume {
+		err = c.send(6, map[string]any{"token": a.token, "session_id": sessionID, "seq": acked})
+	} else {
+		if wait, ok := takeIdentify(a.token, a.opts.IdentifyBudget); !ok {
+			return false, 0, channels.Transient(wait, "discord: gateway: this bot token's identify budget (%d per 24 h in this process) is spent; waiting keeps Discord from resetting the token", a.opts.IdentifyBudget)
+		}
+		err = c.send(2, map[string]any{"token": a.token, "intents": Intents,
+			"properties": map[string]string{"os": "linux", "browser": "comm", "device": "comm"}})
+	}
+	if err != nil {
+		return false, doResumeOr(resume), nil
+	}
+
+	// Heartbeats.
+	var lastSeq atomic.Int64
+	lastSeq.Store(acked)
+	var awaiting, zombie atomic.Bool
+	beat := func() {
+		s := lastSeq.Load()
+		var d any
+		if s > 0 {
+			d = s
+		}
+		awaiting.Store(true)
+		_ = c.send(1, d)
+	}
+	hbCtx, hbCancel := context.WithCancel(ctx)
+	defer hbCancel()
+	jitter := rand.Float64()
+	if a.opts.Jitter != nil {
+		jitter = a.opts.Jitter()
+	}
+	go func() {
+		t := time.NewTimer(time.Duration(float64(interval) * jitter))
+		defer t.Stop()
+		for {
+			select {
+			case <-hbCtx.Done():
+				return
+			case <-t.C:
+			}
+			if awaiting.Load() {
+				// No ACK since the last beat: a zombie connection. Close
+				// with a code other than 1000/1001, which keeps the
+				// session resumable.
+				zombie.Store(true)
+				c.closeWith(4000, "zombie connection: no heartbeat ACK")
+				return
+			}
+			beat()
+			t.Reset(interval)
+		}
+	}()
+
+	for {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			if ctx.Err() != nil {
+				return progressed, 0, nil
+			}
+			if zombie.Load() {
+				a.opts.Logger.Info("discord: gateway: no heartbeat ACK; resuming", "connection", a.conn.ID)
+				return progressed, doResume, nil
+			}
+			n, cerr := a.closeOutcome(err)
+			return progressed, n, cerr
+		}
+		var p payload
+		if err := json.Unmarshal(data, &p); err != nil {
+			return progressed, doResume, nil
+		}
+		if p.S != nil {
+			lastSeq.Store(*p.S)
+		}
+		switch p.Op {
+		case 0:
+			if err := a.dispatch(ctx, p, emit, &progressed); err != nil {
+				c.closeWith(4000, "store failed")
+				return progressed, 0, err
+			}
+		case 1:
+			beat()
+		case 7:
+			c.closeWith(4000, "reconnect requested")
+			return progressed, doResume, nil
+		case 9:
+			var resumable bool
+			_ = json.Unmarshal(p.D, &resumable)
+			c.closeWith(4000, "invalid session")
+			if resumable && a.gw.bot() != "" {
+				if id, _, _ := a.gw.snapshot(); id != "" {
+					return progressed, doResume, nil
+				}
+			}
+			return progressed, doIdentify, nil
+		case 11:
+			awaiting.Store(false)
+		}
+	}
+}
+
+func doResumeOr(resume bool) outcome {
+	if resume {
+		return doResume
+	}
+	return doIdentify
+}
+
+// closed classifies how the server ended the connection.
+func (a *Adapter) closeOutcome(err error) (outcome, error) {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return doResume, nil
+	}
+	switch ce.Code {
+	case 4004:
+		return 0, channels.Revoked("discord: gateway: authentication failed (4004 %s): the bot token was rejected; copy the current token from the developer portal", ce.Text)
+	case 4014:
+		return 0, channels.Permanent("discord: gateway: disallowed intents (4014 %s): enable the MESSAGE CONTENT intent on the developer portal's Bot page (Privileged Gateway Intents)", ce.Text)
+	case 4010, 4011, 4012, 4013:
+		return 0, channels.Permanent("discord: gateway: the session cannot go on (%d %s)", ce.Code, ce.Text)
+	case 4007, 4009:
+		return doIdentify, nil
+	}
+	return doResume, nil
+}
+
+// dispatch handles an op 0 event and acknowledges it once handled.
+func (a *Adapter) dispatch(ctx context.Context, p payload, emit func(channels.Inbound) error, progressed *bool) error {
+	var seq int64
+	if p.S != nil {
+		seq = *p.S
+	}
+	switch p.T {
+	case "READY":
+		var r struct {
+			SessionID string `json:"session_id"`
+			ResumeURL string `json:"resume_gateway_url"`
+			User      user   `json:"user"`
+		}
+		if err := json.Unmarshal(p.D, &r); err != nil || r.SessionID == "" {
+			return channels.Transient(0, "discord: gateway: malformed READY")
+		}
+		a.gw.mu.Lock()
+		a.gw.sessionID, a.gw.resumeURL, a.gw.acked, a.gw.botID = r.SessionID, r.ResumeURL, seq, r.User.ID
+		if a.gw.resumeURL == "" {
+			a.gw.resumeURL = a.opts.GatewayURL
+		}
+		a.gw.mu.Unlock()
+		*progressed = true
+		return nil
+	case "RESUMED":
+		*progressed = true
+	case "MESSAGE_CREATE":
+		ins, err := a.inbound(ctx, p.D)
+		if err != nil {
+			return err
+		}
+		for _, in := range ins {
+			if err := emit(in); err != nil {
+				return channels.Transient(0, "discord: gateway: storing message %s failed; the session resumes before it: %v", in.ProviderID, err)
+			}
+		}
+	}
+	if seq > 0 {
+		a.gw.ack(seq)
+	}
+	return nil
+}
