@@ -5,8 +5,10 @@
 package gateway
 
 import (
-	"github.com/comm-gateway/comm/channels/slack"
 	"log/slog"
+
+	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/slack"
 
 	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/channels"
@@ -41,6 +43,9 @@ type Config struct {
 	// Slack configures the Slack channel (its Web API URL, the operator's
 	// app).
 	Slack slack.Options
+	// Discord configures the Discord channel (its API URL, the operator's
+	// app).
+	Discord discord.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -81,7 +86,10 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Slack.Logger == nil {
 		cfg.Slack.Logger = logger
 	}
-	reg := Registry(ch, cfg.Telegram, cfg.Slack)
+	if cfg.Discord.Logger == nil {
+		cfg.Discord.Logger = logger
+	}
+	reg := Registry(ch, cfg.Telegram, cfg.Slack, cfg.Discord)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
 	}
@@ -115,12 +123,13 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 }
 
 // Registry is every channel comm knows, with the adapters built so far.
-func Registry(mail *email.Channel, tg telegram.Options, sl slack.Options) *channels.Registry {
+func Registry(mail *email.Channel, tg telegram.Options, sl slack.Options, dc discord.Options) *channels.Registry {
 	r := channels.NewRegistry(channels.Known()...)
 	r.Add(testchan.Descriptor())
 	r.Add(mail.Descriptor())
 	r.Add(telegram.Descriptor(tg))
 	r.Add(slack.Descriptor(sl))
+	r.Add(discord.Descriptor(dc))
 	return r
 }
 

@@ -166,8 +166,9 @@ func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, er
 		if receivesHooks(adapter) {
 			create.SetWebhookURL(conn.WebhookURL)
 		}
-		if _, ok := adapter.(channels.Poller); ok {
-			// Due at once: a replica's session worker takes it.
+		if _, ok := adapter.(channels.Poller); ok && !(d.Session != nil && route != "") {
+			// Due at once: a replica's session worker takes it. (One of
+			// the operator's app is served by the app's session.)
 			create.SetSessionUntil(time.Unix(0, 0).UTC())
 		}
 		created, err = create.Save(tx.Context())

@@ -168,7 +168,9 @@ func (s *Service) activate(ctx context.Context, d channels.Descriptor, id string
 			}
 		}
 	}
-	if _, ok := a.(channels.Poller); ok {
+	if _, ok := a.(channels.Poller); ok && !(d.Session != nil && c.RouteKey != nil) {
+		// (A connection of the operator's app is served by the app's
+		// session, routed by its key: no session of its own.)
 		_, err := s.log.Write(tenant.WithProject(ctx, c.ProjectID), c.ProjectID, func(tx *stream.Tx) error {
 			return tx.Client().Connection.UpdateOneID(id).SetSessionUntil(time.Unix(0, 0).UTC()).Exec(tx.Context())
 		})

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/comm-gateway/comm/channels/slack"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/slack"
 
 	"github.com/comm-gateway/comm/channels"
 
@@ -72,6 +74,9 @@ type setup struct {
 	// slack configures the Slack channel (its Web API URL, the operator's
 	// app).
 	slack slack.Options
+	// discord configures the Discord channel (its API URL, the operator's
+	// app).
+	discord discord.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
@@ -94,7 +99,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Channels: su.channels},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Channels: su.channels},
 		Workers: workers,
 	})}
 }

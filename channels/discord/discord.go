@@ -143,7 +143,7 @@ func (o Options) operatorApp() bool {
 // Descriptor returns the Discord channel's descriptor.
 func Descriptor(opts Options) channels.Descriptor {
 	opts = opts.withDefaults()
-	return channels.Descriptor{
+	d := channels.Descriptor{
 		Channel: "discord",
 		Tier:    channels.Free,
 		New: func(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
@@ -154,6 +154,28 @@ func Descriptor(opts Options) channels.Descriptor {
 			return a, nil
 		},
 	}
+	if opts.operatorApp() {
+		d.Session = appSession{opts: opts}
+	}
+	return d
+}
+
+// appSession is the operator's bot's one gateway session (a
+// channels.AppSession): it serves every guild the operator's app was
+// installed in, each guild's messages routed by its id to the connection
+// that installed it. DMs to the operator's bot name no guild and are left
+// out: no tenant can be chosen for them.
+type appSession struct{ opts Options }
+
+// Run runs the operator's bot's gateway session.
+func (s appSession) Run(ctx context.Context, emit func(key string, in channels.Inbound) error) error {
+	closed, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &Adapter{opts: s.opts, conn: channels.Connection{ID: "discord-app-session"}, token: s.opts.BotToken,
+		closed: closed, close: cancel, appEmit: emit}
+	a.rest = newREST(s.opts, a.token, closed)
+	a.gw = &gatewayState{}
+	return a.Poll(ctx, func(channels.Inbound) error { return nil })
 }
 
 // AppOperator is Config.App of a connection through the operator's app.
@@ -178,6 +200,9 @@ type Config struct {
 // ParseConfig decodes and checks a connection's configuration.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var cfg Config
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		raw = json.RawMessage("{}") // no config: install the operator's app
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
@@ -247,6 +272,10 @@ type Adapter struct {
 
 	rest *rest
 	gw   *gatewayState
+
+	// appEmit, on the operator's app session, stores a message for the
+	// connection of its guild (channels.AppSession).
+	appEmit func(key string, in channels.Inbound) error
 }
 
 var (

@@ -412,11 +412,14 @@ func (a *Adapter) dispatch(ctx context.Context, p payload, emit func(channels.In
 	case "RESUMED":
 		*progressed = true
 	case "MESSAGE_CREATE":
-		ins, err := a.inbound(ctx, p.D)
+		ins, guild, err := a.inbound(ctx, p.D)
 		if err != nil {
 			return err
 		}
 		for _, in := range ins {
+			if a.appEmit != nil {
+				emit = func(in channels.Inbound) error { return a.appEmit(guild, in) }
+			}
 			if err := emit(in); err != nil {
 				return channels.Transient(0, "discord: gateway: storing message %s failed; the session resumes before it: %v", in.ProviderID, err)
 			}

@@ -41,12 +41,19 @@ type gwMessage struct {
 // inbound turns a MESSAGE_CREATE into the messages comm keeps (none or
 // one). Errors are transient (a download to retry) unless the message can
 // never be taken.
-func (a *Adapter) inbound(ctx context.Context, raw json.RawMessage) ([]channels.Inbound, error) {
+func (a *Adapter) inbound(ctx context.Context, raw json.RawMessage) ([]channels.Inbound, string, error) {
 	var m gwMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		a.opts.Logger.Warn("discord: gateway: malformed MESSAGE_CREATE left out", "connection", a.conn.ID, "error", err)
-		return nil, nil
+		return nil, "", nil
 	}
+	ins, err := a.message(ctx, m)
+	return ins, m.GuildID, err
+}
+
+// message is the inbound message of a MESSAGE_CREATE this connection (or
+// the operator's app session) keeps, if any.
+func (a *Adapter) message(ctx context.Context, m gwMessage) ([]channels.Inbound, error) {
 	botID := a.gw.bot()
 	switch {
 	case !snowflake(m.ID) || !snowflake(m.ChannelID) || !snowflake(m.Author.ID):
@@ -56,10 +63,11 @@ func (a *Adapter) inbound(ctx context.Context, raw json.RawMessage) ([]channels.
 	case m.Type != 0 && m.Type != 19:
 		return nil, nil // service messages (joins, pins ...); 19 is a reply
 	}
-	if a.cfg.App == AppOperator {
-		// The operator's bot serves many guilds: this connection keeps its
-		// guild's messages only. Its DMs name no guild and are left out.
-		if m.GuildID != a.cfg.GuildID {
+	if a.cfg.App == AppOperator || a.appEmit != nil {
+		// The operator's bot serves many guilds: a connection keeps its
+		// guild's messages only, the app session every guild's. DMs name
+		// no guild and are left out.
+		if m.GuildID == "" || (a.appEmit == nil && m.GuildID != a.cfg.GuildID) {
 			return nil, nil
 		}
 	}

@@ -6,10 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/comm-gateway/comm/channels/email/mailhost"
-	"github.com/comm-gateway/comm/channels/slack"
-	"github.com/comm-gateway/comm/channels/telegram"
-	"github.com/comm-gateway/comm/gateway"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,10 +13,17 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/channels/slack"
+	"github.com/comm-gateway/comm/channels/telegram"
+	"github.com/comm-gateway/comm/gateway"
 
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/domain"
@@ -73,6 +76,10 @@ func serve(s *flagSet, args []string) error {
 	slackID := s.String("slack-client-id", "COMM_SLACK_CLIENT_ID", "", "client id of the operator's Slack app (with its secret and signing secret, customers can install it: POST /v1/connections {\"channel\":\"slack\"})")
 	slackSecret := s.String("slack-client-secret", "COMM_SLACK_CLIENT_SECRET", "", "client secret of the operator's Slack app")
 	slackSigning := s.String("slack-signing-secret", "COMM_SLACK_SIGNING_SECRET", "", "signing secret of the operator's Slack app (verifies /hooks/slack)")
+	discordURL := s.String("discord-api-url", "COMM_DISCORD_API_URL", discord.DefaultAPIURL, "Discord REST API base URL (the gateway's URL comes from it)")
+	discordID := s.String("discord-client-id", "COMM_DISCORD_CLIENT_ID", "", "client id of the operator's Discord application (with its secret and bot token, customers can install it: POST /v1/connections {\"channel\":\"discord\"})")
+	discordSecret := s.String("discord-client-secret", "COMM_DISCORD_CLIENT_SECRET", "", "client secret of the operator's Discord application")
+	discordBot := s.String("discord-bot-token", "COMM_DISCORD_BOT_TOKEN", "", "bot token of the operator's Discord application (one gateway session serves every guild it is installed in)")
 	dnsResolver := s.String("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.String("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.String("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
@@ -241,13 +248,16 @@ func serve(s *flagSet, args []string) error {
 	if mx == "" {
 		mx = *mailDomain
 	}
-	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}} {
+	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}, {"--discord-api-url", *discordURL}} {
 		if u, err := url.Parse(f.v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s must be an http(s) URL, not %q", f.flag, f.v)
 		}
 	}
 	if (*slackID == "") != (*slackSecret == "") || (*slackID != "" && *slackSigning == "") {
 		return errors.New("--slack-client-id, --slack-client-secret and --slack-signing-secret go together")
+	}
+	if n := len(slices.DeleteFunc([]string{*discordID, *discordSecret, *discordBot}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
+		return errors.New("--discord-client-id, --discord-client-secret and --discord-bot-token go together")
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -261,6 +271,7 @@ func serve(s *flagSet, args []string) error {
 	g, err := gateway.New(log, gateway.Config{Logger: logger,
 		Telegram: telegram.Options{APIURL: *telegramURL},
 		Slack:    slack.Options{APIURL: *slackURL, ClientID: *slackID, ClientSecret: *slackSecret, SigningSecret: *slackSigning},
+		Discord:  discord.Options{APIURL: *discordURL, ClientID: *discordID, ClientSecret: *discordSecret, BotToken: *discordBot},
 		Webhook:  webhook.Options{AllowPrivate: private},
 		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
