@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/discord/discordtest"
 	"github.com/comm-gateway/comm/channels/slack"
 	"github.com/comm-gateway/comm/channels/slack/slacktest"
 	"github.com/comm-gateway/comm/channels/telegram"
@@ -27,7 +29,7 @@ import (
 func runBench(s *flagSet, args []string) error {
 	dbURL := s.String("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack)")
+	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack), discord (Discord gateway dispatch -> message.received through one session)")
 	dur := s.String("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.String("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.String("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -158,6 +160,13 @@ func runBench(s *flagSet, args []string) error {
 				got[i].Engine = engine
 			}
 			results = append(results, got...)
+		case "discord":
+			r, err := benchDiscord(ctx, open)
+			if err != nil {
+				return err
+			}
+			r.Engine = engine
+			results = append(results, r)
 		case "telegram":
 			nHTTP, err := parseInt("--http-clients", *httpClients)
 			if err != nil {
@@ -333,6 +342,21 @@ func benchSlack(ctx context.Context, open opener, clients int, d time.Duration) 
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// benchDiscord measures Discord gateway dispatch -> message.received
+// through one session against the fake gateway on loopback.
+func benchDiscord(ctx context.Context, open opener) (bench.Result, error) {
+	fake := discordtest.NewServer()
+	defer fake.Close()
+	cfg := gateway.Config{Discord: discord.Options{APIURL: fake.URL, GatewayURL: fake.GatewayURL}}
+	return onGatewayWith(open, cfg, func(_ *stream.Log, g *gateway.Gateway, base string) (bench.Result, error) {
+		stop := g.StartWorkers(gateway.Workers{Sessions: &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}})
+		defer stop()
+		r, err := bench.DiscordDispatch(ctx, bench.NewAPI(base, 4), fake, 20000)
+		r.Name = "Discord gateway MESSAGE_CREATE -> message.received, one session"
+		return r, err
+	})
 }
 
 func benchReply(ctx context.Context, open opener) (bench.Result, error) {
