@@ -455,7 +455,7 @@ func TestConnectTiers(t *testing.T) {
 			`{"channel":"imessage","config":{"anything":true}}`,
 		}
 		free := []string{
-			`{"channel":"discord"}`, `{"channel":"slack"}`,
+
 			`{"channel":"instagram"}`, `{"channel":"facebook"}`, `{"channel":"sms","provider":"twilio"}`,
 			`{"channel":"sms","provider":"telnyx"}`, `{"channel":"whatsapp","provider":"twilio"}`,
 		}
