@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"entgo.io/ent/dialect/sql"
+	"github.com/comm-gateway/comm/ent/predicate"
+
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
@@ -38,6 +41,23 @@ func (s *Service) wakeOutbox() {
 	}
 }
 
+// headOfConversation keeps the outbound messages that no earlier one of
+// their conversation is still waiting to go before: a conversation's
+// messages go out one at a time, in the order they were queued. A message
+// held back by a provider's rate limit (Retry-After) therefore holds back
+// the ones after it, which neither overtake it nor hammer the provider
+// meanwhile. (Ids are time-ordered, so an earlier id was queued earlier.)
+func headOfConversation() predicate.Message {
+	return predicate.Message(func(sel *sql.Selector) {
+		earlier := sql.Table(entmsg.Table).As("earlier")
+		sel.Where(sql.NotExists(sql.Select(earlier.C(entmsg.FieldID)).From(earlier).Where(sql.And(
+			sql.ColumnsEQ(earlier.C(entmsg.FieldConversationID), sel.C(entmsg.FieldConversationID)),
+			sql.In(earlier.C(entmsg.FieldStatus), string(entmsg.StatusQueued), string(entmsg.StatusSending)),
+			sql.ColumnsLT(earlier.C(entmsg.FieldID), sel.C(entmsg.FieldID)),
+		))))
+	})
+}
+
 // Claim is an outbound message reserved for delivery by this process.
 type Claim struct {
 	msg *ent.Message
@@ -50,7 +70,7 @@ func (s *Service) ClaimDue(ctx context.Context, n int) ([]*Claim, error) {
 	now := s.now()
 	sys := tenant.System(ctx)
 	due, err := s.read.Message.Query().
-		Where(entmsg.StatusIn(entmsg.StatusQueued, entmsg.StatusSending), entmsg.NextAttemptAtLTE(now)).
+		Where(entmsg.StatusIn(entmsg.StatusQueued, entmsg.StatusSending), entmsg.NextAttemptAtLTE(now), headOfConversation()).
 		Order(ent.Asc(entmsg.FieldNextAttemptAt)).Limit(n).All(sys)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: due: %w", err)

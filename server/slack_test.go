@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -105,6 +106,28 @@ func TestSlackInstall(t *testing.T) {
 		if sent := team.Sent(); len(sent) != 1 || sent[0].Channel != "D0DM" || sent[0].Text != "Hi Ann" {
 			t.Fatalf("chat.postMessage got %+v", sent)
 		}
+
+		// Slack allows about one message a second per channel: replies
+		// queued at once go out in order, each held back only as long as
+		// Slack asks, without a storm of refused calls.
+		fake.SetRateLimit(true)
+		var ids []string
+		for i := range 4 {
+			ids = append(ids, g.queue(t, key, "/v1/messages/"+in.ID+"/reply", fmt.Sprintf(`{"text":"part %d"}`, i)).ID)
+		}
+		for _, id := range ids {
+			g.waitMessage(t, key, id, "sent", func(m message) bool { return m.Status == "sent" })
+		}
+		sent := team.Sent()[1:]
+		for i, m := range sent {
+			if m.Text != fmt.Sprintf("part %d", i) {
+				t.Fatalf("sent out of order: %+v", sent)
+			}
+		}
+		if n := fake.Limited(); n > len(ids) {
+			t.Errorf("%d calls refused with 429 for %d messages: a storm", n, len(ids))
+		}
+		fake.SetRateLimit(false)
 
 		// Uninstalled from the workspace: revoked, once.
 		gone := slacktest.Envelope(team.ID, "Ev2", map[string]any{"type": "app_uninstalled"})

@@ -64,6 +64,7 @@ type Server struct {
 	codes      map[string]grant
 	seq        int64
 	rateLimit  bool
+	limited    int                  // chat.postMessage calls answered 429
 	lastPost   map[string]time.Time // team/channel -> last post
 }
 
@@ -159,6 +160,14 @@ func (s *Server) SetNow(now func() time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.now = now
+}
+
+// Limited is how many chat.postMessage calls were answered 429 because
+// they came sooner than a second after the last post to their channel.
+func (s *Server) Limited() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limited
 }
 
 // SetRateLimit switches Slack's limit of about one chat.postMessage per
@@ -485,6 +494,7 @@ func (s *Server) postMessage(w http.ResponseWriter, t *Team, p map[string]string
 	now := s.now()
 	key := t.ID + "/" + ch
 	if last, ok := s.lastPost[key]; s.rateLimit && ok && now.Sub(last) < time.Second {
+		s.limited++
 		s.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
 		answer(w, http.StatusTooManyRequests, map[string]any{"ok": false, "error": "ratelimited"})
