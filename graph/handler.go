@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"log/slog"
 	"net/http"
 
@@ -46,7 +45,7 @@ type Options struct {
 	Writes *ratelimit.Bucket
 	// Mail serves the custom email domains; without it they answer
 	// not_implemented.
-	Mail *mailhost.Host
+	Mail Domains
 	// Accounts serves the caller's account; Webhooks the project's
 	// webhook. Both are required.
 	Accounts *account.Service

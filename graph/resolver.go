@@ -12,9 +12,10 @@ package graph
 import (
 	"context"
 	"fmt"
-	"github.com/comm-gateway/comm/account"
-	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"strings"
+
+	"github.com/comm-gateway/comm/account"
+	"github.com/comm-gateway/comm/api"
 
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/ent/connection"
@@ -35,7 +36,7 @@ type Resolver struct {
 	// read rules.
 	Ent *ent.Client
 	// Mail serves custom email domains (nil: not available).
-	Mail *mailhost.Host
+	Mail Domains
 	// Accounts serves the caller's account.
 	Accounts *account.Service
 	// Webhooks serves the project's webhook.
@@ -43,7 +44,7 @@ type Resolver struct {
 }
 
 // mail returns the email side of the gateway, or not_implemented.
-func (r *Resolver) mail() (*mailhost.Host, error) {
+func (r *Resolver) mail() (Domains, error) {
 	if r.Mail == nil {
 		return nil, fault.NotImplemented("email is not available on this gateway")
 	}
@@ -130,3 +131,15 @@ func derefInt(n *int) int {
 // subscriber; gqlgen's executor never runs them.
 var errSubscriptionTransport = fault.Invalid("",
 	"subscriptions are served over the websocket at /graphql (graphql-transport-ws or graphql-ws)")
+
+// Domains is what the front doors need of custom email domains (the email
+// channel's gateway side implements it); the front doors know it by this
+// contract, not by the provider package.
+type Domains interface {
+	CreateDomain(ctx context.Context, name string) (*api.Domain, error)
+	Domains(ctx context.Context, pg messaging.Page) ([]*api.Domain, error)
+	DomainsPage(ctx context.Context, pg messaging.Page) ([]*api.Domain, bool, error)
+	Domain(ctx context.Context, id string) (*api.Domain, error)
+	VerifyDomain(ctx context.Context, id string) (*api.Domain, error)
+	DeleteDomain(ctx context.Context, id string) error
+}

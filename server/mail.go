@@ -1,12 +1,12 @@
 package server
 
 import (
-	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"mime"
 	"net/http"
 	"strconv"
 
 	"github.com/comm-gateway/comm/fault"
+	"github.com/comm-gateway/comm/graph"
 )
 
 func (s *Server) createDomain(w http.ResponseWriter, r *http.Request) error {
@@ -116,7 +116,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) error {
 }
 
 // mailHost is the email side of the gateway, or not_implemented.
-func (s *Server) mailHost() (*mailhost.Host, error) {
+func (s *Server) mailHost() (graph.Domains, error) {
 	if s.mail == nil {
 		return nil, fault.NotImplemented("email is not available on this gateway")
 	}

@@ -12,8 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/comm-gateway/comm/account"
-	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/comm-gateway/comm/account"
 
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/graph"
@@ -69,7 +69,7 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// Mail serves custom email domains (/v1/domains, and GraphQL's); they
 	// answer not_implemented without it.
-	Mail *mailhost.Host
+	Mail graph.Domains
 	// Accounts serves accounts, sign-in and the device page (REST and
 	// GraphQL); account.New(svc) when nil.
 	Accounts *account.Service
@@ -89,7 +89,7 @@ const (
 // Server routes HTTP requests to the domain.
 type Server struct {
 	svc     *messaging.Service
-	mail    *mailhost.Host
+	mail    graph.Domains
 	acct    *account.Service
 	hooks   *webhook.Hooks
 	mux     *http.ServeMux
