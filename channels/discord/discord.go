@@ -33,11 +33,9 @@
 package discord
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -200,24 +198,8 @@ type Config struct {
 // ParseConfig decodes and checks a connection's configuration.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var cfg Config
-	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		raw = json.RawMessage("{}") // no config: install the operator's app
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return Config{}, &channels.ConfigError{Field: strings.Trim(name, `"`), Msg: "unknown field of a discord connection (known: bot_token)"}
-		}
-		field := "config"
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) && ute.Field != "" {
-			field = ute.Field
-		}
-		return Config{}, &channels.ConfigError{Field: field, Msg: "the discord config must be a JSON object like {\"bot_token\":\"...\"} or {}: " + err.Error()}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Config{}, &channels.ConfigError{Field: "config", Msg: "the discord config has data after its JSON object"}
+	if err := channels.DecodeConfig(raw, &cfg, "discord", "bot_token", `{"bot_token":"..."} or {}`); err != nil {
+		return Config{}, err
 	}
 	switch {
 	case cfg.BotToken != "" && !tokenOK(cfg.BotToken):

@@ -49,12 +49,10 @@
 package slack
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -199,25 +197,9 @@ var (
 // *channels.ConfigError values naming the field.
 func ParseConfig(raw json.RawMessage, operator bool) (Config, error) {
 	var cfg Config
-	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		raw = json.RawMessage("{}") // no config: install the operator's app
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		field := "config"
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) && ute.Field != "" {
-			field = ute.Field
-		} else if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return Config{}, &channels.ConfigError{Field: strings.Trim(name, `"`),
-				Msg: "unknown field of a slack connection (known: bot_token, signing_secret, app_token)"}
-		}
-		return Config{}, &channels.ConfigError{Field: field,
-			Msg: `the slack config must be a JSON object: {} to install the gateway's Slack app, or {"bot_token":"xoxb-…","signing_secret":"…"}: ` + err.Error()}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Config{}, &channels.ConfigError{Field: "config", Msg: "the slack config has data after its JSON object"}
+	if err := channels.DecodeConfig(raw, &cfg, "slack", "bot_token, signing_secret, app_token",
+		`{} to install the gateway's Slack app, or {"bot_token":"xoxb-…","signing_secret":"…"}`); err != nil {
+		return Config{}, err
 	}
 	empty := cfg == Config{}
 	switch {

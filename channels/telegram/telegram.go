@@ -31,13 +31,11 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -161,22 +159,8 @@ var (
 // *channels.ConfigError values naming the field.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var cfg Config
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		field := "config"
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) && ute.Field != "" {
-			field = ute.Field
-		} else if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return Config{}, &channels.ConfigError{Field: strings.Trim(name, `"`),
-				Msg: "unknown field of a telegram connection (known: bot_token, mode)"}
-		}
-		return Config{}, &channels.ConfigError{Field: field,
-			Msg: "the telegram config must be a JSON object like {\"bot_token\":\"123456:ABC...\"}: " + err.Error()}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Config{}, &channels.ConfigError{Field: "config", Msg: "the telegram config has data after its JSON object"}
+	if err := channels.DecodeConfig(raw, &cfg, "telegram", "bot_token, mode", `{"bot_token":"123456:ABC..."}`); err != nil {
+		return Config{}, err
 	}
 	switch {
 	case cfg.BotToken == "":
