@@ -39,14 +39,7 @@ var errClosed = errors.New("the discord adapter was closed")
 // bound returns ctx ended also by Close and by CallTimeout when ctx has no
 // deadline.
 func (c *rest) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(c.closed, func() { cancel(errClosed) })
-	all := func() { stop(); cancel(nil) }
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, all
-	}
-	tctx, tcancel := context.WithTimeout(ctx, c.opts.CallTimeout)
-	return tctx, func() { tcancel(); all() }
+	return channels.Bound(ctx, c.closed, errClosed, c.opts.CallTimeout)
 }
 
 // apiError is Discord's error body.

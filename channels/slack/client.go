@@ -21,14 +21,7 @@ var errClosed = errors.New("the slack adapter was closed")
 // bound returns ctx ended also by Close and, when ctx has no deadline, by
 // the call timeout.
 func (a *Adapter) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(a.closed, func() { cancel(errClosed) })
-	cancelAll := func() { stop(); cancel(nil) }
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, cancelAll
-	}
-	tctx, tcancel := context.WithTimeout(ctx, a.opts.CallTimeout)
-	return tctx, func() { tcancel(); cancelAll() }
+	return channels.Bound(ctx, a.closed, errClosed, a.opts.CallTimeout)
 }
 
 // apiError is an {"ok":false} answer: the provider's error code and its
