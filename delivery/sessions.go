@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,37 +76,19 @@ func (d *Sessions) Run(ctx context.Context) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	var (
-		mu      sync.Mutex
-		running = map[string]bool{}
-		wg      sync.WaitGroup
-	)
-	defer wg.Wait()
+	work := newLeased()
+	defer work.wait()
 	tick := time.NewTicker(d.ClaimInterval)
 	defer tick.Stop()
 	for {
-		ss, err := d.Service.ClaimSessions(ctx, d.Owner, d.Lease, func(id string) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return running[id]
-		})
+		ss, err := d.Service.ClaimSessions(ctx, d.Owner, d.Lease, work.has)
 		if err != nil && ctx.Err() == nil {
 			d.Logger.Warn("sessions: claim", "err", err)
 		}
 		for _, s := range ss {
-			mu.Lock()
-			running[s.Conn.ID] = true
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				d.run(ctx, s)
-				mu.Lock()
-				delete(running, s.Conn.ID)
-				mu.Unlock()
-			}()
+			work.start(s.Conn.ID, func() { d.run(ctx, s) })
 		}
-		d.claimApps(ctx, &mu, running, &wg)
+		d.claimApps(ctx, work)
 		select {
 		case <-ctx.Done():
 			return
@@ -118,36 +99,22 @@ func (d *Sessions) Run(ctx context.Context) {
 
 // claimApps starts the operator's app sessions this replica can take the
 // lease of (and that run nowhere here yet).
-func (d *Sessions) claimApps(ctx context.Context, mu *sync.Mutex, running map[string]bool, wg *sync.WaitGroup) {
+func (d *Sessions) claimApps(ctx context.Context, work *leased) {
 	apps, err := d.Service.AppSessions(ctx)
 	if err != nil && ctx.Err() == nil {
 		d.Logger.Warn("sessions: app sessions", "err", err)
 	}
 	for _, a := range apps {
-		mu.Lock()
-		busy := running[a.Lease]
-		mu.Unlock()
-		if busy {
+		if work.has(a.Lease) {
 			continue
 		}
 		held, err := d.Service.ClaimLease(ctx, a.Lease, d.Owner, d.Lease)
 		if err != nil && ctx.Err() == nil {
 			d.Logger.Warn("sessions: claim", "session", a.Lease, "err", err)
 		}
-		if !held {
-			continue
+		if held {
+			work.start(a.Lease, func() { d.runApp(ctx, a) })
 		}
-		mu.Lock()
-		running[a.Lease] = true
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.runApp(ctx, a)
-			mu.Lock()
-			delete(running, a.Lease)
-			mu.Unlock()
-		}()
 	}
 }
 

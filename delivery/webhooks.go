@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/comm-gateway/comm/netguard"
@@ -57,35 +56,17 @@ func (d *Webhooks) Run(ctx context.Context) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	var (
-		mu      sync.Mutex
-		running = map[string]bool{}
-		wg      sync.WaitGroup
-	)
-	defer wg.Wait()
+	work := newLeased()
+	defer work.wait()
 	tick := time.NewTicker(d.PollInterval)
 	defer tick.Stop()
 	for {
-		ids, err := d.Hooks.Claim(ctx, d.Owner, d.Lease, func(id string) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return running[id]
-		})
+		ids, err := d.Hooks.Claim(ctx, d.Owner, d.Lease, work.has)
 		if err != nil && ctx.Err() == nil {
 			d.Logger.Warn("webhooks: claim", "err", err)
 		}
 		for _, id := range ids {
-			mu.Lock()
-			running[id] = true
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				d.endpoint(ctx, id)
-				mu.Lock()
-				delete(running, id)
-				mu.Unlock()
-			}()
+			work.start(id, func() { d.endpoint(ctx, id) })
 		}
 		select {
 		case <-ctx.Done():
