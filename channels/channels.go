@@ -299,7 +299,43 @@ type Inbound struct {
 	// with it (email: headers, full text, sender authentication); a JSON
 	// object, or nil.
 	Details json.RawMessage
+	// Receipt, when set, makes this item no message but the provider's
+	// report on an outbound message sent earlier (a status callback, a
+	// delivery or read receipt): the other fields are ignored and nothing
+	// is stored as a message.
+	Receipt *Receipt
 }
+
+// Receipt is a provider's report on an outbound message: a status
+// callback (Twilio, Telnyx), a delivery or read receipt (Meta). The core
+// finds the message by the provider id Send returned on the same
+// connection, records the state on it, and appends message.failed when a
+// message already sent was not delivered after all. Reports arrive out of
+// order and more than once (a callback may even come before Send's
+// answer): a state never moves back (failed and read are final;
+// delivered does not undo read).
+type Receipt struct {
+	// MessageID is the provider's id of the outbound message
+	// (SendResult.ProviderID).
+	MessageID string
+	// State is one of ReceiptSent, ReceiptDelivered, ReceiptRead,
+	// ReceiptFailed.
+	State string
+	// Code and Reason are the provider's error code and its meaning, on
+	// ReceiptFailed (Twilio 30007, Meta 131047 ...).
+	Code   string
+	Reason string
+	// At is when the provider saw the change (zero: when it arrived).
+	At time.Time
+}
+
+// Receipt states.
+const (
+	ReceiptSent      = "sent"
+	ReceiptDelivered = "delivered"
+	ReceiptRead      = "read"
+	ReceiptFailed    = "failed"
+)
 
 // Attachment is a file that came with an inbound message.
 type Attachment struct {
