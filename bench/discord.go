@@ -58,5 +58,6 @@ func DiscordDispatch(ctx context.Context, a *API, fake *discordtest.Server, n in
 		time.Sleep(10 * time.Millisecond)
 	}
 	el := time.Since(start)
-	return Result{Ops: n, Elapsed: el, Note: fmt.Sprintf("%d MESSAGE_CREATE dispatches through one gateway session, first dispatch -> last message.received committed", n)}, nil
+	return Result{Ops: n, Elapsed: el, Note: fmt.Sprintf("%d MESSAGE_CREATE dispatches through one gateway session, first dispatch -> last message.received committed; %d identify, %d resume(s)",
+		n, bot.Identifies(), bot.Resumes())}, nil
 }

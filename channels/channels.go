@@ -73,11 +73,11 @@ type Descriptor struct {
 // across all replicas (a database lease named after the channel), run
 // while at least one live connection registered a routing key
 // (Provisioned.RouteKey), its events routed by that key. Run blocks and
-// fails as Poller.Poll does; emit stores a message for the connection
-// holding key and returns once it is committed (nil, storing nothing, for
-// a key no live connection holds).
+// fails as Poller.Poll does; emit stores messages for the connection
+// holding key, as an Emit does (nil, storing nothing, for a key no live
+// connection holds).
 type AppSession interface {
-	Run(ctx context.Context, emit func(key string, in Inbound) error) error
+	Run(ctx context.Context, emit func(key string, ins ...Inbound) error) error
 }
 
 // AppWebhook verifies a request to a channel's app-level webhook with the
@@ -243,13 +243,20 @@ type WebhookReceiver interface {
 // with a backoff when it returns while the lease is held. Poll blocks until
 // ctx ends (return nil then) or the session fails: an error wrapping
 // ErrPermanent or ErrRevoked stops the session until the connection is
-// changed. emit stores a message and returns only once it is committed;
-// the session acknowledges to the provider only what emit accepted, so a
-// new owner re-reads the rest (inbound is idempotent by ProviderID). Call
-// emit from one goroutine at a time.
+// changed. emit stores messages and returns only once they are committed
+// (see Emit); the session acknowledges to the provider only what emit
+// accepted, so a new owner re-reads the rest (inbound is idempotent by
+// ProviderID). Call emit from one goroutine at a time.
 type Poller interface {
-	Poll(ctx context.Context, emit func(Inbound) error) error
+	Poll(ctx context.Context, emit Emit) error
 }
+
+// Emit stores a session's inbound messages, in order, and returns once all
+// are committed (or none is, with an error). Handing it what arrived
+// together (a getUpdates page, the frames a gateway read while the last
+// batch was stored) costs one commit for all of them instead of one each;
+// a session that keeps up hands over one at a time.
+type Emit func(ins ...Inbound) error
 
 // Injector takes inbound messages from the API caller itself (POST
 // /v1/connections/{id}/inbound): the test channel. There is no signature;

@@ -140,8 +140,8 @@ func (d *Sessions) run(ctx context.Context, s messaging.Session) {
 		name: s.Conn.ID,
 		poll: func(ctx context.Context, healthy func()) error {
 			emit := d.Service.ReceiveFunc(ctx, s.Conn)
-			return s.Poller.Poll(ctx, func(in channels.Inbound) error {
-				if err := emit(in); err != nil {
+			return s.Poller.Poll(ctx, func(ins ...channels.Inbound) error {
+				if err := emit(ins...); err != nil {
 					return err
 				}
 				healthy()
@@ -165,8 +165,8 @@ func (d *Sessions) runApp(ctx context.Context, s messaging.AppSession) {
 		name: s.Lease,
 		poll: func(ctx context.Context, healthy func()) error {
 			emit := d.Service.RouteFunc(ctx, s.Channel)
-			return s.Session.Run(ctx, func(key string, in channels.Inbound) error {
-				if err := emit(key, in); err != nil {
+			return s.Session.Run(ctx, func(key string, ins ...channels.Inbound) error {
+				if err := emit(key, ins...); err != nil {
 					return err
 				}
 				healthy()

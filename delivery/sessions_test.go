@@ -177,7 +177,7 @@ func (b *guildBot) say(guild, id, text string) {
 
 // Run delivers queued messages, taking each off the queue only once emit
 // accepted it (as a gateway resumes from its last acknowledged event).
-func (b *guildBot) Run(ctx context.Context, emit func(key string, in channels.Inbound) error) error {
+func (b *guildBot) Run(ctx context.Context, emit func(key string, ins ...channels.Inbound) error) error {
 	b.mu.Lock()
 	b.running++
 	b.most = max(b.most, b.running)

@@ -80,11 +80,15 @@ func (s *Service) ReleaseLease(ctx context.Context, name, owner string) error {
 	return err
 }
 
-// RouteFunc returns the emit function of a channel's app session: each
-// message is stored on the live connection holding its routing key
-// before it returns; a key no connection holds stores nothing.
-func (s *Service) RouteFunc(ctx context.Context, channel string) func(key string, in channels.Inbound) error {
-	return func(key string, in channels.Inbound) error {
+// RouteFunc returns the emit function of a channel's app session: the
+// messages are stored on the live connection holding their routing key
+// (in one transaction) before it returns; a key no connection holds stores
+// nothing.
+func (s *Service) RouteFunc(ctx context.Context, channel string) func(key string, ins ...channels.Inbound) error {
+	return func(key string, ins ...channels.Inbound) error {
+		if len(ins) == 0 {
+			return nil
+		}
 		c, err := s.read.Connection.Query().Where(entconn.RouteKey(RouteKey(channel, key))).Only(tenant.System(ctx))
 		if ent.IsNotFound(err) {
 			return nil
@@ -92,7 +96,6 @@ func (s *Service) RouteFunc(ctx context.Context, channel string) func(key string
 		if err != nil {
 			return err
 		}
-		_, _, err = s.Receive(ctx, c, in)
-		return err
+		return s.ReceiveBatch(ctx, c, ins)
 	}
 }

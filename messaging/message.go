@@ -9,11 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/comm-gateway/comm/api"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
 	entatt "github.com/comm-gateway/comm/ent/attachment"
@@ -146,71 +147,16 @@ type messageEvent struct {
 // and duplicate=true. The tenant is the connection's, never the payload's.
 func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.Inbound) (msg *Message, duplicate bool, err error) {
 	ctx = tenant.WithProject(ctx, c.ProjectID)
-	if in.ThreadKey == "" {
-		in.ThreadKey = in.Sender
-	}
+	in = normalInbound(in)
 	convID, err := s.threadOf(ctx, c, in)
 	if err != nil {
 		return nil, false, err
 	}
-	if len(in.References) > MaxReferences {
-		in.References = append(in.References[:1:1], in.References[len(in.References)-MaxReferences+1:]...)
-	}
 	var stored *ent.Message
 	_, err = s.log.Write(ctx, c.ProjectID, func(tx *stream.Tx) error {
-		cl, tctx := tx.Client(), tx.Context()
-		now := s.now()
-		conv := convID
 		var err error
-		if conv != "" {
-			err = cl.Conversation.UpdateOneID(conv).SetLastMessageAt(now).Exec(tctx)
-		} else {
-			conv, err = s.touchConversation(tctx, cl, c, in.ThreadKey, in.Sender, in.Subject, now)
-		}
-		if err != nil {
-			return err
-		}
-		msgID := ident.New(ident.Message)
-		var atts []AttachmentInfo
-		for _, a := range in.Attachments {
-			blob, err := putBlob(tctx, cl, a.Data, now)
-			if err != nil {
-				return err
-			}
-			att, err := cl.Attachment.Create().SetID(ident.New(ident.Attachment)).SetMessageID(msgID).
-				SetFilename(a.Filename).SetContentType(a.ContentType).SetContentID(a.ContentID).SetInline(a.Inline).
-				SetSize(int64(len(a.Data))).SetData([]byte{}).SetBlobID(blob).SetCreatedAt(now).Save(tctx)
-			if err != nil {
-				return err
-			}
-			atts = append(atts, AttachmentInfo{ID: att.ID, Filename: a.Filename, ContentType: a.ContentType,
-				Size: att.Size, Inline: a.Inline, ContentID: nonEmpty(a.ContentID)})
-		}
-		// No look-up first: the unique (connection, provider id) index
-		// refuses a repeat, the savepoint undoes this write, and the
-		// stored message is read below.
-		create := cl.Message.Create().SetID(msgID).SetConversationID(conv).SetConnectionID(c.ID).SetChannel(c.Channel).
-			SetDirection(entmsg.DirectionInbound).SetStatus(entmsg.StatusReceived).
-			SetProviderMessageID(in.ProviderID).SetSender(in.Sender).SetRecipient(c.Address).
-			SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).SetCreatedAt(now)
-		if len(in.References) > 0 {
-			create.SetReferences(in.References)
-		}
-		if len(in.Details) > 0 {
-			create.SetDetails(in.Details)
-		}
-		if len(atts) > 0 {
-			j, _ := json.Marshal(atts)
-			create.SetAttachments(j)
-		}
-		if stored, err = create.Save(tctx); err != nil {
-			return err
-		}
-		ev := api.ReceivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
-			Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
-			Attachments: atts, Details: in.Details}
-		s.envelope(&ev)
-		return tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID, Message: ev})
+		stored, _, err = s.storeInbound(tx, c, in, convID)
+		return err
 	})
 	if err != nil && ent.IsConstraintError(err) {
 		// A repeat delivery (here or on another replica).
@@ -228,6 +174,128 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 
 // MaxReferences bounds the thread references kept on a message.
 const MaxReferences = 20
+
+// normalInbound fills in the thread key (the sender's when the provider
+// names none) and bounds the references kept.
+func normalInbound(in channels.Inbound) channels.Inbound {
+	if in.ThreadKey == "" {
+		in.ThreadKey = in.Sender
+	}
+	if len(in.References) > MaxReferences {
+		in.References = append(in.References[:1:1], in.References[len(in.References)-MaxReferences+1:]...)
+	}
+	return in
+}
+
+// ReceiveBatch stores ins in order, each as Receive does, in one
+// transaction: a session's backlog costs one commit, not one per message.
+// When one of them was stored before (a replay after a resume), the batch
+// is undone and each is stored on its own, so the repeats store nothing.
+// A message answering one earlier in the batch joins its conversation.
+func (s *Service) ReceiveBatch(ctx context.Context, c *ent.Connection, ins []channels.Inbound) error {
+	if len(ins) == 1 {
+		_, _, err := s.Receive(ctx, c, ins[0])
+		return err
+	}
+	ctx = tenant.WithProject(ctx, c.ProjectID)
+	ins = slices.Clone(ins)
+	convs := make([]string, len(ins))
+	for i := range ins {
+		ins[i] = normalInbound(ins[i])
+		var err error
+		if convs[i], err = s.threadOf(ctx, c, ins[i]); err != nil {
+			return err
+		}
+	}
+	_, err := s.log.Write(ctx, c.ProjectID, func(tx *stream.Tx) error {
+		convOf := make(map[string]string, len(ins)) // provider id -> conversation, in this batch
+		for i, in := range ins {
+			conv := convs[i]
+			if conv == "" {
+				for _, r := range in.References {
+					if id, ok := convOf[r]; ok {
+						conv = id // the nearest wins, as in threadOf
+					}
+				}
+			}
+			_, conv, err := s.storeInbound(tx, c, in, conv)
+			if err != nil {
+				return err
+			}
+			convOf[in.ProviderID] = conv
+		}
+		return nil
+	})
+	if err != nil && ent.IsConstraintError(err) {
+		for _, in := range ins {
+			if _, _, err := s.Receive(ctx, c, in); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return err
+}
+
+// storeInbound stores one inbound message in tx, in conversation conv (or
+// the thread's, started if new, when conv is empty), and appends
+// message.received. A provider id stored before fails with a constraint
+// error, which undoes the write.
+func (s *Service) storeInbound(tx *stream.Tx, c *ent.Connection, in channels.Inbound, conv string) (*ent.Message, string, error) {
+	cl, tctx := tx.Client(), tx.Context()
+	now := s.now()
+	var err error
+	if conv != "" {
+		err = cl.Conversation.UpdateOneID(conv).SetLastMessageAt(now).Exec(tctx)
+	} else {
+		conv, err = s.touchConversation(tctx, cl, c, in.ThreadKey, in.Sender, in.Subject, now)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	msgID := ident.New(ident.Message)
+	var atts []AttachmentInfo
+	for _, a := range in.Attachments {
+		blob, err := putBlob(tctx, cl, a.Data, now)
+		if err != nil {
+			return nil, "", err
+		}
+		att, err := cl.Attachment.Create().SetID(ident.New(ident.Attachment)).SetMessageID(msgID).
+			SetFilename(a.Filename).SetContentType(a.ContentType).SetContentID(a.ContentID).SetInline(a.Inline).
+			SetSize(int64(len(a.Data))).SetData([]byte{}).SetBlobID(blob).SetCreatedAt(now).Save(tctx)
+		if err != nil {
+			return nil, "", err
+		}
+		atts = append(atts, AttachmentInfo{ID: att.ID, Filename: a.Filename, ContentType: a.ContentType,
+			Size: att.Size, Inline: a.Inline, ContentID: nonEmpty(a.ContentID)})
+	}
+	// No look-up first: the unique (connection, provider id) index
+	// refuses a repeat, the savepoint undoes this write, and the
+	// stored message is read below.
+	create := cl.Message.Create().SetID(msgID).SetConversationID(conv).SetConnectionID(c.ID).SetChannel(c.Channel).
+		SetDirection(entmsg.DirectionInbound).SetStatus(entmsg.StatusReceived).
+		SetProviderMessageID(in.ProviderID).SetSender(in.Sender).SetRecipient(c.Address).
+		SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).SetCreatedAt(now)
+	if len(in.References) > 0 {
+		create.SetReferences(in.References)
+	}
+	if len(in.Details) > 0 {
+		create.SetDetails(in.Details)
+	}
+	if len(atts) > 0 {
+		j, _ := json.Marshal(atts)
+		create.SetAttachments(j)
+	}
+	stored, err := create.Save(tctx)
+	if err != nil {
+		return nil, "", err
+	}
+	ev := api.ReceivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
+		Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
+		Attachments: atts, Details: in.Details}
+	s.envelope(&ev)
+	return stored, conv, tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID, Message: ev})
+}
 
 // threadOf finds the existing conversation an inbound message continues:
 // the conversation of the nearest of its references stored on the same

@@ -169,11 +169,14 @@ func (s *Service) endSession(ctx context.Context, c *ent.Connection) {
 	}
 }
 
-// ReceiveFunc returns the emit function of a connection's session: each
-// message is stored (and message.received appended) before it returns.
-func (s *Service) ReceiveFunc(ctx context.Context, c *ent.Connection) func(channels.Inbound) error {
-	return func(in channels.Inbound) error {
-		_, _, err := s.Receive(ctx, c, in)
-		return err
+// ReceiveFunc returns the emit function of a connection's session: the
+// messages are stored (and message.received appended), in one
+// transaction, before it returns.
+func (s *Service) ReceiveFunc(ctx context.Context, c *ent.Connection) channels.Emit {
+	return func(ins ...channels.Inbound) error {
+		if len(ins) == 0 {
+			return nil
+		}
+		return s.ReceiveBatch(ctx, c, ins)
 	}
 }

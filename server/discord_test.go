@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -89,6 +90,71 @@ func TestDiscordInstall(t *testing.T) {
 		sent := op.Sent()
 		if len(sent) != 1 || sent[0].ChannelID != ch1 || sent[0].Content != "Hi there" || sent[0].MessageReference == nil {
 			t.Fatalf("sent %+v, want the reply in %s with message_reference", sent, ch1)
+		}
+	})
+}
+
+// TestDiscordBacklog: a customer's own bot comes online to a backlog (the
+// gateway dispatches everything held at once). The session stores it in
+// batches, in dispatch order, each message once; a reply to a message of
+// the same backlog joins that message's conversation; a dropped
+// connection resumes with nothing lost or stored twice.
+func TestDiscordBacklog(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		fake := discordtest.NewServer()
+		t.Cleanup(fake.Close)
+		bot := fake.NewBot("customer_bot")
+		g := startGateway(t, cfg, setup{outbox: true, sessions: true, discord: discord.Options{APIURL: fake.URL, GatewayURL: fake.GatewayURL}})
+		key := g.newSandbox(t, "backlog").APIKey
+		const dms = 300
+		for i := range dms {
+			bot.Dispatch(bot.DM(fmt.Sprintf("30000000000000%04d", i%7), fmt.Sprintf("dm %03d", i)))
+		}
+		guild, ch1, ch2 := fake.Snowflake(), bot.AddChannel(), bot.AddChannel()
+		first := bot.Mention(guild, ch1, "2000000000000000001", "first")
+		bot.Dispatch(first)
+		reply := bot.Mention(guild, ch2, "2000000000000000002", "a reply to first")
+		reply.MessageReference = &discordtest.Reference{MessageID: first.ID, ChannelID: ch1}
+		bot.Dispatch(reply)
+
+		resp := g.post(t, key, "/v1/connections", fmt.Sprintf(`{"channel":"discord","config":{"bot_token":%q}}`, bot.Token))
+		if resp.Status != http.StatusCreated {
+			t.Fatalf("connect: %d %s", resp.Status, resp.Body)
+		}
+		received := func() []event { return g.events(t, key, "type=message.received&limit=1000") }
+		gatewaytest.WaitFor(t, "the backlog stored", 30*time.Second, func() bool { return len(received()) >= dms+2 })
+		bot.Drop()
+		bot.Dispatch(bot.DM("300000000000000001", "after the drop"))
+		gatewaytest.WaitFor(t, "the message after the drop", 30*time.Second, func() bool { return len(received()) >= dms+3 })
+
+		evs := received()
+		if len(evs) != dms+3 {
+			t.Fatalf("%d message.received, want %d (each message once)", len(evs), dms+3)
+		}
+		convOf := map[string]string{}
+		for i, e := range evs {
+			m := receivedOf(t, e)
+			want := fmt.Sprintf("dm %03d", i)
+			switch {
+			case i == dms:
+				want = "first"
+			case i == dms+1:
+				want = "a reply to first"
+			case i == dms+2:
+				want = "after the drop"
+			}
+			if !strings.HasSuffix(m.Text, want) {
+				t.Fatalf("message %d is %q, want %q: dispatch order kept", i, m.Text, want)
+			}
+			convOf[want] = m.ConversationID
+		}
+		if convOf["a reply to first"] != convOf["first"] {
+			t.Errorf("the reply is in conversation %s, the message it answers in %s", convOf["a reply to first"], convOf["first"])
+		}
+		if n := bot.Identifies(); n != 1 {
+			t.Errorf("identifies = %d, want 1 (the drop resumed)", n)
 		}
 	})
 }

@@ -218,7 +218,7 @@ func (a *exampleAdapter) Deprovision(ctx context.Context) error {
 }
 
 // Poll long-polls the provider's event feed from the last accepted event.
-func (a *exampleAdapter) Poll(ctx context.Context, emit func(channels.Inbound) error) error {
+func (a *exampleAdapter) Poll(ctx context.Context, emit channels.Emit) error {
 	for ctx.Err() == nil {
 		a.mu.Lock()
 		after := a.after

@@ -148,15 +148,20 @@ func (e *env) startPoll(t *testing.T, p channels.Poller, decide func(channels.In
 	s := &session{cancel: cancel, done: make(chan error, 1), news: make(chan struct{}, 1024)}
 	go func() {
 		_, err := safe("Poll", func() (struct{}, error) {
-			return struct{}{}, p.Poll(ctx, func(in channels.Inbound) error {
-				s.mu.Lock()
-				s.emitted = append(s.emitted, in)
-				s.mu.Unlock()
-				select {
-				case s.news <- struct{}{}:
-				default:
+			return struct{}{}, p.Poll(ctx, func(ins ...channels.Inbound) error {
+				for _, in := range ins {
+					s.mu.Lock()
+					s.emitted = append(s.emitted, in)
+					s.mu.Unlock()
+					select {
+					case s.news <- struct{}{}:
+					default:
+					}
+					if err := decide(in); err != nil {
+						return err
+					}
 				}
-				return decide(in)
+				return nil
 			})
 		})
 		s.done <- err

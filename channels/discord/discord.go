@@ -166,14 +166,14 @@ func Descriptor(opts Options) channels.Descriptor {
 type appSession struct{ opts Options }
 
 // Run runs the operator's bot's gateway session.
-func (s appSession) Run(ctx context.Context, emit func(key string, in channels.Inbound) error) error {
+func (s appSession) Run(ctx context.Context, emit func(key string, ins ...channels.Inbound) error) error {
 	closed, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := &Adapter{opts: s.opts, conn: channels.Connection{ID: "discord-app-session"}, token: s.opts.BotToken,
 		closed: closed, close: cancel, appEmit: emit}
 	a.rest = newREST(s.opts, a.token, closed)
 	a.gw = &gatewayState{}
-	return a.Poll(ctx, func(channels.Inbound) error { return nil })
+	return a.Poll(ctx, func(...channels.Inbound) error { return nil })
 }
 
 // AppOperator is Config.App of a connection through the operator's app.
@@ -257,7 +257,7 @@ type Adapter struct {
 
 	// appEmit, on the operator's app session, stores a message for the
 	// connection of its guild (channels.AppSession).
-	appEmit func(key string, in channels.Inbound) error
+	appEmit func(key string, ins ...channels.Inbound) error
 }
 
 var (

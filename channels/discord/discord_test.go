@@ -64,16 +64,20 @@ func startPoll(t *testing.T, a *discord.Adapter, fail func(channels.Inbound) err
 	ctx, cancel := context.WithCancel(t.Context())
 	p := &poll{cancel: cancel, done: make(chan error, 1), arrived: make(chan struct{}, 100), fail: fail}
 	go func() {
-		p.done <- a.Poll(ctx, func(in channels.Inbound) error {
+		p.done <- a.Poll(ctx, func(ins ...channels.Inbound) error {
+			for _, in := range ins {
+				if p.fail != nil {
+					if err := p.fail(in); err != nil {
+						return err
+					}
+				}
+			}
 			p.mu.Lock()
-			p.got = append(p.got, in)
+			p.got = append(p.got, ins...)
 			p.mu.Unlock()
 			select {
 			case p.arrived <- struct{}{}:
 			default:
-			}
-			if p.fail != nil {
-				return p.fail(in)
 			}
 			return nil
 		})
@@ -221,6 +225,55 @@ func TestZombieConnectionResumes(t *testing.T) {
 	}
 	if n := p.count("one"); n != 1 {
 		t.Errorf("\"one\" emitted %d times", n)
+	}
+}
+
+// A store slower than the gateway is no zombie: heartbeat ACKs are read
+// while a batch is stored, the backlog is stored in order in batches (one
+// emit for what queued up), and nothing is resumed, lost or doubled.
+func TestSlowStoreBatchesBacklogWithoutZombie(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, discord.Options{Jitter: func() float64 { return 0 }})
+	r.srv.SetHeartbeatInterval(20 * time.Millisecond)
+	var mu sync.Mutex
+	var got []string
+	biggest := 0
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- r.a.Poll(ctx, func(ins ...channels.Inbound) error {
+			time.Sleep(100 * time.Millisecond) // five heartbeat intervals per commit
+			mu.Lock()
+			defer mu.Unlock()
+			for _, in := range ins {
+				got = append(got, in.Text)
+			}
+			biggest = max(biggest, len(ins))
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	until(t, "the session", r.bot.Connected)
+	const n = 600
+	for i := range n {
+		r.bot.Dispatch(r.bot.DM(person, fmt.Sprintf("m%03d", i)))
+	}
+	until(t, "every message stored", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= n })
+	mu.Lock()
+	defer mu.Unlock()
+	for i, text := range got {
+		if want := fmt.Sprintf("m%03d", i); text != want {
+			t.Fatalf("message %d is %q, want %q (order kept, nothing doubled)", i, text, want)
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%d messages stored, want %d", len(got), n)
+	}
+	if biggest < 2 {
+		t.Errorf("the largest batch held %d message(s): the backlog was not stored in batches", biggest)
+	}
+	if r.bot.Resumes() != 0 || r.bot.Identifies() != 1 {
+		t.Errorf("resumes = %d, identifies = %d: a slow store was taken for a zombie connection", r.bot.Resumes(), r.bot.Identifies())
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -120,7 +121,7 @@ const (
 // identifies again after a short wait. Close 4004 is channels.ErrRevoked;
 // 4010-4014 (4014: the MESSAGE_CONTENT intent is not enabled) are
 // permanent.
-func (a *Adapter) Poll(ctx context.Context, emit func(channels.Inbound) error) error {
+func (a *Adapter) Poll(ctx context.Context, emit channels.Emit) error {
 	if !a.gw.running.CompareAndSwap(false, true) {
 		return channels.Transient(0, "discord: poll: a session of this connection is already running in this process")
 	}
@@ -215,7 +216,7 @@ func dialURL(u string) (string, error) {
 
 // session runs one websocket connection. progressed says READY or
 // RESUMED arrived; next says how the session goes on when err is nil.
-func (a *Adapter) session(ctx context.Context, emit func(channels.Inbound) error) (progressed bool, next outcome, err error) {
+func (a *Adapter) session(ctx context.Context, emit channels.Emit) (progressed bool, next outcome, err error) {
 	sessionID, resumeURL, acked := a.gw.snapshot()
 	resume := sessionID != "" && resumeURL != ""
 	u := resumeURL
@@ -274,7 +275,7 @@ func (a *Adapter) session(ctx context.Context, emit func(channels.Inbound) error
 	// Heartbeats.
 	var lastSeq atomic.Int64
 	lastSeq.Store(acked)
-	var awaiting, zombie atomic.Bool
+	var awaiting, zombie, blocked atomic.Bool
 	beat := func() {
 		s := lastSeq.Load()
 		var d any
@@ -299,10 +300,10 @@ func (a *Adapter) session(ctx context.Context, emit func(channels.Inbound) error
 				return
 			case <-t.C:
 			}
-			if awaiting.Load() {
-				// No ACK since the last beat: a zombie connection. Close
-				// with a code other than 1000/1001, which keeps the
-				// session resumable.
+			if awaiting.Load() && !blocked.Load() {
+				// No ACK since the last beat while we were reading: a
+				// zombie connection. Close with a code other than
+				// 1000/1001, which keeps the session resumable.
 				zombie.Store(true)
 				c.closeWith(4000, "zombie connection: no heartbeat ACK")
 				return
@@ -312,51 +313,257 @@ func (a *Adapter) session(ctx context.Context, emit func(channels.Inbound) error
 		}
 	}()
 
+	// The reader below answers the gateway at once (heartbeats, ACKs,
+	// reconnects) and queues dispatches for the storer, which stores what
+	// queued up while it stored the last batch in one go: storage never
+	// delays a heartbeat ACK, and a backlog costs one commit per batch.
+	// The queue is bounded in frames and bytes; when it is full the
+	// reader waits (the gateway's frames wait in TCP), which is no
+	// zombie.
+	q := &frameQueue{frames: make(chan payload, maxQueuedFrames), bytes: semaphore.NewWeighted(maxQueuedBytes)}
+	stored := make(chan storeResult, 1)
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	go func() {
+		res := a.store(sctx, q, emit)
+		if res.err != nil {
+			c.closeWith(4000, "store failed") // ends the reader
+		}
+		// Hand back the budget of frames left in the queue (the reader
+		// may be waiting for it) until the reader closes it.
+		for p := range q.frames {
+			q.bytes.Release(weight(p))
+		}
+		stored <- res
+	}()
+
+	next, cerr := a.read(ctx, c, q, &lastSeq, &awaiting, &zombie, &blocked, beat)
+	close(q.frames)
+	res := <-stored
+	if ctx.Err() != nil {
+		return res.progressed, 0, nil
+	}
+	if res.err != nil {
+		return res.progressed, 0, res.err
+	}
+	if cerr != nil {
+		return res.progressed, 0, cerr
+	}
+	if next == doInvalid {
+		// op 9: resumable when it says so and a session is known (READY
+		// was handled by the storer above).
+		if q.resumable && a.gw.bot() != "" {
+			if id, _, _ := a.gw.snapshot(); id != "" {
+				return res.progressed, doResume, nil
+			}
+		}
+		return res.progressed, doIdentify, nil
+	}
+	return res.progressed, next, nil
+}
+
+// Bounds of the frames read and not yet stored.
+const (
+	maxQueuedFrames = 4096
+	maxQueuedBytes  = 32 << 20
+)
+
+// frameQueue carries dispatches from a connection's reader to its storer.
+type frameQueue struct {
+	frames chan payload
+	bytes  *semaphore.Weighted // held for the size of each queued frame
+	// resumable is op 9's payload (set by the reader before it ends).
+	resumable bool
+}
+
+// weight is what a frame holds of the queue's byte budget.
+func weight(p payload) int64 { return min(int64(len(p.D))+64, maxQueuedBytes) }
+
+// doInvalid is op 9 (invalid session), decided once the queue is stored.
+const doInvalid outcome = -1
+
+// read reads the connection until it ends, answering heartbeats and
+// queueing dispatches; it returns how the session goes on.
+func (a *Adapter) read(ctx context.Context, c *conn, q *frameQueue, lastSeq *atomic.Int64, awaiting, zombie, blocked *atomic.Bool, beat func()) (outcome, error) {
 	for {
-		_, data, err := ws.ReadMessage()
+		_, data, err := c.ws.ReadMessage()
 		if err != nil {
 			if ctx.Err() != nil {
-				return progressed, 0, nil
+				return 0, nil
 			}
 			if zombie.Load() {
 				a.opts.Logger.Info("discord: gateway: no heartbeat ACK; resuming", "connection", a.conn.ID)
-				return progressed, doResume, nil
+				return doResume, nil
 			}
-			n, cerr := a.closeOutcome(err)
-			return progressed, n, cerr
+			return a.closeOutcome(err)
 		}
 		var p payload
 		if err := json.Unmarshal(data, &p); err != nil {
-			return progressed, doResume, nil
+			return doResume, nil
 		}
 		if p.S != nil {
 			lastSeq.Store(*p.S)
 		}
 		switch p.Op {
 		case 0:
-			if err := a.dispatch(ctx, p, emit, &progressed); err != nil {
-				c.closeWith(4000, "store failed")
-				return progressed, 0, err
+			w := weight(p)
+			blocked.Store(true)
+			err := q.bytes.Acquire(ctx, w)
+			if err == nil {
+				select {
+				case q.frames <- p:
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			}
+			blocked.Store(false)
+			if err != nil {
+				return 0, nil
 			}
 		case 1:
 			beat()
 		case 7:
 			c.closeWith(4000, "reconnect requested")
-			return progressed, doResume, nil
+			return doResume, nil
 		case 9:
-			var resumable bool
-			_ = json.Unmarshal(p.D, &resumable)
+			_ = json.Unmarshal(p.D, &q.resumable)
 			c.closeWith(4000, "invalid session")
-			if resumable && a.gw.bot() != "" {
-				if id, _, _ := a.gw.snapshot(); id != "" {
-					return progressed, doResume, nil
-				}
-			}
-			return progressed, doIdentify, nil
+			return doInvalid, nil
 		case 11:
 			awaiting.Store(false)
 		}
 	}
+}
+
+// maxBatch bounds the messages stored in one commit.
+const maxBatch = 256
+
+// storeResult is how the storer ended.
+type storeResult struct {
+	progressed bool // READY or RESUMED was handled
+	err        error
+}
+
+// store takes the queued dispatches, in order, until the reader closes the
+// queue: each batch (what queued up while the last one was stored) is
+// stored with one emit, and its last sequence number acknowledged once
+// emit returned nil. A failed store ends it; the session resumes from the
+// last acknowledged event, before the batch.
+func (a *Adapter) store(ctx context.Context, q *frameQueue, emit channels.Emit) (res storeResult) {
+	var batch []payload
+	for {
+		p, ok := <-q.frames
+		if !ok {
+			return res
+		}
+		batch = append(batch[:0], p)
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case p, ok := <-q.frames:
+				if !ok {
+					break more
+				}
+				batch = append(batch, p)
+			default:
+				break more
+			}
+		}
+		err := a.storeBatch(ctx, batch, emit, &res.progressed)
+		for _, p := range batch {
+			q.bytes.Release(weight(p))
+		}
+		if err != nil {
+			res.err = err
+			return res
+		}
+	}
+}
+
+// keyed is a kept message and the guild it came from (the routing key of
+// the operator's app session).
+type keyed struct {
+	guild string
+	in    channels.Inbound
+}
+
+// storeBatch handles a batch of dispatches in order and acknowledges the
+// last once its messages are stored.
+func (a *Adapter) storeBatch(ctx context.Context, batch []payload, emit channels.Emit, progressed *bool) error {
+	var kept []keyed
+	var seq int64
+	for _, p := range batch {
+		if p.S != nil {
+			seq = max(seq, *p.S)
+		}
+		switch p.T {
+		case "READY":
+			var r struct {
+				SessionID string `json:"session_id"`
+				ResumeURL string `json:"resume_gateway_url"`
+				User      user   `json:"user"`
+			}
+			if err := json.Unmarshal(p.D, &r); err != nil || r.SessionID == "" {
+				return channels.Transient(0, "discord: gateway: malformed READY")
+			}
+			a.gw.mu.Lock()
+			a.gw.sessionID, a.gw.resumeURL, a.gw.botID = r.SessionID, r.ResumeURL, r.User.ID
+			if a.gw.resumeURL == "" {
+				a.gw.resumeURL = a.opts.GatewayURL
+			}
+			a.gw.mu.Unlock()
+			*progressed = true
+		case "RESUMED":
+			*progressed = true
+		case "MESSAGE_CREATE":
+			ins, guild, err := a.inbound(ctx, p.D)
+			if err != nil {
+				return err
+			}
+			for _, in := range ins {
+				kept = append(kept, keyed{guild, in})
+			}
+		}
+	}
+	if err := a.emitKept(kept, emit); err != nil {
+		first := kept[0].in.ProviderID
+		return channels.Transient(0, "discord: gateway: storing %d message(s) from %s on failed; the session resumes before them: %v", len(kept), first, err)
+	}
+	if seq > 0 {
+		a.gw.ack(seq)
+	}
+	return nil
+}
+
+// emitKept stores kept messages: all at once on a connection's session,
+// in runs of one guild on the operator's app session (each guild is its
+// own connection).
+func (a *Adapter) emitKept(kept []keyed, emit channels.Emit) error {
+	if len(kept) == 0 {
+		return nil
+	}
+	if a.appEmit == nil {
+		ins := make([]channels.Inbound, len(kept))
+		for i, k := range kept {
+			ins[i] = k.in
+		}
+		return emit(ins...)
+	}
+	for i := 0; i < len(kept); {
+		j := i + 1
+		for j < len(kept) && kept[j].guild == kept[i].guild {
+			j++
+		}
+		run := make([]channels.Inbound, 0, j-i)
+		for _, k := range kept[i:j] {
+			run = append(run, k.in)
+		}
+		if err := a.appEmit(kept[i].guild, run...); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
 }
 
 func doResumeOr(resume bool) outcome {
@@ -383,50 +590,4 @@ func (a *Adapter) closeOutcome(err error) (outcome, error) {
 		return doIdentify, nil
 	}
 	return doResume, nil
-}
-
-// dispatch handles an op 0 event and acknowledges it once handled.
-func (a *Adapter) dispatch(ctx context.Context, p payload, emit func(channels.Inbound) error, progressed *bool) error {
-	var seq int64
-	if p.S != nil {
-		seq = *p.S
-	}
-	switch p.T {
-	case "READY":
-		var r struct {
-			SessionID string `json:"session_id"`
-			ResumeURL string `json:"resume_gateway_url"`
-			User      user   `json:"user"`
-		}
-		if err := json.Unmarshal(p.D, &r); err != nil || r.SessionID == "" {
-			return channels.Transient(0, "discord: gateway: malformed READY")
-		}
-		a.gw.mu.Lock()
-		a.gw.sessionID, a.gw.resumeURL, a.gw.acked, a.gw.botID = r.SessionID, r.ResumeURL, seq, r.User.ID
-		if a.gw.resumeURL == "" {
-			a.gw.resumeURL = a.opts.GatewayURL
-		}
-		a.gw.mu.Unlock()
-		*progressed = true
-		return nil
-	case "RESUMED":
-		*progressed = true
-	case "MESSAGE_CREATE":
-		ins, guild, err := a.inbound(ctx, p.D)
-		if err != nil {
-			return err
-		}
-		for _, in := range ins {
-			if a.appEmit != nil {
-				emit = func(in channels.Inbound) error { return a.appEmit(guild, in) }
-			}
-			if err := emit(in); err != nil {
-				return channels.Transient(0, "discord: gateway: storing message %s failed; the session resumes before it: %v", in.ProviderID, err)
-			}
-		}
-	}
-	if seq > 0 {
-		a.gw.ack(seq)
-	}
-	return nil
 }

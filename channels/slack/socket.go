@@ -70,7 +70,7 @@ const maxReconnects = 100
 // all, and reconnects when Slack sends "disconnect". An emit that fails
 // ends the session with a transient error, unacknowledged: Slack delivers
 // the envelope again. It returns nil when ctx ends.
-func (s *SocketAdapter) Poll(ctx context.Context, emit func(channels.Inbound) error) error {
+func (s *SocketAdapter) Poll(ctx context.Context, emit channels.Emit) error {
 	for range maxReconnects {
 		again, err := s.session(ctx, emit)
 		if ctx.Err() != nil {
@@ -111,7 +111,7 @@ type socketMessage struct {
 
 // session runs one websocket connection; again says Slack asked to
 // reconnect.
-func (s *SocketAdapter) session(ctx context.Context, emit func(channels.Inbound) error) (again bool, err error) {
+func (s *SocketAdapter) session(ctx context.Context, emit channels.Emit) (again bool, err error) {
 	a := s.a
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

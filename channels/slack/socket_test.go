@@ -29,7 +29,12 @@ func TestSocketReconnect(t *testing.T) {
 	got := make(chan channels.Inbound, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- p.Poll(t.Context(), func(in channels.Inbound) error { got <- in; return nil })
+		done <- p.Poll(t.Context(), func(ins ...channels.Inbound) error {
+			for _, in := range ins {
+				got <- in
+			}
+			return nil
+		})
 	}()
 	team.QueueSocket(slacktest.EventCallback(team.ID, "Ev1", slacktest.Event{Channel: "D1", User: "U1", Text: "one", TS: "1700000000.000100"}))
 	if in := <-got; in.Text != "one" || in.ProviderID != "D1:1700000000.000100" {

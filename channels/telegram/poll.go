@@ -16,7 +16,7 @@ import (
 // with a transient error. Telegram answers 409 while a webhook is set or
 // another client polls the same bot (transient: the gateway retries with a
 // backoff); a rejected token is channels.ErrRevoked.
-func (a *PollingAdapter) Poll(ctx context.Context, emit func(channels.Inbound) error) error {
+func (a *PollingAdapter) Poll(ctx context.Context, emit channels.Emit) error {
 	select {
 	case a.sessionLock() <- struct{}{}:
 		defer func() { <-a.session }()
@@ -34,6 +34,9 @@ func (a *PollingAdapter) Poll(ctx context.Context, emit func(channels.Inbound) e
 			}
 			return err
 		}
+		// The page's messages are stored together (one commit), then
+		// the offset moves past all of them.
+		var page []channels.Inbound
 		for _, u := range updates {
 			ins, err := a.inbound(ctx, u)
 			if err != nil {
@@ -42,13 +45,15 @@ func (a *PollingAdapter) Poll(ctx context.Context, emit func(channels.Inbound) e
 				}
 				return toTransient(err)
 			}
-			for _, in := range ins {
-				if err := emit(in); err != nil {
-					return channels.Transient(0, "telegram: poll: storing message %s (update %d) failed; it will be fetched again: %v", in.ProviderID, u.UpdateID, err)
-				}
-			}
-			a.setOffset(u.UpdateID + 1)
+			page = append(page, ins...)
 		}
+		if len(updates) == 0 {
+			continue
+		}
+		if err := emit(page...); err != nil {
+			return channels.Transient(0, "telegram: poll: storing updates %d to %d failed; they will be fetched again: %v", updates[0].UpdateID, updates[len(updates)-1].UpdateID, err)
+		}
+		a.setOffset(updates[len(updates)-1].UpdateID + 1)
 	}
 }
 

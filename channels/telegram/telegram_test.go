@@ -643,7 +643,16 @@ func TestDeprovisionWebhook(t *testing.T) {
 func poll(t *testing.T, a channels.Poller, emit func(channels.Inbound) error) (context.CancelFunc, chan error) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- a.Poll(ctx, emit) }()
+	go func() {
+		done <- a.Poll(ctx, func(ins ...channels.Inbound) error {
+			for _, in := range ins {
+				if err := emit(in); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}()
 	t.Cleanup(cancel)
 	return cancel, done
 }
@@ -653,10 +662,11 @@ func TestPollSessionErrors(t *testing.T) {
 	e := newEnv(t)
 	a := e.adapter(t, map[string]any{}, "").(*telegram.PollingAdapter)
 	nop := func(channels.Inbound) error { return nil }
+	nopEmit := func(...channels.Inbound) error { return nil }
 
 	// A webhook is set: 409, transient, saying why.
 	e.bot.SetWebhook(telegramtest.Webhook{URL: hookURL})
-	err := a.Poll(t.Context(), nop)
+	err := a.Poll(t.Context(), nopEmit)
 	if !errors.Is(err, channels.ErrTransient) || !strings.Contains(err.Error(), "409") || !strings.Contains(err.Error(), "webhook") {
 		t.Errorf("Poll with a webhook set: %v, want a transient 409 naming the webhook", err)
 	}
@@ -681,7 +691,7 @@ func TestPollSessionErrors(t *testing.T) {
 	// One session per adapter.
 	cancel, done := poll(t, a, nop)
 	waitHeld(t, e.bot)
-	if err := a.Poll(t.Context(), nop); !errors.Is(err, channels.ErrTransient) || !strings.Contains(err.Error(), "already running") {
+	if err := a.Poll(t.Context(), nopEmit); !errors.Is(err, channels.ErrTransient) || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("a second Poll of one adapter: %v, want transient", err)
 	}
 	cancel()
@@ -691,7 +701,7 @@ func TestPollSessionErrors(t *testing.T) {
 
 	// The token is revoked: the session stops for good.
 	e.bot.Revoke()
-	if err := a.Poll(t.Context(), nop); !errors.Is(err, channels.ErrRevoked) {
+	if err := a.Poll(t.Context(), nopEmit); !errors.Is(err, channels.ErrRevoked) {
 		t.Errorf("Poll with a revoked token: %v, want channels.ErrRevoked", err)
 	}
 }
