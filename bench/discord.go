@@ -16,15 +16,9 @@ import (
 // message.received, from the first dispatch to the last event committed.
 func DiscordDispatch(ctx context.Context, a *API, fake *discordtest.Server, n int) (Result, error) {
 	bot := fake.NewBot("bench_bot")
-	var sb struct {
-		APIKey string `json:"api_key"`
-	}
-	if _, err := a.Do(ctx, "POST", "/v1/projects/sandbox", "", map[string]string{"name": "discord bench"}, &sb); err != nil {
+	key, _, err := NewDiscordConnection(ctx, a, bot)
+	if err != nil {
 		return Result{}, err
-	}
-	in := map[string]any{"channel": "discord", "config": map[string]string{"bot_token": bot.Token}}
-	if code, err := a.Do(ctx, "POST", "/v1/connections", sb.APIKey, in, nil); err != nil || code != http.StatusCreated {
-		return Result{}, fmt.Errorf("connect discord: %d %v", code, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for !bot.Connected() {
@@ -46,7 +40,7 @@ func DiscordDispatch(ctx context.Context, a *API, fake *discordtest.Server, n in
 		var p struct {
 			LastSeq int64 `json:"last_seq"`
 		}
-		if _, err := a.Do(ctx, "GET", "/v1/project", sb.APIKey, nil, &p); err != nil {
+		if _, err := a.Do(ctx, "GET", "/v1/project", key, nil, &p); err != nil {
 			return Result{}, err
 		}
 		if p.LastSeq >= want {
@@ -60,4 +54,23 @@ func DiscordDispatch(ctx context.Context, a *API, fake *discordtest.Server, n in
 	el := time.Since(start)
 	return Result{Ops: n, Elapsed: el, Note: fmt.Sprintf("%d MESSAGE_CREATE dispatches through one gateway session, first dispatch -> last message.received committed; %d identify, %d resume(s)",
 		n, bot.Identifies(), bot.Resumes())}, nil
+}
+
+// NewDiscordConnection makes a sandbox project that connects bot as its
+// own Discord bot; it returns the project's key and the connection id.
+func NewDiscordConnection(ctx context.Context, a *API, bot *discordtest.Bot) (key, connID string, err error) {
+	var sb struct {
+		APIKey string `json:"api_key"`
+	}
+	if _, err := a.Do(ctx, "POST", "/v1/projects/sandbox", "", map[string]string{"name": "discord bench"}, &sb); err != nil {
+		return "", "", err
+	}
+	var c struct {
+		ID string `json:"id"`
+	}
+	in := map[string]any{"channel": "discord", "config": map[string]string{"bot_token": bot.Token}}
+	if code, err := a.Do(ctx, "POST", "/v1/connections", sb.APIKey, in, &c); err != nil || code != http.StatusCreated {
+		return "", "", fmt.Errorf("connect discord: %d %v", code, err)
+	}
+	return sb.APIKey, c.ID, nil
 }

@@ -274,6 +274,23 @@ type Inbox interface {
 	InboxAddress() string
 }
 
+// State keeps small facts of a provider's long-lived sessions in the
+// gateway's database, shared by every process and replica: what a session
+// needs to go on where another left off (a gateway's session id and
+// sequence number), and budgets a provider counts per credential (the
+// identifies a bot token spent today). The gateway hands one to the
+// channel's options; keys are the adapter's own (the gateway keeps each
+// channel's apart), values at most MaxStateBytes.
+type State interface {
+	// Get returns key's value, or nil when there is none.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Put sets key's value (nil deletes it).
+	Put(ctx context.Context, key string, value []byte) error
+}
+
+// MaxStateBytes bounds a State value.
+const MaxStateBytes = 64 << 10
+
 // Closer releases an adapter's resources.
 type Closer interface {
 	Close() error

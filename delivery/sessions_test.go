@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
+	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/discord/discordtest"
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telegram/telegramtest"
 	"github.com/comm-gateway/comm/delivery"
@@ -286,6 +288,57 @@ func TestAppSessionTakeover(t *testing.T) {
 		bot.mu.Unlock()
 		if most != 1 {
 			t.Errorf("%d app sessions ran at once, want 1", most)
+		}
+	})
+}
+
+// TestDiscordSessionTakeover: a replica running a customer's Discord
+// gateway session stops without handing it over; another takes the lease
+// over and resumes the session where the database says the first left
+// off (no second identify), so what was dispatched while nobody ran it
+// arrives, and nothing is stored twice.
+func TestDiscordSessionTakeover(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		fake := discordtest.NewServer()
+		t.Cleanup(fake.Close)
+		bot := fake.NewBot("customer_bot")
+		box := newBox(t)
+		start := func() *gateway {
+			return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
+				Config: gw.Config{Service: messaging.Options{Box: box},
+					Discord: discord.Options{APIURL: fake.URL, GatewayURL: fake.GatewayURL, ReidentifyDelay: 10 * time.Millisecond}},
+				Workers: &gw.Workers{},
+			})}
+		}
+		a, b := start(), start()
+		p := a.newProject(t)
+		if r := a.do(t, http.MethodPost, "/v1/connections", p.Key, fmt.Sprintf(`{"channel":"discord","config":{"bot_token":%q}}`, bot.Token)); r.Status != http.StatusCreated {
+			t.Fatalf("connect: %d %s", r.Status, r.Body)
+		}
+		const lease = time.Second
+		runA := &delivery.Sessions{Service: a.Svc, Owner: "replica-a", Lease: lease, ClaimInterval: 50 * time.Millisecond}
+		ctxA, stopA := context.WithCancel(context.Background())
+		doneA := make(chan struct{})
+		go func() { runA.Run(ctxA); close(doneA) }()
+		t.Cleanup(func() { stopA(); <-doneA })
+		bot.Dispatch(bot.DM("300000000000000001", "before"))
+		waitFor(t, "the first message", 10*time.Second, func() bool { return len(receivedTexts(t, a, p.Key)) == 1 })
+		runA.Abandon()
+		stopA()
+		<-doneA
+		bot.Dispatch(bot.DM("300000000000000001", "while nobody ran the session"))
+		runB := &delivery.Sessions{Service: b.Svc, Owner: "replica-b", Lease: lease, ClaimInterval: 50 * time.Millisecond}
+		ctxB, stopB := context.WithCancel(context.Background())
+		doneB := make(chan struct{})
+		go func() { runB.Run(ctxB); close(doneB) }()
+		t.Cleanup(func() { stopB(); <-doneB })
+		waitFor(t, "the message dispatched in between", 20*time.Second, func() bool { return len(receivedTexts(t, b, p.Key)) == 2 })
+		if got := receivedTexts(t, b, p.Key); got[0] != "before" || got[1] != "while nobody ran the session" {
+			t.Errorf("received %q", got)
+		}
+		if bot.Identifies() != 1 || bot.Resumes() < 1 {
+			t.Errorf("identifies = %d, resumes = %d: the new owner should resume, not identify", bot.Identifies(), bot.Resumes())
 		}
 	})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
+	"github.com/comm-gateway/comm/ent/providerstate"
 	"github.com/comm-gateway/comm/ent/webhook"
 	"github.com/comm-gateway/comm/ent/webhookattempt"
 	"github.com/comm-gateway/comm/ent/websession"
@@ -62,6 +63,8 @@ type Client struct {
 	Message *MessageClient
 	// Project is the client for interacting with the Project builders.
 	Project *ProjectClient
+	// ProviderState is the client for interacting with the ProviderState builders.
+	ProviderState *ProviderStateClient
 	// WebSession is the client for interacting with the WebSession builders.
 	WebSession *WebSessionClient
 	// Webhook is the client for interacting with the Webhook builders.
@@ -91,6 +94,7 @@ func (c *Client) init() {
 	c.Lease = NewLeaseClient(c.config)
 	c.Message = NewMessageClient(c.config)
 	c.Project = NewProjectClient(c.config)
+	c.ProviderState = NewProviderStateClient(c.config)
 	c.WebSession = NewWebSessionClient(c.config)
 	c.Webhook = NewWebhookClient(c.config)
 	c.WebhookAttempt = NewWebhookAttemptClient(c.config)
@@ -198,6 +202,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Lease:          NewLeaseClient(cfg),
 		Message:        NewMessageClient(cfg),
 		Project:        NewProjectClient(cfg),
+		ProviderState:  NewProviderStateClient(cfg),
 		WebSession:     NewWebSessionClient(cfg),
 		Webhook:        NewWebhookClient(cfg),
 		WebhookAttempt: NewWebhookAttemptClient(cfg),
@@ -232,6 +237,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Lease:          NewLeaseClient(cfg),
 		Message:        NewMessageClient(cfg),
 		Project:        NewProjectClient(cfg),
+		ProviderState:  NewProviderStateClient(cfg),
 		WebSession:     NewWebSessionClient(cfg),
 		Webhook:        NewWebhookClient(cfg),
 		WebhookAttempt: NewWebhookAttemptClient(cfg),
@@ -266,7 +272,7 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.Account, c.Attachment, c.Blob, c.Connection, c.Conversation,
 		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.Project,
-		c.WebSession, c.Webhook, c.WebhookAttempt,
+		c.ProviderState, c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Use(hooks...)
 	}
@@ -278,7 +284,7 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.Account, c.Attachment, c.Blob, c.Connection, c.Conversation,
 		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.Project,
-		c.WebSession, c.Webhook, c.WebhookAttempt,
+		c.ProviderState, c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -311,6 +317,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Message.mutate(ctx, m)
 	case *ProjectMutation:
 		return c.Project.mutate(ctx, m)
+	case *ProviderStateMutation:
+		return c.ProviderState.mutate(ctx, m)
 	case *WebSessionMutation:
 		return c.WebSession.mutate(ctx, m)
 	case *WebhookMutation:
@@ -1930,6 +1938,139 @@ func (c *ProjectClient) mutate(ctx context.Context, m *ProjectMutation) (Value, 
 	}
 }
 
+// ProviderStateClient is a client for the ProviderState schema.
+type ProviderStateClient struct {
+	config
+}
+
+// NewProviderStateClient returns a client for the ProviderState from the given config.
+func NewProviderStateClient(c config) *ProviderStateClient {
+	return &ProviderStateClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `providerstate.Hooks(f(g(h())))`.
+func (c *ProviderStateClient) Use(hooks ...Hook) {
+	c.hooks.ProviderState = append(c.hooks.ProviderState, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `providerstate.Intercept(f(g(h())))`.
+func (c *ProviderStateClient) Intercept(interceptors ...Interceptor) {
+	c.inters.ProviderState = append(c.inters.ProviderState, interceptors...)
+}
+
+// Create returns a builder for creating a ProviderState entity.
+func (c *ProviderStateClient) Create() *ProviderStateCreate {
+	mutation := newProviderStateMutation(c.config, OpCreate)
+	return &ProviderStateCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of ProviderState entities.
+func (c *ProviderStateClient) CreateBulk(builders ...*ProviderStateCreate) *ProviderStateCreateBulk {
+	return &ProviderStateCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ProviderStateClient) MapCreateBulk(slice any, setFunc func(*ProviderStateCreate, int)) *ProviderStateCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ProviderStateCreateBulk{err: fmt.Errorf("calling to ProviderStateClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ProviderStateCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ProviderStateCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for ProviderState.
+func (c *ProviderStateClient) Update() *ProviderStateUpdate {
+	mutation := newProviderStateMutation(c.config, OpUpdate)
+	return &ProviderStateUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ProviderStateClient) UpdateOne(_m *ProviderState) *ProviderStateUpdateOne {
+	mutation := newProviderStateMutation(c.config, OpUpdateOne, withProviderState(_m))
+	return &ProviderStateUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ProviderStateClient) UpdateOneID(id string) *ProviderStateUpdateOne {
+	mutation := newProviderStateMutation(c.config, OpUpdateOne, withProviderStateID(id))
+	return &ProviderStateUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for ProviderState.
+func (c *ProviderStateClient) Delete() *ProviderStateDelete {
+	mutation := newProviderStateMutation(c.config, OpDelete)
+	return &ProviderStateDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ProviderStateClient) DeleteOne(_m *ProviderState) *ProviderStateDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ProviderStateClient) DeleteOneID(id string) *ProviderStateDeleteOne {
+	builder := c.Delete().Where(providerstate.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ProviderStateDeleteOne{builder}
+}
+
+// Query returns a query builder for ProviderState.
+func (c *ProviderStateClient) Query() *ProviderStateQuery {
+	return &ProviderStateQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeProviderState},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a ProviderState entity by its id.
+func (c *ProviderStateClient) Get(ctx context.Context, id string) (*ProviderState, error) {
+	return c.Query().Where(providerstate.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ProviderStateClient) GetX(ctx context.Context, id string) *ProviderState {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ProviderStateClient) Hooks() []Hook {
+	return c.hooks.ProviderState
+}
+
+// Interceptors returns the client interceptors.
+func (c *ProviderStateClient) Interceptors() []Interceptor {
+	return c.inters.ProviderState
+}
+
+func (c *ProviderStateClient) mutate(ctx context.Context, m *ProviderStateMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ProviderStateCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ProviderStateUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ProviderStateUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ProviderStateDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown ProviderState mutation op: %q", m.Op())
+	}
+}
+
 // WebSessionClient is a client for the WebSession schema.
 type WebSessionClient struct {
 	config
@@ -2337,13 +2478,13 @@ func (c *WebhookAttemptClient) mutate(ctx context.Context, m *WebhookAttemptMuta
 type (
 	hooks struct {
 		APIKey, Account, Attachment, Blob, Connection, Conversation, CreditEntry,
-		DeviceRequest, Domain, Lease, Message, Project, WebSession, Webhook,
-		WebhookAttempt []ent.Hook
+		DeviceRequest, Domain, Lease, Message, Project, ProviderState, WebSession,
+		Webhook, WebhookAttempt []ent.Hook
 	}
 	inters struct {
 		APIKey, Account, Attachment, Blob, Connection, Conversation, CreditEntry,
-		DeviceRequest, Domain, Lease, Message, Project, WebSession, Webhook,
-		WebhookAttempt []ent.Interceptor
+		DeviceRequest, Domain, Lease, Message, Project, ProviderState, WebSession,
+		Webhook, WebhookAttempt []ent.Interceptor
 	}
 )
 

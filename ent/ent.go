@@ -24,6 +24,7 @@ import (
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
+	"github.com/comm-gateway/comm/ent/providerstate"
 	"github.com/comm-gateway/comm/ent/webhook"
 	"github.com/comm-gateway/comm/ent/webhookattempt"
 	"github.com/comm-gateway/comm/ent/websession"
@@ -99,6 +100,7 @@ func checkColumn(t, c string) error {
 			lease.Table:          lease.ValidColumn,
 			message.Table:        message.ValidColumn,
 			project.Table:        project.ValidColumn,
+			providerstate.Table:  providerstate.ValidColumn,
 			websession.Table:     websession.ValidColumn,
 			webhook.Table:        webhook.ValidColumn,
 			webhookattempt.Table: webhookattempt.ValidColumn,

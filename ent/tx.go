@@ -38,6 +38,8 @@ type Tx struct {
 	Message *MessageClient
 	// Project is the client for interacting with the Project builders.
 	Project *ProjectClient
+	// ProviderState is the client for interacting with the ProviderState builders.
+	ProviderState *ProviderStateClient
 	// WebSession is the client for interacting with the WebSession builders.
 	WebSession *WebSessionClient
 	// Webhook is the client for interacting with the Webhook builders.
@@ -187,6 +189,7 @@ func (tx *Tx) init() {
 	tx.Lease = NewLeaseClient(tx.config)
 	tx.Message = NewMessageClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)
+	tx.ProviderState = NewProviderStateClient(tx.config)
 	tx.WebSession = NewWebSessionClient(tx.config)
 	tx.Webhook = NewWebhookClient(tx.config)
 	tx.WebhookAttempt = NewWebhookAttemptClient(tx.config)

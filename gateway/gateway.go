@@ -89,6 +89,10 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Discord.Logger == nil {
 		cfg.Discord.Logger = logger
 	}
+	if cfg.Discord.State == nil {
+		// Gateway sessions and identify budgets, shared by the replicas.
+		cfg.Discord.State = messaging.ProviderState(log, "discord")
+	}
 	reg := Registry(ch, cfg.Telegram, cfg.Slack, cfg.Discord)
 	for _, d := range cfg.Channels {
 		reg.Add(d)

@@ -87,9 +87,14 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives what the adapter leaves out (never a token).
 	Logger *slog.Logger
-	// IdentifyBudget is the IDENTIFYs per bot token per 24 h this process
-	// allows; DefaultIdentifyBudget when 0.
+	// IdentifyBudget is the IDENTIFYs per bot token per 24 h comm
+	// allows itself; DefaultIdentifyBudget when 0.
 	IdentifyBudget int
+	// State keeps, per bot token, the gateway session (so the replica
+	// that takes a session over resumes it, missing nothing) and the
+	// identifies spent today, across processes; the gateway gives its
+	// database's. When nil they live in this process's memory.
+	State channels.State
 	// CallTimeout bounds REST calls whose context has no deadline; 30 s
 	// when 0.
 	CallTimeout time.Duration
@@ -103,6 +108,9 @@ type Options struct {
 	// (Discord: random in [0,1)); random when nil.
 	Jitter func() float64
 }
+
+// processState is the State of adapters given none.
+var processState = &channels.MemState{}
 
 func (o Options) withDefaults() Options {
 	if o.APIURL == "" {
@@ -123,6 +131,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IdentifyBudget <= 0 {
 		o.IdentifyBudget = DefaultIdentifyBudget
+	}
+	if o.State == nil {
+		o.State = processState
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 30 * time.Second

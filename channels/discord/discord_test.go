@@ -328,14 +328,53 @@ func TestDisallowedIntentsIsPermanent(t *testing.T) {
 	}
 }
 
+// noSessions is a State that loses the gateway sessions saved in it.
+type noSessions struct{ channels.MemState }
+
+func (s *noSessions) Put(ctx context.Context, key string, value []byte) error {
+	if strings.HasPrefix(key, "session/") {
+		return nil
+	}
+	return s.MemState.Put(ctx, key, value)
+}
+
+// TestTakeoverResumes: the session's progress is in State, so another
+// process (a replica taking over) resumes it where the first left off:
+// what was dispatched in between arrives, nothing is identified again.
+func TestTakeoverResumes(t *testing.T) {
+	t.Parallel()
+	srv := discordtest.NewServer()
+	t.Cleanup(srv.Close)
+	bot := srv.NewBot("shared")
+	opts := discord.Options{APIURL: srv.URL, State: &channels.MemState{}}
+	p1 := startPoll(t, newAdapter(t, opts, bot.Token), nil)
+	bot.Dispatch(bot.DM(person, "before"))
+	p1.wait(t, "before")
+	p1.cancel()
+	if err := p1.end(t); err != nil {
+		t.Fatal(err)
+	}
+	bot.Dispatch(bot.DM(person, "while nobody ran the session"))
+	p2 := startPoll(t, newAdapter(t, opts, bot.Token), nil)
+	p2.wait(t, "while nobody ran the session")
+	if p2.count("before") != 0 {
+		t.Errorf("the new owner got again what the first had stored")
+	}
+	if bot.Identifies() != 1 || bot.Resumes() != 1 {
+		t.Errorf("identifies = %d, resumes = %d; want 1 and 1", bot.Identifies(), bot.Resumes())
+	}
+}
+
 func TestIdentifyBudgetInACrashLoop(t *testing.T) {
 	t.Parallel()
 	srv := discordtest.NewServer()
 	t.Cleanup(srv.Close)
 	bot := srv.NewBot("crashy")
-	opts := discord.Options{APIURL: srv.URL, IdentifyBudget: 3}
+	// The budget is kept in State, which every process shares; a crash
+	// before the session was saved leaves nothing to resume.
+	opts := discord.Options{APIURL: srv.URL, IdentifyBudget: 3, State: &noSessions{}}
 	for i := range 5 {
-		// A crash: a new adapter (no session to resume) each time.
+		// A crash: a new adapter (another process) each time.
 		a := newAdapter(t, opts, bot.Token)
 		p := startPoll(t, a, nil)
 		if i < 3 {

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -21,9 +22,10 @@ import (
 // the largest).
 const maxFrame = 16 << 20
 
-// gatewayState is what a connection's sessions share in this process: the
-// resumable session and the last sequence number whose events were
-// handled (emit returned nil for their messages).
+// gatewayState is what a token's sessions share: the resumable session
+// and the last sequence number whose events were handled (emit returned
+// nil for their messages). It is saved in Options.State, so a session
+// started elsewhere (another replica taking over) resumes it.
 type gatewayState struct {
 	running atomic.Bool
 
@@ -32,7 +34,21 @@ type gatewayState struct {
 	resumeURL string
 	acked     int64
 	botID     string
+	savedAt   time.Time // when last saved to State
 }
+
+// savedSession is a gateway session as kept in State.
+type savedSession struct {
+	SessionID string `json:"session_id"`
+	ResumeURL string `json:"resume_url"`
+	Seq       int64  `json:"seq"`
+	BotID     string `json:"bot_id"`
+}
+
+// saveEvery is how often at most the acknowledged sequence number is saved
+// while a session runs: a replica taking over resumes at most this much
+// earlier, and what it sees again is stored once.
+const saveEvery = time.Second
 
 func (g *gatewayState) snapshot() (id, resumeURL string, acked int64) {
 	g.mu.Lock()
@@ -60,39 +76,81 @@ func (g *gatewayState) bot() string {
 	return g.botID
 }
 
-// identifyBudget counts IDENTIFYs per bot token (by hash) in the last
-// 24 h, for the whole process.
-var identifyBudget = struct {
-	mu sync.Mutex
-	m  map[[32]byte][]time.Time
-}{m: map[[32]byte][]time.Time{}}
+// tokenKey names the bot token in State keys (a hash: State holds no
+// secret).
+func (a *Adapter) tokenKey() string {
+	h := sha256.Sum256([]byte(a.token))
+	return hex.EncodeToString(h[:16])
+}
 
-// takeIdentify spends one identify of token's budget, or says how long
-// until one is free.
-func takeIdentify(token string, budget int) (time.Duration, bool) {
-	key := sha256.Sum256([]byte(token))
+// loadSession takes the session saved in State, where whoever ran it last
+// (this process, an earlier one, another replica) left it: State, not
+// this adapter's memory, is where a session's progress is.
+func (a *Adapter) loadSession(ctx context.Context) error {
+	raw, err := a.opts.State.Get(ctx, "session/"+a.tokenKey())
+	if err != nil {
+		return channels.Transient(0, "discord: gateway: reading the saved session: %v", err)
+	}
+	var s savedSession
+	if raw != nil && json.Unmarshal(raw, &s) != nil {
+		s = savedSession{} // unreadable: identify
+	}
+	a.gw.mu.Lock()
+	defer a.gw.mu.Unlock()
+	a.gw.sessionID, a.gw.resumeURL, a.gw.acked = s.SessionID, s.ResumeURL, s.Seq
+	if s.BotID != "" {
+		a.gw.botID = s.BotID
+	}
+	return nil
+}
+
+// saveSession keeps the session in State: always when force is set (a new
+// session, the end of Poll), else at most every saveEvery. A session
+// forgotten (invalid) is deleted.
+func (a *Adapter) saveSession(ctx context.Context, force bool) {
+	a.gw.mu.Lock()
+	if !force && time.Since(a.gw.savedAt) < saveEvery {
+		a.gw.mu.Unlock()
+		return
+	}
+	a.gw.savedAt = time.Now()
+	var raw []byte
+	if a.gw.sessionID != "" {
+		raw, _ = json.Marshal(savedSession{SessionID: a.gw.sessionID, ResumeURL: a.gw.resumeURL, Seq: a.gw.acked, BotID: a.gw.botID})
+	}
+	a.gw.mu.Unlock()
+	if err := a.opts.State.Put(ctx, "session/"+a.tokenKey(), raw); err != nil {
+		a.opts.Logger.Warn("discord: gateway: saving the session", "connection", a.conn.ID, "err", err)
+	}
+}
+
+// takeIdentify spends one identify of the bot token's budget (kept in
+// State, so every replica and restart counts against the same 24 h), or
+// says how long until one is free.
+func (a *Adapter) takeIdentify(ctx context.Context) (time.Duration, bool, error) {
+	key := "identify/" + a.tokenKey()
+	raw, err := a.opts.State.Get(ctx, key)
+	if err != nil {
+		return 0, false, channels.Transient(0, "discord: gateway: reading the identify budget: %v", err)
+	}
+	var spent []int64 // unix milliseconds
+	_ = json.Unmarshal(raw, &spent)
 	now := time.Now()
-	identifyBudget.mu.Lock()
-	defer identifyBudget.mu.Unlock()
-	ts := identifyBudget.m[key]
-	i := 0
-	for i < len(ts) && now.Sub(ts[i]) >= 24*time.Hour {
-		i++
-	}
-	ts = ts[i:]
-	if len(ts) >= budget {
-		identifyBudget.m[key] = ts
-		return ts[0].Add(24 * time.Hour).Sub(now), false
-	}
-	identifyBudget.m[key] = append(ts, now)
-	if len(identifyBudget.m) > 100000 { // bound: forget tokens idle a day
-		for k, v := range identifyBudget.m {
-			if len(v) == 0 || now.Sub(v[len(v)-1]) >= 24*time.Hour {
-				delete(identifyBudget.m, k)
-			}
+	live := spent[:0]
+	for _, ms := range spent {
+		if now.Sub(time.UnixMilli(ms)) < 24*time.Hour {
+			live = append(live, ms)
 		}
 	}
-	return 0, true
+	if len(live) >= a.opts.IdentifyBudget {
+		return time.UnixMilli(live[len(live)-a.opts.IdentifyBudget]).Add(24 * time.Hour).Sub(now), false, nil
+	}
+	live = append(live, now.UnixMilli())
+	raw, _ = json.Marshal(live)
+	if err := a.opts.State.Put(ctx, key, raw); err != nil {
+		return 0, false, channels.Transient(0, "discord: gateway: saving the identify budget: %v", err)
+	}
+	return 0, true, nil
 }
 
 // payload is a gateway frame.
@@ -130,6 +188,15 @@ func (a *Adapter) Poll(ctx context.Context, emit channels.Emit) error {
 	defer cancel()
 	stop := context.AfterFunc(a.closed, cancel)
 	defer stop()
+	if err := a.loadSession(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		// Where this session got to, for whoever runs it next.
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		a.saveSession(sctx, true)
+		scancel()
+	}()
 	fails := 0
 	for {
 		if ctx.Err() != nil {
@@ -149,6 +216,7 @@ func (a *Adapter) Poll(ctx context.Context, emit channels.Emit) error {
 		}
 		if next == doIdentify {
 			a.gw.forget()
+			a.saveSession(ctx, true)
 			if err := sleep(ctx, a.reidentifyDelay()); err != nil {
 				return nil
 			}
@@ -262,8 +330,12 @@ func (a *Adapter) session(ctx context.Context, emit channels.Emit) (progressed b
 	if resume {
 		err = c.send(6, map[string]any{"token": a.token, "session_id": sessionID, "seq": acked})
 	} else {
-		if wait, ok := takeIdentify(a.token, a.opts.IdentifyBudget); !ok {
-			return false, 0, channels.Transient(wait, "discord: gateway: this bot token's identify budget (%d per 24 h in this process) is spent; waiting keeps Discord from resetting the token", a.opts.IdentifyBudget)
+		wait, ok, terr := a.takeIdentify(ctx)
+		if terr != nil {
+			return false, 0, terr
+		}
+		if !ok {
+			return false, 0, channels.Transient(wait, "discord: gateway: this bot token's identify budget (%d per 24 h) is spent; waiting keeps Discord from resetting the token", a.opts.IdentifyBudget)
 		}
 		err = c.send(2, map[string]any{"token": a.token, "intents": Intents,
 			"properties": map[string]string{"os": "linux", "browser": "comm", "device": "comm"}})
@@ -492,6 +564,7 @@ type keyed struct {
 func (a *Adapter) storeBatch(ctx context.Context, batch []payload, emit channels.Emit, progressed *bool) error {
 	var kept []keyed
 	var seq int64
+	ready := false
 	for _, p := range batch {
 		if p.S != nil {
 			seq = max(seq, *p.S)
@@ -512,7 +585,7 @@ func (a *Adapter) storeBatch(ctx context.Context, batch []payload, emit channels
 				a.gw.resumeURL = a.opts.GatewayURL
 			}
 			a.gw.mu.Unlock()
-			*progressed = true
+			*progressed, ready = true, true
 		case "RESUMED":
 			*progressed = true
 		case "MESSAGE_CREATE":
@@ -531,6 +604,7 @@ func (a *Adapter) storeBatch(ctx context.Context, batch []payload, emit channels
 	}
 	if seq > 0 {
 		a.gw.ack(seq)
+		a.saveSession(ctx, ready)
 	}
 	return nil
 }

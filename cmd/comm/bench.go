@@ -156,6 +156,11 @@ func runBench(s *flagSet, args []string) error {
 			if err != nil {
 				return err
 			}
+			send, err := benchSlackSend(ctx, open)
+			if err != nil {
+				return err
+			}
+			got = append(got, send)
 			for i := range got {
 				got[i].Engine = engine
 			}
@@ -165,8 +170,12 @@ func runBench(s *flagSet, args []string) error {
 			if err != nil {
 				return err
 			}
-			r.Engine = engine
-			results = append(results, r)
+			send, err := benchDiscordSend(ctx, open)
+			if err != nil {
+				return err
+			}
+			r.Engine, send.Engine = engine, engine
+			results = append(results, r, send)
 		case "telegram":
 			nHTTP, err := parseInt("--http-clients", *httpClients)
 			if err != nil {
@@ -355,6 +364,46 @@ func benchDiscord(ctx context.Context, open opener) (bench.Result, error) {
 		defer stop()
 		r, err := bench.DiscordDispatch(ctx, bench.NewAPI(base, 4), fake, 20000)
 		r.Name = "Discord gateway MESSAGE_CREATE -> message.received, one session"
+		return r, err
+	})
+}
+
+// benchDiscordSend measures sends to one Discord channel against the fake
+// enforcing Discord's per-channel limit (5 messages per 5 s).
+func benchDiscordSend(ctx context.Context, open opener) (bench.Result, error) {
+	fake := discordtest.NewServer()
+	defer fake.Close()
+	cfg := gateway.Config{Discord: discord.Options{APIURL: fake.URL, GatewayURL: fake.GatewayURL}}
+	return onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
+		bot := fake.NewBot("bench_sender")
+		bot.SetRateLimit(5, 5*time.Second)
+		api := bench.NewAPI(base, 4)
+		key, conn, err := bench.NewDiscordConnection(ctx, api, bot)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		r, err := bench.SendUnderLimit(ctx, api, key, conn, bot.AddChannel(), 20, bot.Limited)
+		r.Name = "Discord sends to one channel, limit 5 per 5 s (fake) -> message.sent"
+		return r, err
+	})
+}
+
+// benchSlackSend measures sends to one Slack channel against the fake
+// enforcing Slack's limit of about one message per second per channel.
+func benchSlackSend(ctx context.Context, open opener) (bench.Result, error) {
+	fake := slacktest.NewServer()
+	defer fake.Close()
+	cfg := gateway.Config{Slack: slack.Options{APIURL: fake.APIURL, AuthorizeURL: fake.AuthorizeURL,
+		ClientID: fake.ClientID, ClientSecret: fake.ClientSecret, SigningSecret: fake.SigningSecret}}
+	return onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
+		api := bench.NewAPI(base, 4)
+		conns, err := bench.NewSlackConnections(ctx, api, fake, 1)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		fake.SetRateLimit(true)
+		r, err := bench.SendUnderLimit(ctx, api, conns[0].Key, conns[0].ConnectionID, "C0BENCH01", 10, fake.Limited)
+		r.Name = "Slack sends to one channel, limit 1 per s (fake) -> message.sent"
 		return r, err
 	})
 }

@@ -153,6 +153,18 @@ func (f ProjectFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, err
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ProjectMutation", m)
 }
 
+// The ProviderStateFunc type is an adapter to allow the use of ordinary
+// function as ProviderState mutator.
+type ProviderStateFunc func(context.Context, *ent.ProviderStateMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ProviderStateFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ProviderStateMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ProviderStateMutation", m)
+}
+
 // The WebSessionFunc type is an adapter to allow the use of ordinary
 // function as WebSession mutator.
 type WebSessionFunc func(context.Context, *ent.WebSessionMutation) (ent.Value, error)

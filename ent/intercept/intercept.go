@@ -21,6 +21,7 @@ import (
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/predicate"
 	"github.com/comm-gateway/comm/ent/project"
+	"github.com/comm-gateway/comm/ent/providerstate"
 	"github.com/comm-gateway/comm/ent/webhook"
 	"github.com/comm-gateway/comm/ent/webhookattempt"
 	"github.com/comm-gateway/comm/ent/websession"
@@ -406,6 +407,33 @@ func (f TraverseProject) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.ProjectQuery", q)
 }
 
+// The ProviderStateFunc type is an adapter to allow the use of ordinary function as a Querier.
+type ProviderStateFunc func(context.Context, *ent.ProviderStateQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f ProviderStateFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.ProviderStateQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.ProviderStateQuery", q)
+}
+
+// The TraverseProviderState type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseProviderState func(context.Context, *ent.ProviderStateQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseProviderState) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseProviderState) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ProviderStateQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.ProviderStateQuery", q)
+}
+
 // The WebSessionFunc type is an adapter to allow the use of ordinary function as a Querier.
 type WebSessionFunc func(context.Context, *ent.WebSessionQuery) (ent.Value, error)
 
@@ -514,6 +542,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.MessageQuery, predicate.Message, message.OrderOption]{typ: ent.TypeMessage, tq: q}, nil
 	case *ent.ProjectQuery:
 		return &query[*ent.ProjectQuery, predicate.Project, project.OrderOption]{typ: ent.TypeProject, tq: q}, nil
+	case *ent.ProviderStateQuery:
+		return &query[*ent.ProviderStateQuery, predicate.ProviderState, providerstate.OrderOption]{typ: ent.TypeProviderState, tq: q}, nil
 	case *ent.WebSessionQuery:
 		return &query[*ent.WebSessionQuery, predicate.WebSession, websession.OrderOption]{typ: ent.TypeWebSession, tq: q}, nil
 	case *ent.WebhookQuery:

@@ -356,6 +356,18 @@ var (
 		Columns:    ProjectsColumns,
 		PrimaryKey: []*schema.Column{ProjectsColumns[0]},
 	}
+	// ProviderStatesColumns holds the columns for the "provider_states" table.
+	ProviderStatesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 300},
+		{Name: "value", Type: field.TypeBytes, Size: 65536},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// ProviderStatesTable holds the schema information for the "provider_states" table.
+	ProviderStatesTable = &schema.Table{
+		Name:       "provider_states",
+		Columns:    ProviderStatesColumns,
+		PrimaryKey: []*schema.Column{ProviderStatesColumns[0]},
+	}
 	// WebSessionsColumns holds the columns for the "web_sessions" table.
 	WebSessionsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString},
@@ -464,6 +476,7 @@ var (
 		LeasesTable,
 		MessagesTable,
 		ProjectsTable,
+		ProviderStatesTable,
 		WebSessionsTable,
 		WebhooksTable,
 		WebhookAttemptsTable,

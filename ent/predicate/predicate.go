@@ -42,6 +42,9 @@ type Message func(*sql.Selector)
 // Project is the predicate function for project builders.
 type Project func(*sql.Selector)
 
+// ProviderState is the predicate function for providerstate builders.
+type ProviderState func(*sql.Selector)
+
 // WebSession is the predicate function for websession builders.
 type WebSession func(*sql.Selector)
 

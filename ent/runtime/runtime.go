@@ -17,6 +17,7 @@ import (
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/project"
+	"github.com/comm-gateway/comm/ent/providerstate"
 	"github.com/comm-gateway/comm/ent/schema"
 	"github.com/comm-gateway/comm/ent/webhook"
 	"github.com/comm-gateway/comm/ent/webhookattempt"
@@ -382,6 +383,30 @@ func init() {
 	project.DefaultID = projectDescID.Default.(func() string)
 	// project.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	project.IDValidator = projectDescID.Validators[0].(func(string) error)
+	providerstateFields := schema.ProviderState{}.Fields()
+	_ = providerstateFields
+	// providerstateDescValue is the schema descriptor for value field.
+	providerstateDescValue := providerstateFields[1].Descriptor()
+	// providerstate.ValueValidator is a validator for the "value" field. It is called by the builders before save.
+	providerstate.ValueValidator = providerstateDescValue.Validators[0].(func([]byte) error)
+	// providerstateDescID is the schema descriptor for id field.
+	providerstateDescID := providerstateFields[0].Descriptor()
+	// providerstate.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	providerstate.IDValidator = func() func(string) error {
+		validators := providerstateDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	websessionMixin := schema.WebSession{}.Mixin()
 	websessionMixinFields0 := websessionMixin[0].Fields()
 	_ = websessionMixinFields0

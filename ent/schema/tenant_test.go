@@ -29,6 +29,7 @@ import (
 	entmessage "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/migrate"
 	entproject "github.com/comm-gateway/comm/ent/project"
+	entstate "github.com/comm-gateway/comm/ent/providerstate"
 	_ "github.com/comm-gateway/comm/ent/runtime" // schema hooks and interceptors
 	"github.com/comm-gateway/comm/ent/schema"
 	entwebhook "github.com/comm-gateway/comm/ent/webhook"
@@ -49,6 +50,7 @@ var notTenantOwned = map[string]string{
 	entcreditentry.Table:   "the ledger of an account, which spans its projects",
 	entwebsession.Table:    "a browser's sign-in to the /device page, of an account, before and beside any project",
 	entlease.Table:         "a replica's hold on work of the whole gateway (the operator's app session), no project's",
+	entstate.Table:         "a provider session's progress per credential (keyed by a hash of the bot token), shared by the replicas; written only by adapters through channels.State, never through a project's key",
 	"events":               "not an ent table: written and read only by package stream, keyed by (project_id, seq) by construction",
 }
 
@@ -70,6 +72,7 @@ var schemas = map[string]entgo.Interface{
 	entwebhookattempt.Table: schema.WebhookAttempt{},
 	entwebsession.Table:     schema.WebSession{},
 	entlease.Table:          schema.Lease{},
+	entstate.Table:          schema.ProviderState{},
 }
 
 // TestSchemaTenantMixin walks the generated table list: every table with a

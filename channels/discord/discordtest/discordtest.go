@@ -371,6 +371,7 @@ type Bot struct {
 	buckets  map[string]*bucket
 	limit    int
 	window   time.Duration
+	limited  int // message posts answered 429
 	fail     map[string][]Failure
 	requests []string // "METHOD route" in order, capped
 
@@ -427,6 +428,14 @@ func (b *Bot) Recipient(channel string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.channels[channel]
+}
+
+// Limited is how many message posts were answered 429 by the limit
+// SetRateLimit set.
+func (b *Bot) Limited() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limited
 }
 
 // SetRateLimit limits POST /channels/{id}/messages to limit calls per
@@ -590,6 +599,8 @@ func (b *Bot) postMessage(w http.ResponseWriter, r *http.Request, ch string) {
 	over := limit > 0 && bk.used >= limit
 	if !over {
 		bk.used++
+	} else {
+		b.limited++
 	}
 	used, reset := bk.used, bk.reset
 	b.mu.Unlock()
