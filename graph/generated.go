@@ -138,6 +138,14 @@ type ComplexityRoot struct {
 		ProjectID   func(childComplexity int) int
 	}
 
+	Delivery struct {
+		Code        func(childComplexity int) int
+		DeliveredAt func(childComplexity int) int
+		ReadAt      func(childComplexity int) int
+		Reason      func(childComplexity int) int
+		State       func(childComplexity int) int
+	}
+
 	Domain struct {
 		CheckedAt     func(childComplexity int) int
 		CreatedAt     func(childComplexity int) int
@@ -197,6 +205,7 @@ type ComplexityRoot struct {
 		ConnectionID      func(childComplexity int) int
 		ConversationID    func(childComplexity int) int
 		CreatedAt         func(childComplexity int) int
+		Delivery          func(childComplexity int) int
 		Details           func(childComplexity int) int
 		Direction         func(childComplexity int) int
 		Error             func(childComplexity int) int
@@ -365,6 +374,7 @@ type MessageResolver interface {
 
 	Attachments(ctx context.Context, obj *ent.Message) ([]*Attachment, error)
 	Details(ctx context.Context, obj *ent.Message) (JSON, error)
+	Delivery(ctx context.Context, obj *ent.Message) (*api.Delivery, error)
 }
 type MutationResolver interface {
 	Connect(ctx context.Context, input ConnectInput) (*ent.Connection, error)
@@ -802,6 +812,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CreditEntry.ProjectID(childComplexity), true
 
+	case "Delivery.code":
+		if e.ComplexityRoot.Delivery.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.Code(childComplexity), true
+	case "Delivery.deliveredAt":
+		if e.ComplexityRoot.Delivery.DeliveredAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.DeliveredAt(childComplexity), true
+	case "Delivery.readAt":
+		if e.ComplexityRoot.Delivery.ReadAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.ReadAt(childComplexity), true
+	case "Delivery.reason":
+		if e.ComplexityRoot.Delivery.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.Reason(childComplexity), true
+	case "Delivery.state":
+		if e.ComplexityRoot.Delivery.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.State(childComplexity), true
+
 	case "Domain.checkedAt":
 		if e.ComplexityRoot.Domain.CheckedAt == nil {
 			break
@@ -1031,6 +1072,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.CreatedAt(childComplexity), true
+	case "Message.delivery":
+		if e.ComplexityRoot.Message.Delivery == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Delivery(childComplexity), true
 	case "Message.details":
 		if e.ComplexityRoot.Message.Details == nil {
 			break
@@ -2141,6 +2188,30 @@ extend type Message {
   mail_from, full_text, auth (spf, dkim, dmarc ...) and warnings.
   """
   details: JSON
+  """
+  What the provider reported about an outbound message after it was sent
+  (status callbacks, delivery and read receipts); null until it reports, and
+  on inbound messages.
+  """
+  delivery: Delivery
+}
+
+"""
+The provider's latest report on an outbound message (REST: the message's
+delivery object). It never moves back: read and failed are final, and a late
+delivered does not undo read.
+"""
+type Delivery {
+  "sent (the provider handed it on), delivered, read or failed"
+  state: String!
+  "The provider's error code of a failed delivery (Twilio 30007, Meta 131047 ...); null otherwise."
+  code: String
+  "What the provider said of a failed delivery; null otherwise."
+  reason: String
+  "When the provider saw it delivered (a read message: when read, at the latest); null until then."
+  deliveredAt: Time
+  "When the provider saw it read; null until then."
+  readAt: Time
 }
 
 """
@@ -3576,6 +3647,22 @@ func (ec *executionContext) childFields_CreditEntry(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type CreditEntry", field.Name)
 }
 
+func (ec *executionContext) childFields_Delivery(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "state":
+		return ec.fieldContext_Delivery_state(ctx, field)
+	case "code":
+		return ec.fieldContext_Delivery_code(ctx, field)
+	case "reason":
+		return ec.fieldContext_Delivery_reason(ctx, field)
+	case "deliveredAt":
+		return ec.fieldContext_Delivery_deliveredAt(ctx, field)
+	case "readAt":
+		return ec.fieldContext_Delivery_readAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Delivery", field.Name)
+}
+
 func (ec *executionContext) childFields_Domain(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3722,6 +3809,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_attachments(ctx, field)
 	case "details":
 		return ec.fieldContext_Message_details(ctx, field)
+	case "delivery":
+		return ec.fieldContext_Message_delivery(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -6112,6 +6201,121 @@ func (ec *executionContext) fieldContext_CreditEntry_createdAt(_ context.Context
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Delivery_state(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "String")
+}
+
+func (ec *executionContext) _Delivery_code(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Code, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "String")
+}
+
+func (ec *executionContext) _Delivery_reason(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "String")
+}
+
+func (ec *executionContext) _Delivery_deliveredAt(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_deliveredAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeliveredAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_deliveredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Delivery_readAt(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_readAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_readAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Domain_id(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7337,6 +7541,38 @@ func (ec *executionContext) _Message_details(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_Message_details(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Message", field, true, true, "JSON")
+}
+
+func (ec *executionContext) _Message_delivery(ctx context.Context, field graphql.CollectedField, obj *ent.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_delivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Delivery(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *api.Delivery) graphql.Marshaler {
+			return ec.marshalODelivery2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDelivery(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_delivery(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Delivery(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.MessageConnection) (ret graphql.Marshaler) {
@@ -15985,6 +16221,59 @@ func (ec *executionContext) _CreditEntry(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var deliveryImplementors = []string{"Delivery"}
+
+func (ec *executionContext) _Delivery(ctx context.Context, sel ast.SelectionSet, obj *api.Delivery) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deliveryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Delivery")
+		case "state":
+			out.Values[i] = ec._Delivery_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "code":
+			out.Values[i] = ec._Delivery_code(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._Delivery_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deliveredAt":
+			out.Values[i] = ec._Delivery_deliveredAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "readAt":
+			out.Values[i] = ec._Delivery_readAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var domainImplementors = []string{"Domain"}
 
 func (ec *executionContext) _Domain(ctx context.Context, sel ast.SelectionSet, obj *api.Domain) graphql.Marshaler {
@@ -16452,6 +16741,12 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Message_details(ctx, field, obj)
+				})
+		case "delivery":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Message_delivery(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -18565,6 +18860,13 @@ func (ec *executionContext) marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCu
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalODelivery2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDelivery(ctx context.Context, sel ast.SelectionSet, v *api.Delivery) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Delivery(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomain(ctx context.Context, sel ast.SelectionSet, v *api.Domain) graphql.Marshaler {

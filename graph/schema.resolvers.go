@@ -76,6 +76,11 @@ func (r *messageResolver) Details(ctx context.Context, obj *ent.Message) (JSON, 
 	return JSON(obj.Details), nil
 }
 
+// Delivery is the resolver for the delivery field.
+func (r *messageResolver) Delivery(ctx context.Context, obj *ent.Message) (*api.Delivery, error) {
+	return messaging.DeliveryOf(obj), nil
+}
+
 // Connect is the resolver for the connect field.
 func (r *mutationResolver) Connect(ctx context.Context, input ConnectInput) (*ent.Connection, error) {
 	c, err := r.Service.Connect(ctx, messaging.ConnectInput{
@@ -99,15 +104,15 @@ func (r *mutationResolver) InjectInbound(ctx context.Context, connectionID strin
 	if err != nil {
 		return nil, err
 	}
-	m, dup, err := r.Service.Inject(ctx, connectionID, body)
+	inj, err := r.Service.Inject(ctx, connectionID, body)
 	if err != nil {
 		return nil, err
 	}
-	em, err := r.message(ctx, m.ID)
+	em, err := r.message(ctx, inj.Message.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &InjectResult{Message: em, Duplicate: dup}, nil
+	return &InjectResult{Message: em, Duplicate: inj.Duplicate}, nil
 }
 
 // Reply is the resolver for the reply field.

@@ -53,6 +53,16 @@ func (Message) Fields() []ent.Field {
 		field.Int("attempts").Default(0),
 		field.Time("next_attempt_at").Optional().Nillable(),
 		field.Time("sent_at").Optional().Nillable(),
+		// What the provider reported after the send (channels.Receipt):
+		// shown as the message's delivery object, null until a report.
+		field.Enum("delivery_state").Values("sent", "delivered", "read", "failed").Optional().Nillable().
+			Annotations(entgql.Skip()).Comment("the provider's latest report; never moves back (read and failed are final)"),
+		field.String("delivery_code").Optional().Nillable().Annotations(entgql.Skip()).
+			Comment("the provider's error code of a failed delivery"),
+		field.String("delivery_reason").Optional().Nillable().Annotations(entgql.Skip()).
+			Comment("what the provider said of a failed delivery"),
+		field.Time("delivered_at").Optional().Nillable().Annotations(entgql.Skip()),
+		field.Time("read_at").Optional().Nillable().Annotations(entgql.Skip()),
 	}
 }
 

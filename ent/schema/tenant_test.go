@@ -28,6 +28,7 @@ import (
 	entlease "github.com/comm-gateway/comm/ent/lease"
 	entmessage "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/migrate"
+	entpendingreceipt "github.com/comm-gateway/comm/ent/pendingreceipt"
 	entproject "github.com/comm-gateway/comm/ent/project"
 	_ "github.com/comm-gateway/comm/ent/runtime" // schema hooks and interceptors
 	"github.com/comm-gateway/comm/ent/schema"
@@ -70,6 +71,7 @@ var schemas = map[string]entgo.Interface{
 	entwebhookattempt.Table: schema.WebhookAttempt{},
 	entwebsession.Table:     schema.WebSession{},
 	entlease.Table:          schema.Lease{},
+	entpendingreceipt.Table: schema.PendingReceipt{},
 }
 
 // TestSchemaTenantMixin walks the generated table list: every table with a
