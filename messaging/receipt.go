@@ -234,6 +234,11 @@ func (s *Service) Receipt(ctx context.Context, c *ent.Connection, r channels.Rec
 	case ReceiptPending:
 		// The send may have been recorded meanwhile (on another replica),
 		// and looked for waiting reports before this one committed.
+		sent, err := s.read.Message.Query().Where(entmsg.ConnectionID(c.ID), entmsg.ProviderMessageID(r.MessageID),
+			entmsg.DirectionEQ(entmsg.DirectionOutbound)).Exist(ctx)
+		if err != nil || !sent {
+			return res, err
+		}
 		m, applied, err := s.applyPending(ctx, c, r.MessageID)
 		if err != nil {
 			return res, fmt.Errorf("receipt %s: %w", r.MessageID, err)

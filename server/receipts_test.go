@@ -474,3 +474,63 @@ func TestReceiptWebhook(t *testing.T) {
 		}
 	})
 }
+
+// TestReceiptRacesSend: reports injected right after each message is
+// queued land while its send is queued, in flight or just recorded; each
+// is applied exactly once whichever way the race goes (a report kept
+// pending is applied by the send's recording or by the report's own
+// re-check), and none is left waiting.
+func TestReceiptRacesSend(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		g := start(t, cfg, server.Options{})
+		sb := g.newSandbox(t, "races")
+		key := sb.APIKey
+		conn := g.connectTest(t, key)
+		const n = 24
+		ids := make([]string, n)
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			answers = map[int]int{}
+		)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				m := g.queue(t, key, "/v1/messages", fmt.Sprintf(`{"connection_id":%q,"to":"person-%d","text":"ping"}`, conn.ID, i))
+				ids[i] = m.ID
+				state, code := "delivered", ""
+				if i%2 == 1 {
+					state, code = "failed", "30003"
+				}
+				resp := g.receipt(t, key, conn.ID, m.ID, state, code, "")
+				mu.Lock()
+				answers[resp.Status]++
+				mu.Unlock()
+				if resp.Status != http.StatusOK && resp.Status != http.StatusAccepted {
+					t.Errorf("receipt on %s: %d %s", m.ID, resp.Status, resp.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		t.Logf("answers by status: %v (202: kept until the send was recorded)", answers)
+		for i, id := range ids {
+			want := "delivered"
+			if i%2 == 1 {
+				want = "failed"
+			}
+			got := g.waitMessage(t, key, id, want, func(m message) bool { return m.Delivery != nil && m.Delivery.State == want })
+			if (want == "failed") != (got.Status == "failed") {
+				t.Errorf("message %d: %+v", i, got)
+			}
+		}
+		if f := countEvents(t, g, sb.ProjectID, stream.MessageFailed); f != n/2 {
+			t.Errorf("%d message.failed events, want %d", f, n/2)
+		}
+		if w := count(t, g.DB, "SELECT COUNT(*) FROM pending_receipts WHERE connection_id = ?", conn.ID); w != 0 {
+			t.Errorf("%d reports left waiting", w)
+		}
+	})
+}
