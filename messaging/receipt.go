@@ -7,11 +7,15 @@ import (
 	"time"
 	"unicode"
 
+	"entgo.io/ent/dialect/sql"
+
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
 	entmsg "github.com/comm-gateway/comm/ent/message"
 	entpending "github.com/comm-gateway/comm/ent/pendingreceipt"
+	"github.com/comm-gateway/comm/ent/predicate"
+	"github.com/comm-gateway/comm/ent/schema"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
 )
@@ -197,8 +201,7 @@ func (s *Service) Receipt(ctx context.Context, c *ent.Connection, r channels.Rec
 	// Whether sends are in flight is read before the message is looked
 	// up: a send in flight now is either recorded before the look-up
 	// (which finds it) or after it (and then applies what waits).
-	inflight, err := s.read.Message.Query().Where(entmsg.ConnectionID(c.ID), entmsg.DirectionEQ(entmsg.DirectionOutbound),
-		entmsg.StatusIn(entmsg.StatusQueued, entmsg.StatusSending)).Exist(ctx)
+	inflight, err := s.read.Message.Query().Where(entmsg.ConnectionID(c.ID), inFlight()).Exist(ctx)
 	if err != nil {
 		return ReceiptResult{}, fmt.Errorf("receipt %s: %w", r.MessageID, err)
 	}
@@ -254,6 +257,13 @@ func (s *Service) Receipt(ctx context.Context, c *ent.Connection, r channels.Rec
 		res.Message = messageOf(msg)
 	}
 	return res, nil
+}
+
+// inFlight keeps the outbound messages whose send is not recorded yet
+// (queued or sending), in the words of the partial index that holds them
+// (schema.InFlight).
+func inFlight() predicate.Message {
+	return predicate.Message(func(sel *sql.Selector) { sel.Where(sql.ExprP(schema.InFlight)) })
 }
 
 // outboundByProviderID finds the outbound message of connection c with a

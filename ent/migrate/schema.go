@@ -3,6 +3,7 @@
 package migrate
 
 import (
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/dialect/sql/schema"
 	"entgo.io/ent/schema/field"
 )
@@ -342,6 +343,14 @@ var (
 				Name:    "message_status_next_attempt_at",
 				Unique:  false,
 				Columns: []*schema.Column{MessagesColumns[7], MessagesColumns[20]},
+			},
+			{
+				Name:    "message_in_flight",
+				Unique:  false,
+				Columns: []*schema.Column{MessagesColumns[2], MessagesColumns[4]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "status IN ('queued', 'sending')",
+				},
 			},
 		},
 	}
