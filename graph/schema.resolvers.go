@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/comm-gateway/comm/api"
@@ -113,6 +114,31 @@ func (r *mutationResolver) InjectInbound(ctx context.Context, connectionID strin
 		return nil, err
 	}
 	return &InjectResult{Message: em, Duplicate: inj.Duplicate}, nil
+}
+
+// InjectReceipt is the resolver for the injectReceipt field.
+func (r *mutationResolver) InjectReceipt(ctx context.Context, connectionID string, input ReceiptInput) (*ReceiptResult, error) {
+	body, err := json.Marshal(map[string]any{"receipt": map[string]any{"message_id": input.MessageID, "state": input.State,
+		"code": deref(input.Code), "reason": deref(input.Reason), "at": input.At}})
+	if err != nil {
+		return nil, err
+	}
+	inj, err := r.Service.Inject(ctx, connectionID, body)
+	if err != nil {
+		return nil, err
+	}
+	if inj.Receipt == nil {
+		return nil, fmt.Errorf("injectReceipt: the connection took the report as a message")
+	}
+	if inj.Message == nil {
+		at := inj.Receipt.ExpiresAt.UTC()
+		return &ReceiptResult{Pending: true, ExpiresAt: &at}, nil
+	}
+	em, err := r.message(ctx, inj.Message.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &ReceiptResult{Message: em}, nil
 }
 
 // Reply is the resolver for the reply field.

@@ -231,6 +231,32 @@ func TestReceipts(t *testing.T) {
 			}
 		})
 
+		t.Run("graphql", func(t *testing.T) {
+			t.Parallel()
+			m := g.sentMessage(t, key, conn.ID)
+			q := `mutation($conn: ID!, $in: ReceiptInput!) { injectReceipt(connectionID: $conn, input: $in) {
+				pending expiresAt message { ` + gqlMsgFields + ` } } }`
+			var res struct {
+				InjectReceipt struct {
+					Pending   bool        `json:"pending"`
+					ExpiresAt *time.Time  `json:"expiresAt"`
+					Message   *gqlMessage `json:"message"`
+				} `json:"injectReceipt"`
+			}
+			g.gqlOK(t, key, q, map[string]any{"conn": conn.ID, "in": map[string]any{"messageID": m.ID, "state": "read"}}, &res)
+			got := res.InjectReceipt
+			if got.Pending || got.ExpiresAt != nil || got.Message == nil || got.Message.Delivery == nil || got.Message.Delivery.State != "read" {
+				t.Fatalf("injectReceipt answered %+v", got)
+			}
+			if rest := g.message(t, key, m.ID); !same(got.Message.rest(), rest) {
+				t.Errorf("injectReceipt message %+v, REST %+v", got.Message.rest(), rest)
+			}
+			r := g.gql(t, key, q, map[string]any{"conn": conn.ID, "in": map[string]any{"messageID": "SMnone", "state": "read"}})
+			gqlFail(t, r, "injectReceipt", "not_found", "")
+			r = g.gql(t, key, q, map[string]any{"conn": conn.ID, "in": map[string]any{"messageID": m.ID, "state": "lost"}})
+			gqlFail(t, r, "injectReceipt", "invalid_parameter", "receipt.state")
+		})
+
 		t.Run("bad receipts", func(t *testing.T) {
 			t.Parallel()
 			path := "/v1/connections/" + conn.ID + "/inbound"
