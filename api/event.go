@@ -41,6 +41,9 @@ type SentMessage struct {
 	SentAt    *time.Time `json:"sent_at"`
 	Error     *string    `json:"error"`
 	Attempts  int        `json:"attempts"`
+	// Delivery is set on a message.failed the provider's report caused
+	// (a message sent, then not delivered): its code and reason.
+	Delivery *Delivery `json:"delivery,omitempty"`
 }
 
 // MessageEvent is the data of message.received, message.sent and
@@ -75,6 +78,7 @@ type EventMessage struct {
 	SentAt    *time.Time `json:"sent_at,omitempty"`
 	Error     *string    `json:"error,omitempty"`
 	Attempts  int        `json:"attempts,omitempty"`
+	Delivery  *Delivery  `json:"delivery,omitempty"`
 }
 
 // ConnectionEvent is the data of connection.active, connection.authorized,

@@ -48,6 +48,10 @@ type Message struct {
 	Attempts       int        `json:"attempts"`
 	CreatedAt      time.Time  `json:"created_at"`
 	SentAt         *time.Time `json:"sent_at"`
+	// Delivery is what the provider reported about an outbound message
+	// after it was sent (status callbacks, delivery and read receipts);
+	// null until it reports, and on inbound messages.
+	Delivery *Delivery `json:"delivery"`
 	// Attachments lists the message's attachments, on channels that have
 	// them (email).
 	Attachments []AttachmentInfo `json:"attachments,omitempty"`
@@ -60,6 +64,45 @@ type Message struct {
 	// the message: text, html or subject cut to the gateway's cap, or
 	// details left out. GET /v1/messages/{id} never sets it.
 	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Delivery states.
+const (
+	DeliverySent      = "sent"
+	DeliveryDelivered = "delivered"
+	DeliveryRead      = "read"
+	DeliveryFailed    = "failed"
+)
+
+// Delivery is the provider's latest report on an outbound message. It
+// never moves back: read and failed are final, and a late "delivered"
+// does not undo "read".
+type Delivery struct {
+	// State is sent (the provider handed it on), delivered, read or
+	// failed.
+	State string `json:"state"`
+	// Code and Reason are the provider's error code and what it said, on
+	// failed (Twilio 30007, Meta 131047 ...); null otherwise.
+	Code   *string `json:"code"`
+	Reason *string `json:"reason"`
+	// DeliveredAt and ReadAt are when the provider saw the message
+	// delivered and read (a read message counts as delivered then at the
+	// latest); null until it did.
+	DeliveredAt *time.Time `json:"delivered_at"`
+	ReadAt      *time.Time `json:"read_at"`
+}
+
+// PendingReceipt answers POST /v1/connections/{id}/inbound (202) for a
+// receipt about a message whose send has not been recorded yet: the report
+// is kept and applied once the provider's id of the message is known.
+type PendingReceipt struct {
+	// Status is "pending".
+	Status string `json:"status"`
+	// MessageID is the provider's id the receipt named.
+	MessageID string `json:"message_id"`
+	// ExpiresAt is when the report is dropped if no sent message has the
+	// id by then.
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // AttachmentInfo describes an attachment of a message; GET

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -308,6 +310,36 @@ func (c *Client) Inject(ctx context.Context, connectionID string, in InjectReque
 		return nil, err
 	}
 	return &m, nil
+}
+
+// InjectReceipt reports on a message sent on a test connection as its
+// provider would (POST /v1/connections/{id}/inbound with a receipt): it
+// returns the message with its Delivery as the report left it, or, while
+// the message's send is still out, nil and the pending report, applied
+// when the send is recorded. A report on a message sent and then failed
+// appends message.failed. A message not of the connection is ErrNotFound.
+func (c *Client) InjectReceipt(ctx context.Context, connectionID string, in ReceiptRequest) (*Message, *PendingReceipt, error) {
+	var raw json.RawMessage
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/connections/" + url.PathEscape(connectionID) + "/inbound",
+		body: map[string]ReceiptRequest{"receipt": in}, out: &raw})
+	if err != nil {
+		return nil, nil, err
+	}
+	var probe struct {
+		ExpiresAt *time.Time `json:"expires_at"`
+	}
+	if json.Unmarshal(raw, &probe) == nil && probe.ExpiresAt != nil {
+		var p PendingReceipt
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, nil, fmt.Errorf("comm: inject receipt: decode answer: %w", err)
+		}
+		return nil, &p, nil
+	}
+	var m Message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, nil, fmt.Errorf("comm: inject receipt: decode answer: %w", err)
+	}
+	return &m, nil, nil
 }
 
 // page adds the after and limit parameters of list endpoints to q.

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"time"
+
 	"github.com/comm-gateway/comm/api"
 )
 
@@ -132,6 +134,35 @@ type InjectRequest struct {
 	HTML    string `json:"html,omitempty"`
 	ID      string `json:"id,omitempty"`
 }
+
+// ReceiptRequest is a provider's report on a message sent on a test
+// connection, injected as if the provider had sent it: State is one of
+// DeliverySent, DeliveryDelivered, DeliveryRead, DeliveryFailed; Code and
+// Reason go with DeliveryFailed only. MessageID is the message's id (or its
+// test provider id).
+type ReceiptRequest struct {
+	MessageID string     `json:"message_id"`
+	State     string     `json:"state"`
+	Code      string     `json:"code,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+	At        *time.Time `json:"at,omitempty"`
+}
+
+// Delivery is what the provider reported about an outbound message
+// (Message.Delivery): it only moves forward, read and failed are final.
+type Delivery = api.Delivery
+
+// Delivery states.
+const (
+	DeliverySent      = api.DeliverySent
+	DeliveryDelivered = api.DeliveryDelivered
+	DeliveryRead      = api.DeliveryRead
+	DeliveryFailed    = api.DeliveryFailed
+)
+
+// PendingReceipt is InjectReceipt's answer while the message's send is
+// still out: the report is applied once it is recorded.
+type PendingReceipt = api.PendingReceipt
 
 // TypingState is the answer of Typing: the indicator shows until
 // TypingUntil, or until a reply is sent.

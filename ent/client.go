@@ -25,6 +25,7 @@ import (
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/providerstate"
 	"github.com/comm-gateway/comm/ent/webhook"
@@ -61,6 +62,8 @@ type Client struct {
 	Lease *LeaseClient
 	// Message is the client for interacting with the Message builders.
 	Message *MessageClient
+	// PendingReceipt is the client for interacting with the PendingReceipt builders.
+	PendingReceipt *PendingReceiptClient
 	// Project is the client for interacting with the Project builders.
 	Project *ProjectClient
 	// ProviderState is the client for interacting with the ProviderState builders.
@@ -93,6 +96,7 @@ func (c *Client) init() {
 	c.Domain = NewDomainClient(c.config)
 	c.Lease = NewLeaseClient(c.config)
 	c.Message = NewMessageClient(c.config)
+	c.PendingReceipt = NewPendingReceiptClient(c.config)
 	c.Project = NewProjectClient(c.config)
 	c.ProviderState = NewProviderStateClient(c.config)
 	c.WebSession = NewWebSessionClient(c.config)
@@ -201,6 +205,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Domain:         NewDomainClient(cfg),
 		Lease:          NewLeaseClient(cfg),
 		Message:        NewMessageClient(cfg),
+		PendingReceipt: NewPendingReceiptClient(cfg),
 		Project:        NewProjectClient(cfg),
 		ProviderState:  NewProviderStateClient(cfg),
 		WebSession:     NewWebSessionClient(cfg),
@@ -236,6 +241,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Domain:         NewDomainClient(cfg),
 		Lease:          NewLeaseClient(cfg),
 		Message:        NewMessageClient(cfg),
+		PendingReceipt: NewPendingReceiptClient(cfg),
 		Project:        NewProjectClient(cfg),
 		ProviderState:  NewProviderStateClient(cfg),
 		WebSession:     NewWebSessionClient(cfg),
@@ -271,8 +277,8 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.Account, c.Attachment, c.Blob, c.Connection, c.Conversation,
-		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.Project,
-		c.ProviderState, c.WebSession, c.Webhook, c.WebhookAttempt,
+		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.PendingReceipt,
+		c.Project, c.ProviderState, c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Use(hooks...)
 	}
@@ -283,8 +289,8 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.Account, c.Attachment, c.Blob, c.Connection, c.Conversation,
-		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.Project,
-		c.ProviderState, c.WebSession, c.Webhook, c.WebhookAttempt,
+		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.PendingReceipt,
+		c.Project, c.ProviderState, c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -315,6 +321,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Lease.mutate(ctx, m)
 	case *MessageMutation:
 		return c.Message.mutate(ctx, m)
+	case *PendingReceiptMutation:
+		return c.PendingReceipt.mutate(ctx, m)
 	case *ProjectMutation:
 		return c.Project.mutate(ctx, m)
 	case *ProviderStateMutation:
@@ -1805,6 +1813,141 @@ func (c *MessageClient) mutate(ctx context.Context, m *MessageMutation) (Value, 
 	}
 }
 
+// PendingReceiptClient is a client for the PendingReceipt schema.
+type PendingReceiptClient struct {
+	config
+}
+
+// NewPendingReceiptClient returns a client for the PendingReceipt from the given config.
+func NewPendingReceiptClient(c config) *PendingReceiptClient {
+	return &PendingReceiptClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `pendingreceipt.Hooks(f(g(h())))`.
+func (c *PendingReceiptClient) Use(hooks ...Hook) {
+	c.hooks.PendingReceipt = append(c.hooks.PendingReceipt, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `pendingreceipt.Intercept(f(g(h())))`.
+func (c *PendingReceiptClient) Intercept(interceptors ...Interceptor) {
+	c.inters.PendingReceipt = append(c.inters.PendingReceipt, interceptors...)
+}
+
+// Create returns a builder for creating a PendingReceipt entity.
+func (c *PendingReceiptClient) Create() *PendingReceiptCreate {
+	mutation := newPendingReceiptMutation(c.config, OpCreate)
+	return &PendingReceiptCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of PendingReceipt entities.
+func (c *PendingReceiptClient) CreateBulk(builders ...*PendingReceiptCreate) *PendingReceiptCreateBulk {
+	return &PendingReceiptCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *PendingReceiptClient) MapCreateBulk(slice any, setFunc func(*PendingReceiptCreate, int)) *PendingReceiptCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &PendingReceiptCreateBulk{err: fmt.Errorf("calling to PendingReceiptClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*PendingReceiptCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &PendingReceiptCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for PendingReceipt.
+func (c *PendingReceiptClient) Update() *PendingReceiptUpdate {
+	mutation := newPendingReceiptMutation(c.config, OpUpdate)
+	return &PendingReceiptUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *PendingReceiptClient) UpdateOne(_m *PendingReceipt) *PendingReceiptUpdateOne {
+	mutation := newPendingReceiptMutation(c.config, OpUpdateOne, withPendingReceipt(_m))
+	return &PendingReceiptUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *PendingReceiptClient) UpdateOneID(id int) *PendingReceiptUpdateOne {
+	mutation := newPendingReceiptMutation(c.config, OpUpdateOne, withPendingReceiptID(id))
+	return &PendingReceiptUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for PendingReceipt.
+func (c *PendingReceiptClient) Delete() *PendingReceiptDelete {
+	mutation := newPendingReceiptMutation(c.config, OpDelete)
+	return &PendingReceiptDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *PendingReceiptClient) DeleteOne(_m *PendingReceipt) *PendingReceiptDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *PendingReceiptClient) DeleteOneID(id int) *PendingReceiptDeleteOne {
+	builder := c.Delete().Where(pendingreceipt.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &PendingReceiptDeleteOne{builder}
+}
+
+// Query returns a query builder for PendingReceipt.
+func (c *PendingReceiptClient) Query() *PendingReceiptQuery {
+	return &PendingReceiptQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypePendingReceipt},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a PendingReceipt entity by its id.
+func (c *PendingReceiptClient) Get(ctx context.Context, id int) (*PendingReceipt, error) {
+	return c.Query().Where(pendingreceipt.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *PendingReceiptClient) GetX(ctx context.Context, id int) *PendingReceipt {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *PendingReceiptClient) Hooks() []Hook {
+	hooks := c.hooks.PendingReceipt
+	return append(hooks[:len(hooks):len(hooks)], pendingreceipt.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *PendingReceiptClient) Interceptors() []Interceptor {
+	inters := c.inters.PendingReceipt
+	return append(inters[:len(inters):len(inters)], pendingreceipt.Interceptors[:]...)
+}
+
+func (c *PendingReceiptClient) mutate(ctx context.Context, m *PendingReceiptMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&PendingReceiptCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&PendingReceiptUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&PendingReceiptUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&PendingReceiptDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown PendingReceipt mutation op: %q", m.Op())
+	}
+}
+
 // ProjectClient is a client for the Project schema.
 type ProjectClient struct {
 	config
@@ -2478,13 +2621,13 @@ func (c *WebhookAttemptClient) mutate(ctx context.Context, m *WebhookAttemptMuta
 type (
 	hooks struct {
 		APIKey, Account, Attachment, Blob, Connection, Conversation, CreditEntry,
-		DeviceRequest, Domain, Lease, Message, Project, ProviderState, WebSession,
-		Webhook, WebhookAttempt []ent.Hook
+		DeviceRequest, Domain, Lease, Message, PendingReceipt, Project, ProviderState,
+		WebSession, Webhook, WebhookAttempt []ent.Hook
 	}
 	inters struct {
 		APIKey, Account, Attachment, Blob, Connection, Conversation, CreditEntry,
-		DeviceRequest, Domain, Lease, Message, Project, ProviderState, WebSession,
-		Webhook, WebhookAttempt []ent.Interceptor
+		DeviceRequest, Domain, Lease, Message, PendingReceipt, Project, ProviderState,
+		WebSession, Webhook, WebhookAttempt []ent.Interceptor
 	}
 )
 

@@ -23,6 +23,7 @@ import (
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/providerstate"
 	"github.com/comm-gateway/comm/ent/webhook"
@@ -99,6 +100,7 @@ func checkColumn(t, c string) error {
 			domain.Table:         domain.ValidColumn,
 			lease.Table:          lease.ValidColumn,
 			message.Table:        message.ValidColumn,
+			pendingreceipt.Table: pendingreceipt.ValidColumn,
 			project.Table:        project.ValidColumn,
 			providerstate.Table:  providerstate.ValidColumn,
 			websession.Table:     websession.ValidColumn,

@@ -59,7 +59,17 @@ type Message struct {
 	// NextAttemptAt holds the value of the "next_attempt_at" field.
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
 	// SentAt holds the value of the "sent_at" field.
-	SentAt       *time.Time `json:"sent_at,omitempty"`
+	SentAt *time.Time `json:"sent_at,omitempty"`
+	// the provider's latest report; never moves back (read and failed are final)
+	DeliveryState *message.DeliveryState `json:"delivery_state,omitempty"`
+	// the provider's error code of a failed delivery
+	DeliveryCode *string `json:"delivery_code,omitempty"`
+	// what the provider said of a failed delivery
+	DeliveryReason *string `json:"delivery_reason,omitempty"`
+	// DeliveredAt holds the value of the "delivered_at" field.
+	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
+	// ReadAt holds the value of the "read_at" field.
+	ReadAt       *time.Time `json:"read_at,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -72,9 +82,9 @@ func (*Message) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case message.FieldAttempts:
 			values[i] = new(sql.NullInt64)
-		case message.FieldID, message.FieldProjectID, message.FieldConversationID, message.FieldConnectionID, message.FieldChannel, message.FieldDirection, message.FieldStatus, message.FieldProviderMessageID, message.FieldSender, message.FieldRecipient, message.FieldSubject, message.FieldText, message.FieldHTML, message.FieldInReplyTo, message.FieldError:
+		case message.FieldID, message.FieldProjectID, message.FieldConversationID, message.FieldConnectionID, message.FieldChannel, message.FieldDirection, message.FieldStatus, message.FieldProviderMessageID, message.FieldSender, message.FieldRecipient, message.FieldSubject, message.FieldText, message.FieldHTML, message.FieldInReplyTo, message.FieldError, message.FieldDeliveryState, message.FieldDeliveryCode, message.FieldDeliveryReason:
 			values[i] = new(sql.NullString)
-		case message.FieldCreatedAt, message.FieldNextAttemptAt, message.FieldSentAt:
+		case message.FieldCreatedAt, message.FieldNextAttemptAt, message.FieldSentAt, message.FieldDeliveredAt, message.FieldReadAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -236,6 +246,41 @@ func (_m *Message) assignValues(columns []string, values []any) error {
 				_m.SentAt = new(time.Time)
 				*_m.SentAt = value.Time
 			}
+		case message.FieldDeliveryState:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field delivery_state", values[i])
+			} else if value.Valid {
+				_m.DeliveryState = new(message.DeliveryState)
+				*_m.DeliveryState = message.DeliveryState(value.String)
+			}
+		case message.FieldDeliveryCode:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field delivery_code", values[i])
+			} else if value.Valid {
+				_m.DeliveryCode = new(string)
+				*_m.DeliveryCode = value.String
+			}
+		case message.FieldDeliveryReason:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field delivery_reason", values[i])
+			} else if value.Valid {
+				_m.DeliveryReason = new(string)
+				*_m.DeliveryReason = value.String
+			}
+		case message.FieldDeliveredAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field delivered_at", values[i])
+			} else if value.Valid {
+				_m.DeliveredAt = new(time.Time)
+				*_m.DeliveredAt = value.Time
+			}
+		case message.FieldReadAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field read_at", values[i])
+			} else if value.Valid {
+				_m.ReadAt = new(time.Time)
+				*_m.ReadAt = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -346,6 +391,31 @@ func (_m *Message) String() string {
 	builder.WriteString(", ")
 	if v := _m.SentAt; v != nil {
 		builder.WriteString("sent_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.DeliveryState; v != nil {
+		builder.WriteString("delivery_state=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.DeliveryCode; v != nil {
+		builder.WriteString("delivery_code=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.DeliveryReason; v != nil {
+		builder.WriteString("delivery_reason=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.DeliveredAt; v != nil {
+		builder.WriteString("delivered_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.ReadAt; v != nil {
+		builder.WriteString("read_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteByte(')')

@@ -230,6 +230,76 @@ func (_c *MessageCreate) SetNillableSentAt(v *time.Time) *MessageCreate {
 	return _c
 }
 
+// SetDeliveryState sets the "delivery_state" field.
+func (_c *MessageCreate) SetDeliveryState(v message.DeliveryState) *MessageCreate {
+	_c.mutation.SetDeliveryState(v)
+	return _c
+}
+
+// SetNillableDeliveryState sets the "delivery_state" field if the given value is not nil.
+func (_c *MessageCreate) SetNillableDeliveryState(v *message.DeliveryState) *MessageCreate {
+	if v != nil {
+		_c.SetDeliveryState(*v)
+	}
+	return _c
+}
+
+// SetDeliveryCode sets the "delivery_code" field.
+func (_c *MessageCreate) SetDeliveryCode(v string) *MessageCreate {
+	_c.mutation.SetDeliveryCode(v)
+	return _c
+}
+
+// SetNillableDeliveryCode sets the "delivery_code" field if the given value is not nil.
+func (_c *MessageCreate) SetNillableDeliveryCode(v *string) *MessageCreate {
+	if v != nil {
+		_c.SetDeliveryCode(*v)
+	}
+	return _c
+}
+
+// SetDeliveryReason sets the "delivery_reason" field.
+func (_c *MessageCreate) SetDeliveryReason(v string) *MessageCreate {
+	_c.mutation.SetDeliveryReason(v)
+	return _c
+}
+
+// SetNillableDeliveryReason sets the "delivery_reason" field if the given value is not nil.
+func (_c *MessageCreate) SetNillableDeliveryReason(v *string) *MessageCreate {
+	if v != nil {
+		_c.SetDeliveryReason(*v)
+	}
+	return _c
+}
+
+// SetDeliveredAt sets the "delivered_at" field.
+func (_c *MessageCreate) SetDeliveredAt(v time.Time) *MessageCreate {
+	_c.mutation.SetDeliveredAt(v)
+	return _c
+}
+
+// SetNillableDeliveredAt sets the "delivered_at" field if the given value is not nil.
+func (_c *MessageCreate) SetNillableDeliveredAt(v *time.Time) *MessageCreate {
+	if v != nil {
+		_c.SetDeliveredAt(*v)
+	}
+	return _c
+}
+
+// SetReadAt sets the "read_at" field.
+func (_c *MessageCreate) SetReadAt(v time.Time) *MessageCreate {
+	_c.mutation.SetReadAt(v)
+	return _c
+}
+
+// SetNillableReadAt sets the "read_at" field if the given value is not nil.
+func (_c *MessageCreate) SetNillableReadAt(v *time.Time) *MessageCreate {
+	if v != nil {
+		_c.SetReadAt(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *MessageCreate) SetID(v string) *MessageCreate {
 	_c.mutation.SetID(v)
@@ -348,6 +418,11 @@ func (_c *MessageCreate) check() error {
 	}
 	if _, ok := _c.mutation.Attempts(); !ok {
 		return &ValidationError{Name: "attempts", err: errors.New(`ent: missing required field "Message.attempts"`)}
+	}
+	if v, ok := _c.mutation.DeliveryState(); ok {
+		if err := message.DeliveryStateValidator(v); err != nil {
+			return &ValidationError{Name: "delivery_state", err: fmt.Errorf(`ent: validator failed for field "Message.delivery_state": %w`, err)}
+		}
 	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := message.IDValidator(v); err != nil {
@@ -473,6 +548,26 @@ func (_c *MessageCreate) createSpec() (*Message, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.SentAt(); ok {
 		_spec.SetField(message.FieldSentAt, field.TypeTime, value)
 		_node.SentAt = &value
+	}
+	if value, ok := _c.mutation.DeliveryState(); ok {
+		_spec.SetField(message.FieldDeliveryState, field.TypeEnum, value)
+		_node.DeliveryState = &value
+	}
+	if value, ok := _c.mutation.DeliveryCode(); ok {
+		_spec.SetField(message.FieldDeliveryCode, field.TypeString, value)
+		_node.DeliveryCode = &value
+	}
+	if value, ok := _c.mutation.DeliveryReason(); ok {
+		_spec.SetField(message.FieldDeliveryReason, field.TypeString, value)
+		_node.DeliveryReason = &value
+	}
+	if value, ok := _c.mutation.DeliveredAt(); ok {
+		_spec.SetField(message.FieldDeliveredAt, field.TypeTime, value)
+		_node.DeliveredAt = &value
+	}
+	if value, ok := _c.mutation.ReadAt(); ok {
+		_spec.SetField(message.FieldReadAt, field.TypeTime, value)
+		_node.ReadAt = &value
 	}
 	return _node, _spec
 }
@@ -775,6 +870,96 @@ func (u *MessageUpsert) UpdateSentAt() *MessageUpsert {
 // ClearSentAt clears the value of the "sent_at" field.
 func (u *MessageUpsert) ClearSentAt() *MessageUpsert {
 	u.SetNull(message.FieldSentAt)
+	return u
+}
+
+// SetDeliveryState sets the "delivery_state" field.
+func (u *MessageUpsert) SetDeliveryState(v message.DeliveryState) *MessageUpsert {
+	u.Set(message.FieldDeliveryState, v)
+	return u
+}
+
+// UpdateDeliveryState sets the "delivery_state" field to the value that was provided on create.
+func (u *MessageUpsert) UpdateDeliveryState() *MessageUpsert {
+	u.SetExcluded(message.FieldDeliveryState)
+	return u
+}
+
+// ClearDeliveryState clears the value of the "delivery_state" field.
+func (u *MessageUpsert) ClearDeliveryState() *MessageUpsert {
+	u.SetNull(message.FieldDeliveryState)
+	return u
+}
+
+// SetDeliveryCode sets the "delivery_code" field.
+func (u *MessageUpsert) SetDeliveryCode(v string) *MessageUpsert {
+	u.Set(message.FieldDeliveryCode, v)
+	return u
+}
+
+// UpdateDeliveryCode sets the "delivery_code" field to the value that was provided on create.
+func (u *MessageUpsert) UpdateDeliveryCode() *MessageUpsert {
+	u.SetExcluded(message.FieldDeliveryCode)
+	return u
+}
+
+// ClearDeliveryCode clears the value of the "delivery_code" field.
+func (u *MessageUpsert) ClearDeliveryCode() *MessageUpsert {
+	u.SetNull(message.FieldDeliveryCode)
+	return u
+}
+
+// SetDeliveryReason sets the "delivery_reason" field.
+func (u *MessageUpsert) SetDeliveryReason(v string) *MessageUpsert {
+	u.Set(message.FieldDeliveryReason, v)
+	return u
+}
+
+// UpdateDeliveryReason sets the "delivery_reason" field to the value that was provided on create.
+func (u *MessageUpsert) UpdateDeliveryReason() *MessageUpsert {
+	u.SetExcluded(message.FieldDeliveryReason)
+	return u
+}
+
+// ClearDeliveryReason clears the value of the "delivery_reason" field.
+func (u *MessageUpsert) ClearDeliveryReason() *MessageUpsert {
+	u.SetNull(message.FieldDeliveryReason)
+	return u
+}
+
+// SetDeliveredAt sets the "delivered_at" field.
+func (u *MessageUpsert) SetDeliveredAt(v time.Time) *MessageUpsert {
+	u.Set(message.FieldDeliveredAt, v)
+	return u
+}
+
+// UpdateDeliveredAt sets the "delivered_at" field to the value that was provided on create.
+func (u *MessageUpsert) UpdateDeliveredAt() *MessageUpsert {
+	u.SetExcluded(message.FieldDeliveredAt)
+	return u
+}
+
+// ClearDeliveredAt clears the value of the "delivered_at" field.
+func (u *MessageUpsert) ClearDeliveredAt() *MessageUpsert {
+	u.SetNull(message.FieldDeliveredAt)
+	return u
+}
+
+// SetReadAt sets the "read_at" field.
+func (u *MessageUpsert) SetReadAt(v time.Time) *MessageUpsert {
+	u.Set(message.FieldReadAt, v)
+	return u
+}
+
+// UpdateReadAt sets the "read_at" field to the value that was provided on create.
+func (u *MessageUpsert) UpdateReadAt() *MessageUpsert {
+	u.SetExcluded(message.FieldReadAt)
+	return u
+}
+
+// ClearReadAt clears the value of the "read_at" field.
+func (u *MessageUpsert) ClearReadAt() *MessageUpsert {
+	u.SetNull(message.FieldReadAt)
 	return u
 }
 
@@ -1135,6 +1320,111 @@ func (u *MessageUpsertOne) UpdateSentAt() *MessageUpsertOne {
 func (u *MessageUpsertOne) ClearSentAt() *MessageUpsertOne {
 	return u.Update(func(s *MessageUpsert) {
 		s.ClearSentAt()
+	})
+}
+
+// SetDeliveryState sets the "delivery_state" field.
+func (u *MessageUpsertOne) SetDeliveryState(v message.DeliveryState) *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDeliveryState(v)
+	})
+}
+
+// UpdateDeliveryState sets the "delivery_state" field to the value that was provided on create.
+func (u *MessageUpsertOne) UpdateDeliveryState() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDeliveryState()
+	})
+}
+
+// ClearDeliveryState clears the value of the "delivery_state" field.
+func (u *MessageUpsertOne) ClearDeliveryState() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDeliveryState()
+	})
+}
+
+// SetDeliveryCode sets the "delivery_code" field.
+func (u *MessageUpsertOne) SetDeliveryCode(v string) *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDeliveryCode(v)
+	})
+}
+
+// UpdateDeliveryCode sets the "delivery_code" field to the value that was provided on create.
+func (u *MessageUpsertOne) UpdateDeliveryCode() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDeliveryCode()
+	})
+}
+
+// ClearDeliveryCode clears the value of the "delivery_code" field.
+func (u *MessageUpsertOne) ClearDeliveryCode() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDeliveryCode()
+	})
+}
+
+// SetDeliveryReason sets the "delivery_reason" field.
+func (u *MessageUpsertOne) SetDeliveryReason(v string) *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDeliveryReason(v)
+	})
+}
+
+// UpdateDeliveryReason sets the "delivery_reason" field to the value that was provided on create.
+func (u *MessageUpsertOne) UpdateDeliveryReason() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDeliveryReason()
+	})
+}
+
+// ClearDeliveryReason clears the value of the "delivery_reason" field.
+func (u *MessageUpsertOne) ClearDeliveryReason() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDeliveryReason()
+	})
+}
+
+// SetDeliveredAt sets the "delivered_at" field.
+func (u *MessageUpsertOne) SetDeliveredAt(v time.Time) *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDeliveredAt(v)
+	})
+}
+
+// UpdateDeliveredAt sets the "delivered_at" field to the value that was provided on create.
+func (u *MessageUpsertOne) UpdateDeliveredAt() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDeliveredAt()
+	})
+}
+
+// ClearDeliveredAt clears the value of the "delivered_at" field.
+func (u *MessageUpsertOne) ClearDeliveredAt() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDeliveredAt()
+	})
+}
+
+// SetReadAt sets the "read_at" field.
+func (u *MessageUpsertOne) SetReadAt(v time.Time) *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetReadAt(v)
+	})
+}
+
+// UpdateReadAt sets the "read_at" field to the value that was provided on create.
+func (u *MessageUpsertOne) UpdateReadAt() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateReadAt()
+	})
+}
+
+// ClearReadAt clears the value of the "read_at" field.
+func (u *MessageUpsertOne) ClearReadAt() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearReadAt()
 	})
 }
 
@@ -1662,6 +1952,111 @@ func (u *MessageUpsertBulk) UpdateSentAt() *MessageUpsertBulk {
 func (u *MessageUpsertBulk) ClearSentAt() *MessageUpsertBulk {
 	return u.Update(func(s *MessageUpsert) {
 		s.ClearSentAt()
+	})
+}
+
+// SetDeliveryState sets the "delivery_state" field.
+func (u *MessageUpsertBulk) SetDeliveryState(v message.DeliveryState) *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDeliveryState(v)
+	})
+}
+
+// UpdateDeliveryState sets the "delivery_state" field to the value that was provided on create.
+func (u *MessageUpsertBulk) UpdateDeliveryState() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDeliveryState()
+	})
+}
+
+// ClearDeliveryState clears the value of the "delivery_state" field.
+func (u *MessageUpsertBulk) ClearDeliveryState() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDeliveryState()
+	})
+}
+
+// SetDeliveryCode sets the "delivery_code" field.
+func (u *MessageUpsertBulk) SetDeliveryCode(v string) *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDeliveryCode(v)
+	})
+}
+
+// UpdateDeliveryCode sets the "delivery_code" field to the value that was provided on create.
+func (u *MessageUpsertBulk) UpdateDeliveryCode() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDeliveryCode()
+	})
+}
+
+// ClearDeliveryCode clears the value of the "delivery_code" field.
+func (u *MessageUpsertBulk) ClearDeliveryCode() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDeliveryCode()
+	})
+}
+
+// SetDeliveryReason sets the "delivery_reason" field.
+func (u *MessageUpsertBulk) SetDeliveryReason(v string) *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDeliveryReason(v)
+	})
+}
+
+// UpdateDeliveryReason sets the "delivery_reason" field to the value that was provided on create.
+func (u *MessageUpsertBulk) UpdateDeliveryReason() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDeliveryReason()
+	})
+}
+
+// ClearDeliveryReason clears the value of the "delivery_reason" field.
+func (u *MessageUpsertBulk) ClearDeliveryReason() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDeliveryReason()
+	})
+}
+
+// SetDeliveredAt sets the "delivered_at" field.
+func (u *MessageUpsertBulk) SetDeliveredAt(v time.Time) *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetDeliveredAt(v)
+	})
+}
+
+// UpdateDeliveredAt sets the "delivered_at" field to the value that was provided on create.
+func (u *MessageUpsertBulk) UpdateDeliveredAt() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateDeliveredAt()
+	})
+}
+
+// ClearDeliveredAt clears the value of the "delivered_at" field.
+func (u *MessageUpsertBulk) ClearDeliveredAt() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearDeliveredAt()
+	})
+}
+
+// SetReadAt sets the "read_at" field.
+func (u *MessageUpsertBulk) SetReadAt(v time.Time) *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetReadAt(v)
+	})
+}
+
+// UpdateReadAt sets the "read_at" field to the value that was provided on create.
+func (u *MessageUpsertBulk) UpdateReadAt() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateReadAt()
+	})
+}
+
+// ClearReadAt clears the value of the "read_at" field.
+func (u *MessageUpsertBulk) ClearReadAt() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.ClearReadAt()
 	})
 }
 

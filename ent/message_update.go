@@ -307,6 +307,106 @@ func (_u *MessageUpdate) ClearSentAt() *MessageUpdate {
 	return _u
 }
 
+// SetDeliveryState sets the "delivery_state" field.
+func (_u *MessageUpdate) SetDeliveryState(v message.DeliveryState) *MessageUpdate {
+	_u.mutation.SetDeliveryState(v)
+	return _u
+}
+
+// SetNillableDeliveryState sets the "delivery_state" field if the given value is not nil.
+func (_u *MessageUpdate) SetNillableDeliveryState(v *message.DeliveryState) *MessageUpdate {
+	if v != nil {
+		_u.SetDeliveryState(*v)
+	}
+	return _u
+}
+
+// ClearDeliveryState clears the value of the "delivery_state" field.
+func (_u *MessageUpdate) ClearDeliveryState() *MessageUpdate {
+	_u.mutation.ClearDeliveryState()
+	return _u
+}
+
+// SetDeliveryCode sets the "delivery_code" field.
+func (_u *MessageUpdate) SetDeliveryCode(v string) *MessageUpdate {
+	_u.mutation.SetDeliveryCode(v)
+	return _u
+}
+
+// SetNillableDeliveryCode sets the "delivery_code" field if the given value is not nil.
+func (_u *MessageUpdate) SetNillableDeliveryCode(v *string) *MessageUpdate {
+	if v != nil {
+		_u.SetDeliveryCode(*v)
+	}
+	return _u
+}
+
+// ClearDeliveryCode clears the value of the "delivery_code" field.
+func (_u *MessageUpdate) ClearDeliveryCode() *MessageUpdate {
+	_u.mutation.ClearDeliveryCode()
+	return _u
+}
+
+// SetDeliveryReason sets the "delivery_reason" field.
+func (_u *MessageUpdate) SetDeliveryReason(v string) *MessageUpdate {
+	_u.mutation.SetDeliveryReason(v)
+	return _u
+}
+
+// SetNillableDeliveryReason sets the "delivery_reason" field if the given value is not nil.
+func (_u *MessageUpdate) SetNillableDeliveryReason(v *string) *MessageUpdate {
+	if v != nil {
+		_u.SetDeliveryReason(*v)
+	}
+	return _u
+}
+
+// ClearDeliveryReason clears the value of the "delivery_reason" field.
+func (_u *MessageUpdate) ClearDeliveryReason() *MessageUpdate {
+	_u.mutation.ClearDeliveryReason()
+	return _u
+}
+
+// SetDeliveredAt sets the "delivered_at" field.
+func (_u *MessageUpdate) SetDeliveredAt(v time.Time) *MessageUpdate {
+	_u.mutation.SetDeliveredAt(v)
+	return _u
+}
+
+// SetNillableDeliveredAt sets the "delivered_at" field if the given value is not nil.
+func (_u *MessageUpdate) SetNillableDeliveredAt(v *time.Time) *MessageUpdate {
+	if v != nil {
+		_u.SetDeliveredAt(*v)
+	}
+	return _u
+}
+
+// ClearDeliveredAt clears the value of the "delivered_at" field.
+func (_u *MessageUpdate) ClearDeliveredAt() *MessageUpdate {
+	_u.mutation.ClearDeliveredAt()
+	return _u
+}
+
+// SetReadAt sets the "read_at" field.
+func (_u *MessageUpdate) SetReadAt(v time.Time) *MessageUpdate {
+	_u.mutation.SetReadAt(v)
+	return _u
+}
+
+// SetNillableReadAt sets the "read_at" field if the given value is not nil.
+func (_u *MessageUpdate) SetNillableReadAt(v *time.Time) *MessageUpdate {
+	if v != nil {
+		_u.SetReadAt(*v)
+	}
+	return _u
+}
+
+// ClearReadAt clears the value of the "read_at" field.
+func (_u *MessageUpdate) ClearReadAt() *MessageUpdate {
+	_u.mutation.ClearReadAt()
+	return _u
+}
+
 // Mutation returns the MessageMutation object of the builder.
 func (_u *MessageUpdate) Mutation() *MessageMutation {
 	return _u.mutation
@@ -344,6 +444,11 @@ func (_u *MessageUpdate) check() error {
 	if v, ok := _u.mutation.Status(); ok {
 		if err := message.StatusValidator(v); err != nil {
 			return &ValidationError{Name: "status", err: fmt.Errorf(`ent: validator failed for field "Message.status": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.DeliveryState(); ok {
+		if err := message.DeliveryStateValidator(v); err != nil {
+			return &ValidationError{Name: "delivery_state", err: fmt.Errorf(`ent: validator failed for field "Message.delivery_state": %w`, err)}
 		}
 	}
 	return nil
@@ -456,6 +561,36 @@ func (_u *MessageUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.SentAtCleared() {
 		_spec.ClearField(message.FieldSentAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.DeliveryState(); ok {
+		_spec.SetField(message.FieldDeliveryState, field.TypeEnum, value)
+	}
+	if _u.mutation.DeliveryStateCleared() {
+		_spec.ClearField(message.FieldDeliveryState, field.TypeEnum)
+	}
+	if value, ok := _u.mutation.DeliveryCode(); ok {
+		_spec.SetField(message.FieldDeliveryCode, field.TypeString, value)
+	}
+	if _u.mutation.DeliveryCodeCleared() {
+		_spec.ClearField(message.FieldDeliveryCode, field.TypeString)
+	}
+	if value, ok := _u.mutation.DeliveryReason(); ok {
+		_spec.SetField(message.FieldDeliveryReason, field.TypeString, value)
+	}
+	if _u.mutation.DeliveryReasonCleared() {
+		_spec.ClearField(message.FieldDeliveryReason, field.TypeString)
+	}
+	if value, ok := _u.mutation.DeliveredAt(); ok {
+		_spec.SetField(message.FieldDeliveredAt, field.TypeTime, value)
+	}
+	if _u.mutation.DeliveredAtCleared() {
+		_spec.ClearField(message.FieldDeliveredAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.ReadAt(); ok {
+		_spec.SetField(message.FieldReadAt, field.TypeTime, value)
+	}
+	if _u.mutation.ReadAtCleared() {
+		_spec.ClearField(message.FieldReadAt, field.TypeTime)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -754,6 +889,106 @@ func (_u *MessageUpdateOne) ClearSentAt() *MessageUpdateOne {
 	return _u
 }
 
+// SetDeliveryState sets the "delivery_state" field.
+func (_u *MessageUpdateOne) SetDeliveryState(v message.DeliveryState) *MessageUpdateOne {
+	_u.mutation.SetDeliveryState(v)
+	return _u
+}
+
+// SetNillableDeliveryState sets the "delivery_state" field if the given value is not nil.
+func (_u *MessageUpdateOne) SetNillableDeliveryState(v *message.DeliveryState) *MessageUpdateOne {
+	if v != nil {
+		_u.SetDeliveryState(*v)
+	}
+	return _u
+}
+
+// ClearDeliveryState clears the value of the "delivery_state" field.
+func (_u *MessageUpdateOne) ClearDeliveryState() *MessageUpdateOne {
+	_u.mutation.ClearDeliveryState()
+	return _u
+}
+
+// SetDeliveryCode sets the "delivery_code" field.
+func (_u *MessageUpdateOne) SetDeliveryCode(v string) *MessageUpdateOne {
+	_u.mutation.SetDeliveryCode(v)
+	return _u
+}
+
+// SetNillableDeliveryCode sets the "delivery_code" field if the given value is not nil.
+func (_u *MessageUpdateOne) SetNillableDeliveryCode(v *string) *MessageUpdateOne {
+	if v != nil {
+		_u.SetDeliveryCode(*v)
+	}
+	return _u
+}
+
+// ClearDeliveryCode clears the value of the "delivery_code" field.
+func (_u *MessageUpdateOne) ClearDeliveryCode() *MessageUpdateOne {
+	_u.mutation.ClearDeliveryCode()
+	return _u
+}
+
+// SetDeliveryReason sets the "delivery_reason" field.
+func (_u *MessageUpdateOne) SetDeliveryReason(v string) *MessageUpdateOne {
+	_u.mutation.SetDeliveryReason(v)
+	return _u
+}
+
+// SetNillableDeliveryReason sets the "delivery_reason" field if the given value is not nil.
+func (_u *MessageUpdateOne) SetNillableDeliveryReason(v *string) *MessageUpdateOne {
+	if v != nil {
+		_u.SetDeliveryReason(*v)
+	}
+	return _u
+}
+
+// ClearDeliveryReason clears the value of the "delivery_reason" field.
+func (_u *MessageUpdateOne) ClearDeliveryReason() *MessageUpdateOne {
+	_u.mutation.ClearDeliveryReason()
+	return _u
+}
+
+// SetDeliveredAt sets the "delivered_at" field.
+func (_u *MessageUpdateOne) SetDeliveredAt(v time.Time) *MessageUpdateOne {
+	_u.mutation.SetDeliveredAt(v)
+	return _u
+}
+
+// SetNillableDeliveredAt sets the "delivered_at" field if the given value is not nil.
+func (_u *MessageUpdateOne) SetNillableDeliveredAt(v *time.Time) *MessageUpdateOne {
+	if v != nil {
+		_u.SetDeliveredAt(*v)
+	}
+	return _u
+}
+
+// ClearDeliveredAt clears the value of the "delivered_at" field.
+func (_u *MessageUpdateOne) ClearDeliveredAt() *MessageUpdateOne {
+	_u.mutation.ClearDeliveredAt()
+	return _u
+}
+
+// SetReadAt sets the "read_at" field.
+func (_u *MessageUpdateOne) SetReadAt(v time.Time) *MessageUpdateOne {
+	_u.mutation.SetReadAt(v)
+	return _u
+}
+
+// SetNillableReadAt sets the "read_at" field if the given value is not nil.
+func (_u *MessageUpdateOne) SetNillableReadAt(v *time.Time) *MessageUpdateOne {
+	if v != nil {
+		_u.SetReadAt(*v)
+	}
+	return _u
+}
+
+// ClearReadAt clears the value of the "read_at" field.
+func (_u *MessageUpdateOne) ClearReadAt() *MessageUpdateOne {
+	_u.mutation.ClearReadAt()
+	return _u
+}
+
 // Mutation returns the MessageMutation object of the builder.
 func (_u *MessageUpdateOne) Mutation() *MessageMutation {
 	return _u.mutation
@@ -804,6 +1039,11 @@ func (_u *MessageUpdateOne) check() error {
 	if v, ok := _u.mutation.Status(); ok {
 		if err := message.StatusValidator(v); err != nil {
 			return &ValidationError{Name: "status", err: fmt.Errorf(`ent: validator failed for field "Message.status": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.DeliveryState(); ok {
+		if err := message.DeliveryStateValidator(v); err != nil {
+			return &ValidationError{Name: "delivery_state", err: fmt.Errorf(`ent: validator failed for field "Message.delivery_state": %w`, err)}
 		}
 	}
 	return nil
@@ -933,6 +1173,36 @@ func (_u *MessageUpdateOne) sqlSave(ctx context.Context) (_node *Message, err er
 	}
 	if _u.mutation.SentAtCleared() {
 		_spec.ClearField(message.FieldSentAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.DeliveryState(); ok {
+		_spec.SetField(message.FieldDeliveryState, field.TypeEnum, value)
+	}
+	if _u.mutation.DeliveryStateCleared() {
+		_spec.ClearField(message.FieldDeliveryState, field.TypeEnum)
+	}
+	if value, ok := _u.mutation.DeliveryCode(); ok {
+		_spec.SetField(message.FieldDeliveryCode, field.TypeString, value)
+	}
+	if _u.mutation.DeliveryCodeCleared() {
+		_spec.ClearField(message.FieldDeliveryCode, field.TypeString)
+	}
+	if value, ok := _u.mutation.DeliveryReason(); ok {
+		_spec.SetField(message.FieldDeliveryReason, field.TypeString, value)
+	}
+	if _u.mutation.DeliveryReasonCleared() {
+		_spec.ClearField(message.FieldDeliveryReason, field.TypeString)
+	}
+	if value, ok := _u.mutation.DeliveredAt(); ok {
+		_spec.SetField(message.FieldDeliveredAt, field.TypeTime, value)
+	}
+	if _u.mutation.DeliveredAtCleared() {
+		_spec.ClearField(message.FieldDeliveredAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.ReadAt(); ok {
+		_spec.SetField(message.FieldReadAt, field.TypeTime, value)
+	}
+	if _u.mutation.ReadAtCleared() {
+		_spec.ClearField(message.FieldReadAt, field.TypeTime)
 	}
 	_node = &Message{config: _u.config}
 	_spec.Assign = _node.assignValues

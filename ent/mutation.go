@@ -23,6 +23,7 @@ import (
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/predicate"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/providerstate"
@@ -51,6 +52,7 @@ const (
 	TypeDomain         = "Domain"
 	TypeLease          = "Lease"
 	TypeMessage        = "Message"
+	TypePendingReceipt = "PendingReceipt"
 	TypeProject        = "Project"
 	TypeProviderState  = "ProviderState"
 	TypeWebSession     = "WebSession"
@@ -8585,6 +8587,11 @@ type MessageMutation struct {
 	addattempts         *int
 	next_attempt_at     *time.Time
 	sent_at             *time.Time
+	delivery_state      *message.DeliveryState
+	delivery_code       *string
+	delivery_reason     *string
+	delivered_at        *time.Time
+	read_at             *time.Time
 	clearedFields       map[string]struct{}
 	done                bool
 	oldValue            func(context.Context) (*Message, error)
@@ -9662,6 +9669,251 @@ func (m *MessageMutation) ResetSentAt() {
 	delete(m.clearedFields, message.FieldSentAt)
 }
 
+// SetDeliveryState sets the "delivery_state" field.
+func (m *MessageMutation) SetDeliveryState(ms message.DeliveryState) {
+	m.delivery_state = &ms
+}
+
+// DeliveryState returns the value of the "delivery_state" field in the mutation.
+func (m *MessageMutation) DeliveryState() (r message.DeliveryState, exists bool) {
+	v := m.delivery_state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDeliveryState returns the old "delivery_state" field's value of the Message entity.
+// If the Message object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MessageMutation) OldDeliveryState(ctx context.Context) (v *message.DeliveryState, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDeliveryState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDeliveryState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDeliveryState: %w", err)
+	}
+	return oldValue.DeliveryState, nil
+}
+
+// ClearDeliveryState clears the value of the "delivery_state" field.
+func (m *MessageMutation) ClearDeliveryState() {
+	m.delivery_state = nil
+	m.clearedFields[message.FieldDeliveryState] = struct{}{}
+}
+
+// DeliveryStateCleared returns if the "delivery_state" field was cleared in this mutation.
+func (m *MessageMutation) DeliveryStateCleared() bool {
+	_, ok := m.clearedFields[message.FieldDeliveryState]
+	return ok
+}
+
+// ResetDeliveryState resets all changes to the "delivery_state" field.
+func (m *MessageMutation) ResetDeliveryState() {
+	m.delivery_state = nil
+	delete(m.clearedFields, message.FieldDeliveryState)
+}
+
+// SetDeliveryCode sets the "delivery_code" field.
+func (m *MessageMutation) SetDeliveryCode(s string) {
+	m.delivery_code = &s
+}
+
+// DeliveryCode returns the value of the "delivery_code" field in the mutation.
+func (m *MessageMutation) DeliveryCode() (r string, exists bool) {
+	v := m.delivery_code
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDeliveryCode returns the old "delivery_code" field's value of the Message entity.
+// If the Message object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MessageMutation) OldDeliveryCode(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDeliveryCode is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDeliveryCode requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDeliveryCode: %w", err)
+	}
+	return oldValue.DeliveryCode, nil
+}
+
+// ClearDeliveryCode clears the value of the "delivery_code" field.
+func (m *MessageMutation) ClearDeliveryCode() {
+	m.delivery_code = nil
+	m.clearedFields[message.FieldDeliveryCode] = struct{}{}
+}
+
+// DeliveryCodeCleared returns if the "delivery_code" field was cleared in this mutation.
+func (m *MessageMutation) DeliveryCodeCleared() bool {
+	_, ok := m.clearedFields[message.FieldDeliveryCode]
+	return ok
+}
+
+// ResetDeliveryCode resets all changes to the "delivery_code" field.
+func (m *MessageMutation) ResetDeliveryCode() {
+	m.delivery_code = nil
+	delete(m.clearedFields, message.FieldDeliveryCode)
+}
+
+// SetDeliveryReason sets the "delivery_reason" field.
+func (m *MessageMutation) SetDeliveryReason(s string) {
+	m.delivery_reason = &s
+}
+
+// DeliveryReason returns the value of the "delivery_reason" field in the mutation.
+func (m *MessageMutation) DeliveryReason() (r string, exists bool) {
+	v := m.delivery_reason
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDeliveryReason returns the old "delivery_reason" field's value of the Message entity.
+// If the Message object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MessageMutation) OldDeliveryReason(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDeliveryReason is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDeliveryReason requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDeliveryReason: %w", err)
+	}
+	return oldValue.DeliveryReason, nil
+}
+
+// ClearDeliveryReason clears the value of the "delivery_reason" field.
+func (m *MessageMutation) ClearDeliveryReason() {
+	m.delivery_reason = nil
+	m.clearedFields[message.FieldDeliveryReason] = struct{}{}
+}
+
+// DeliveryReasonCleared returns if the "delivery_reason" field was cleared in this mutation.
+func (m *MessageMutation) DeliveryReasonCleared() bool {
+	_, ok := m.clearedFields[message.FieldDeliveryReason]
+	return ok
+}
+
+// ResetDeliveryReason resets all changes to the "delivery_reason" field.
+func (m *MessageMutation) ResetDeliveryReason() {
+	m.delivery_reason = nil
+	delete(m.clearedFields, message.FieldDeliveryReason)
+}
+
+// SetDeliveredAt sets the "delivered_at" field.
+func (m *MessageMutation) SetDeliveredAt(t time.Time) {
+	m.delivered_at = &t
+}
+
+// DeliveredAt returns the value of the "delivered_at" field in the mutation.
+func (m *MessageMutation) DeliveredAt() (r time.Time, exists bool) {
+	v := m.delivered_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDeliveredAt returns the old "delivered_at" field's value of the Message entity.
+// If the Message object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MessageMutation) OldDeliveredAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDeliveredAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDeliveredAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDeliveredAt: %w", err)
+	}
+	return oldValue.DeliveredAt, nil
+}
+
+// ClearDeliveredAt clears the value of the "delivered_at" field.
+func (m *MessageMutation) ClearDeliveredAt() {
+	m.delivered_at = nil
+	m.clearedFields[message.FieldDeliveredAt] = struct{}{}
+}
+
+// DeliveredAtCleared returns if the "delivered_at" field was cleared in this mutation.
+func (m *MessageMutation) DeliveredAtCleared() bool {
+	_, ok := m.clearedFields[message.FieldDeliveredAt]
+	return ok
+}
+
+// ResetDeliveredAt resets all changes to the "delivered_at" field.
+func (m *MessageMutation) ResetDeliveredAt() {
+	m.delivered_at = nil
+	delete(m.clearedFields, message.FieldDeliveredAt)
+}
+
+// SetReadAt sets the "read_at" field.
+func (m *MessageMutation) SetReadAt(t time.Time) {
+	m.read_at = &t
+}
+
+// ReadAt returns the value of the "read_at" field in the mutation.
+func (m *MessageMutation) ReadAt() (r time.Time, exists bool) {
+	v := m.read_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReadAt returns the old "read_at" field's value of the Message entity.
+// If the Message object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MessageMutation) OldReadAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReadAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReadAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReadAt: %w", err)
+	}
+	return oldValue.ReadAt, nil
+}
+
+// ClearReadAt clears the value of the "read_at" field.
+func (m *MessageMutation) ClearReadAt() {
+	m.read_at = nil
+	m.clearedFields[message.FieldReadAt] = struct{}{}
+}
+
+// ReadAtCleared returns if the "read_at" field was cleared in this mutation.
+func (m *MessageMutation) ReadAtCleared() bool {
+	_, ok := m.clearedFields[message.FieldReadAt]
+	return ok
+}
+
+// ResetReadAt resets all changes to the "read_at" field.
+func (m *MessageMutation) ResetReadAt() {
+	m.read_at = nil
+	delete(m.clearedFields, message.FieldReadAt)
+}
+
 // Where appends a list predicates to the MessageMutation builder.
 func (m *MessageMutation) Where(ps ...predicate.Message) {
 	m.predicates = append(m.predicates, ps...)
@@ -9696,7 +9948,7 @@ func (m *MessageMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *MessageMutation) Fields() []string {
-	fields := make([]string, 0, 21)
+	fields := make([]string, 0, 26)
 	if m.created_at != nil {
 		fields = append(fields, message.FieldCreatedAt)
 	}
@@ -9760,6 +10012,21 @@ func (m *MessageMutation) Fields() []string {
 	if m.sent_at != nil {
 		fields = append(fields, message.FieldSentAt)
 	}
+	if m.delivery_state != nil {
+		fields = append(fields, message.FieldDeliveryState)
+	}
+	if m.delivery_code != nil {
+		fields = append(fields, message.FieldDeliveryCode)
+	}
+	if m.delivery_reason != nil {
+		fields = append(fields, message.FieldDeliveryReason)
+	}
+	if m.delivered_at != nil {
+		fields = append(fields, message.FieldDeliveredAt)
+	}
+	if m.read_at != nil {
+		fields = append(fields, message.FieldReadAt)
+	}
 	return fields
 }
 
@@ -9810,6 +10077,16 @@ func (m *MessageMutation) Field(name string) (ent.Value, bool) {
 		return m.NextAttemptAt()
 	case message.FieldSentAt:
 		return m.SentAt()
+	case message.FieldDeliveryState:
+		return m.DeliveryState()
+	case message.FieldDeliveryCode:
+		return m.DeliveryCode()
+	case message.FieldDeliveryReason:
+		return m.DeliveryReason()
+	case message.FieldDeliveredAt:
+		return m.DeliveredAt()
+	case message.FieldReadAt:
+		return m.ReadAt()
 	}
 	return nil, false
 }
@@ -9861,6 +10138,16 @@ func (m *MessageMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldNextAttemptAt(ctx)
 	case message.FieldSentAt:
 		return m.OldSentAt(ctx)
+	case message.FieldDeliveryState:
+		return m.OldDeliveryState(ctx)
+	case message.FieldDeliveryCode:
+		return m.OldDeliveryCode(ctx)
+	case message.FieldDeliveryReason:
+		return m.OldDeliveryReason(ctx)
+	case message.FieldDeliveredAt:
+		return m.OldDeliveredAt(ctx)
+	case message.FieldReadAt:
+		return m.OldReadAt(ctx)
 	}
 	return nil, fmt.Errorf("unknown Message field %s", name)
 }
@@ -10017,6 +10304,41 @@ func (m *MessageMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetSentAt(v)
 		return nil
+	case message.FieldDeliveryState:
+		v, ok := value.(message.DeliveryState)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDeliveryState(v)
+		return nil
+	case message.FieldDeliveryCode:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDeliveryCode(v)
+		return nil
+	case message.FieldDeliveryReason:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDeliveryReason(v)
+		return nil
+	case message.FieldDeliveredAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDeliveredAt(v)
+		return nil
+	case message.FieldReadAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReadAt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Message field %s", name)
 }
@@ -10095,6 +10417,21 @@ func (m *MessageMutation) ClearedFields() []string {
 	if m.FieldCleared(message.FieldSentAt) {
 		fields = append(fields, message.FieldSentAt)
 	}
+	if m.FieldCleared(message.FieldDeliveryState) {
+		fields = append(fields, message.FieldDeliveryState)
+	}
+	if m.FieldCleared(message.FieldDeliveryCode) {
+		fields = append(fields, message.FieldDeliveryCode)
+	}
+	if m.FieldCleared(message.FieldDeliveryReason) {
+		fields = append(fields, message.FieldDeliveryReason)
+	}
+	if m.FieldCleared(message.FieldDeliveredAt) {
+		fields = append(fields, message.FieldDeliveredAt)
+	}
+	if m.FieldCleared(message.FieldReadAt) {
+		fields = append(fields, message.FieldReadAt)
+	}
 	return fields
 }
 
@@ -10141,6 +10478,21 @@ func (m *MessageMutation) ClearField(name string) error {
 		return nil
 	case message.FieldSentAt:
 		m.ClearSentAt()
+		return nil
+	case message.FieldDeliveryState:
+		m.ClearDeliveryState()
+		return nil
+	case message.FieldDeliveryCode:
+		m.ClearDeliveryCode()
+		return nil
+	case message.FieldDeliveryReason:
+		m.ClearDeliveryReason()
+		return nil
+	case message.FieldDeliveredAt:
+		m.ClearDeliveredAt()
+		return nil
+	case message.FieldReadAt:
+		m.ClearReadAt()
 		return nil
 	}
 	return fmt.Errorf("unknown Message nullable field %s", name)
@@ -10213,6 +10565,21 @@ func (m *MessageMutation) ResetField(name string) error {
 	case message.FieldSentAt:
 		m.ResetSentAt()
 		return nil
+	case message.FieldDeliveryState:
+		m.ResetDeliveryState()
+		return nil
+	case message.FieldDeliveryCode:
+		m.ResetDeliveryCode()
+		return nil
+	case message.FieldDeliveryReason:
+		m.ResetDeliveryReason()
+		return nil
+	case message.FieldDeliveredAt:
+		m.ResetDeliveredAt()
+		return nil
+	case message.FieldReadAt:
+		m.ResetReadAt()
+		return nil
 	}
 	return fmt.Errorf("unknown Message field %s", name)
 }
@@ -10263,6 +10630,751 @@ func (m *MessageMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *MessageMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Message edge %s", name)
+}
+
+// PendingReceiptMutation represents an operation that mutates the PendingReceipt nodes in the graph.
+type PendingReceiptMutation struct {
+	config
+	op                  Op
+	typ                 string
+	id                  *int
+	created_at          *time.Time
+	project_id          *string
+	connection_id       *string
+	provider_message_id *string
+	state               *string
+	code                *string
+	reason              *string
+	at                  *time.Time
+	clearedFields       map[string]struct{}
+	done                bool
+	oldValue            func(context.Context) (*PendingReceipt, error)
+	predicates          []predicate.PendingReceipt
+}
+
+var _ ent.Mutation = (*PendingReceiptMutation)(nil)
+
+// pendingreceiptOption allows management of the mutation configuration using functional options.
+type pendingreceiptOption func(*PendingReceiptMutation)
+
+// newPendingReceiptMutation creates new mutation for the PendingReceipt entity.
+func newPendingReceiptMutation(c config, op Op, opts ...pendingreceiptOption) *PendingReceiptMutation {
+	m := &PendingReceiptMutation{
+		config:        c,
+		op:            op,
+		typ:           TypePendingReceipt,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withPendingReceiptID sets the ID field of the mutation.
+func withPendingReceiptID(id int) pendingreceiptOption {
+	return func(m *PendingReceiptMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *PendingReceipt
+		)
+		m.oldValue = func(ctx context.Context) (*PendingReceipt, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().PendingReceipt.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withPendingReceipt sets the old PendingReceipt of the mutation.
+func withPendingReceipt(node *PendingReceipt) pendingreceiptOption {
+	return func(m *PendingReceiptMutation) {
+		m.oldValue = func(context.Context) (*PendingReceipt, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m PendingReceiptMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m PendingReceiptMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *PendingReceiptMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *PendingReceiptMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().PendingReceipt.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *PendingReceiptMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *PendingReceiptMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the PendingReceipt entity.
+// If the PendingReceipt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PendingReceiptMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *PendingReceiptMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetProjectID sets the "project_id" field.
+func (m *PendingReceiptMutation) SetProjectID(s string) {
+	m.project_id = &s
+}
+
+// ProjectID returns the value of the "project_id" field in the mutation.
+func (m *PendingReceiptMutation) ProjectID() (r string, exists bool) {
+	v := m.project_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProjectID returns the old "project_id" field's value of the PendingReceipt entity.
+// If the PendingReceipt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PendingReceiptMutation) OldProjectID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProjectID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProjectID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProjectID: %w", err)
+	}
+	return oldValue.ProjectID, nil
+}
+
+// ResetProjectID resets all changes to the "project_id" field.
+func (m *PendingReceiptMutation) ResetProjectID() {
+	m.project_id = nil
+}
+
+// SetConnectionID sets the "connection_id" field.
+func (m *PendingReceiptMutation) SetConnectionID(s string) {
+	m.connection_id = &s
+}
+
+// ConnectionID returns the value of the "connection_id" field in the mutation.
+func (m *PendingReceiptMutation) ConnectionID() (r string, exists bool) {
+	v := m.connection_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConnectionID returns the old "connection_id" field's value of the PendingReceipt entity.
+// If the PendingReceipt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PendingReceiptMutation) OldConnectionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConnectionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConnectionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConnectionID: %w", err)
+	}
+	return oldValue.ConnectionID, nil
+}
+
+// ResetConnectionID resets all changes to the "connection_id" field.
+func (m *PendingReceiptMutation) ResetConnectionID() {
+	m.connection_id = nil
+}
+
+// SetProviderMessageID sets the "provider_message_id" field.
+func (m *PendingReceiptMutation) SetProviderMessageID(s string) {
+	m.provider_message_id = &s
+}
+
+// ProviderMessageID returns the value of the "provider_message_id" field in the mutation.
+func (m *PendingReceiptMutation) ProviderMessageID() (r string, exists bool) {
+	v := m.provider_message_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProviderMessageID returns the old "provider_message_id" field's value of the PendingReceipt entity.
+// If the PendingReceipt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PendingReceiptMutation) OldProviderMessageID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProviderMessageID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProviderMessageID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProviderMessageID: %w", err)
+	}
+	return oldValue.ProviderMessageID, nil
+}
+
+// ResetProviderMessageID resets all changes to the "provider_message_id" field.
+func (m *PendingReceiptMutation) ResetProviderMessageID() {
+	m.provider_message_id = nil
+}
+
+// SetState sets the "state" field.
+func (m *PendingReceiptMutation) SetState(s string) {
+	m.state = &s
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *PendingReceiptMutation) State() (r string, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the PendingReceipt entity.
+// If the PendingReceipt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PendingReceiptMutation) OldState(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *PendingReceiptMutation) ResetState() {
+	m.state = nil
+}
+
+// SetCode sets the "code" field.
+func (m *PendingReceiptMutation) SetCode(s string) {
+	m.code = &s
+}
+
+// Code returns the value of the "code" field in the mutation.
+func (m *PendingReceiptMutation) Code() (r string, exists bool) {
+	v := m.code
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCode returns the old "code" field's value of the PendingReceipt entity.
+// If the PendingReceipt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PendingReceiptMutation) OldCode(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCode is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCode requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCode: %w", err)
+	}
+	return oldValue.Code, nil
+}
+
+// ClearCode clears the value of the "code" field.
+func (m *PendingReceiptMutation) ClearCode() {
+	m.code = nil
+	m.clearedFields[pendingreceipt.FieldCode] = struct{}{}
+}
+
+// CodeCleared returns if the "code" field was cleared in this mutation.
+func (m *PendingReceiptMutation) CodeCleared() bool {
+	_, ok := m.clearedFields[pendingreceipt.FieldCode]
+	return ok
+}
+
+// ResetCode resets all changes to the "code" field.
+func (m *PendingReceiptMutation) ResetCode() {
+	m.code = nil
+	delete(m.clearedFields, pendingreceipt.FieldCode)
+}
+
+// SetReason sets the "reason" field.
+func (m *PendingReceiptMutation) SetReason(s string) {
+	m.reason = &s
+}
+
+// Reason returns the value of the "reason" field in the mutation.
+func (m *PendingReceiptMutation) Reason() (r string, exists bool) {
+	v := m.reason
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReason returns the old "reason" field's value of the PendingReceipt entity.
+// If the PendingReceipt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PendingReceiptMutation) OldReason(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReason is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReason requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReason: %w", err)
+	}
+	return oldValue.Reason, nil
+}
+
+// ClearReason clears the value of the "reason" field.
+func (m *PendingReceiptMutation) ClearReason() {
+	m.reason = nil
+	m.clearedFields[pendingreceipt.FieldReason] = struct{}{}
+}
+
+// ReasonCleared returns if the "reason" field was cleared in this mutation.
+func (m *PendingReceiptMutation) ReasonCleared() bool {
+	_, ok := m.clearedFields[pendingreceipt.FieldReason]
+	return ok
+}
+
+// ResetReason resets all changes to the "reason" field.
+func (m *PendingReceiptMutation) ResetReason() {
+	m.reason = nil
+	delete(m.clearedFields, pendingreceipt.FieldReason)
+}
+
+// SetAt sets the "at" field.
+func (m *PendingReceiptMutation) SetAt(t time.Time) {
+	m.at = &t
+}
+
+// At returns the value of the "at" field in the mutation.
+func (m *PendingReceiptMutation) At() (r time.Time, exists bool) {
+	v := m.at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAt returns the old "at" field's value of the PendingReceipt entity.
+// If the PendingReceipt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PendingReceiptMutation) OldAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAt: %w", err)
+	}
+	return oldValue.At, nil
+}
+
+// ResetAt resets all changes to the "at" field.
+func (m *PendingReceiptMutation) ResetAt() {
+	m.at = nil
+}
+
+// Where appends a list predicates to the PendingReceiptMutation builder.
+func (m *PendingReceiptMutation) Where(ps ...predicate.PendingReceipt) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the PendingReceiptMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *PendingReceiptMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.PendingReceipt, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *PendingReceiptMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *PendingReceiptMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (PendingReceipt).
+func (m *PendingReceiptMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *PendingReceiptMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.created_at != nil {
+		fields = append(fields, pendingreceipt.FieldCreatedAt)
+	}
+	if m.project_id != nil {
+		fields = append(fields, pendingreceipt.FieldProjectID)
+	}
+	if m.connection_id != nil {
+		fields = append(fields, pendingreceipt.FieldConnectionID)
+	}
+	if m.provider_message_id != nil {
+		fields = append(fields, pendingreceipt.FieldProviderMessageID)
+	}
+	if m.state != nil {
+		fields = append(fields, pendingreceipt.FieldState)
+	}
+	if m.code != nil {
+		fields = append(fields, pendingreceipt.FieldCode)
+	}
+	if m.reason != nil {
+		fields = append(fields, pendingreceipt.FieldReason)
+	}
+	if m.at != nil {
+		fields = append(fields, pendingreceipt.FieldAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *PendingReceiptMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case pendingreceipt.FieldCreatedAt:
+		return m.CreatedAt()
+	case pendingreceipt.FieldProjectID:
+		return m.ProjectID()
+	case pendingreceipt.FieldConnectionID:
+		return m.ConnectionID()
+	case pendingreceipt.FieldProviderMessageID:
+		return m.ProviderMessageID()
+	case pendingreceipt.FieldState:
+		return m.State()
+	case pendingreceipt.FieldCode:
+		return m.Code()
+	case pendingreceipt.FieldReason:
+		return m.Reason()
+	case pendingreceipt.FieldAt:
+		return m.At()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *PendingReceiptMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case pendingreceipt.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case pendingreceipt.FieldProjectID:
+		return m.OldProjectID(ctx)
+	case pendingreceipt.FieldConnectionID:
+		return m.OldConnectionID(ctx)
+	case pendingreceipt.FieldProviderMessageID:
+		return m.OldProviderMessageID(ctx)
+	case pendingreceipt.FieldState:
+		return m.OldState(ctx)
+	case pendingreceipt.FieldCode:
+		return m.OldCode(ctx)
+	case pendingreceipt.FieldReason:
+		return m.OldReason(ctx)
+	case pendingreceipt.FieldAt:
+		return m.OldAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown PendingReceipt field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *PendingReceiptMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case pendingreceipt.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case pendingreceipt.FieldProjectID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProjectID(v)
+		return nil
+	case pendingreceipt.FieldConnectionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConnectionID(v)
+		return nil
+	case pendingreceipt.FieldProviderMessageID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProviderMessageID(v)
+		return nil
+	case pendingreceipt.FieldState:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case pendingreceipt.FieldCode:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCode(v)
+		return nil
+	case pendingreceipt.FieldReason:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReason(v)
+		return nil
+	case pendingreceipt.FieldAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown PendingReceipt field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *PendingReceiptMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *PendingReceiptMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *PendingReceiptMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown PendingReceipt numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *PendingReceiptMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(pendingreceipt.FieldCode) {
+		fields = append(fields, pendingreceipt.FieldCode)
+	}
+	if m.FieldCleared(pendingreceipt.FieldReason) {
+		fields = append(fields, pendingreceipt.FieldReason)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *PendingReceiptMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *PendingReceiptMutation) ClearField(name string) error {
+	switch name {
+	case pendingreceipt.FieldCode:
+		m.ClearCode()
+		return nil
+	case pendingreceipt.FieldReason:
+		m.ClearReason()
+		return nil
+	}
+	return fmt.Errorf("unknown PendingReceipt nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *PendingReceiptMutation) ResetField(name string) error {
+	switch name {
+	case pendingreceipt.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case pendingreceipt.FieldProjectID:
+		m.ResetProjectID()
+		return nil
+	case pendingreceipt.FieldConnectionID:
+		m.ResetConnectionID()
+		return nil
+	case pendingreceipt.FieldProviderMessageID:
+		m.ResetProviderMessageID()
+		return nil
+	case pendingreceipt.FieldState:
+		m.ResetState()
+		return nil
+	case pendingreceipt.FieldCode:
+		m.ResetCode()
+		return nil
+	case pendingreceipt.FieldReason:
+		m.ResetReason()
+		return nil
+	case pendingreceipt.FieldAt:
+		m.ResetAt()
+		return nil
+	}
+	return fmt.Errorf("unknown PendingReceipt field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *PendingReceiptMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *PendingReceiptMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *PendingReceiptMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *PendingReceiptMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *PendingReceiptMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *PendingReceiptMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *PendingReceiptMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown PendingReceipt unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *PendingReceiptMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown PendingReceipt edge %s", name)
 }
 
 // ProjectMutation represents an operation that mutates the Project nodes in the graph.

@@ -36,6 +36,8 @@ type Tx struct {
 	Lease *LeaseClient
 	// Message is the client for interacting with the Message builders.
 	Message *MessageClient
+	// PendingReceipt is the client for interacting with the PendingReceipt builders.
+	PendingReceipt *PendingReceiptClient
 	// Project is the client for interacting with the Project builders.
 	Project *ProjectClient
 	// ProviderState is the client for interacting with the ProviderState builders.
@@ -188,6 +190,7 @@ func (tx *Tx) init() {
 	tx.Domain = NewDomainClient(tx.config)
 	tx.Lease = NewLeaseClient(tx.config)
 	tx.Message = NewMessageClient(tx.config)
+	tx.PendingReceipt = NewPendingReceiptClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)
 	tx.ProviderState = NewProviderStateClient(tx.config)
 	tx.WebSession = NewWebSessionClient(tx.config)

@@ -138,6 +138,14 @@ type ComplexityRoot struct {
 		ProjectID   func(childComplexity int) int
 	}
 
+	Delivery struct {
+		Code        func(childComplexity int) int
+		DeliveredAt func(childComplexity int) int
+		ReadAt      func(childComplexity int) int
+		Reason      func(childComplexity int) int
+		State       func(childComplexity int) int
+	}
+
 	Domain struct {
 		CheckedAt     func(childComplexity int) int
 		CreatedAt     func(childComplexity int) int
@@ -197,6 +205,7 @@ type ComplexityRoot struct {
 		ConnectionID      func(childComplexity int) int
 		ConversationID    func(childComplexity int) int
 		CreatedAt         func(childComplexity int) int
+		Delivery          func(childComplexity int) int
 		Details           func(childComplexity int) int
 		Direction         func(childComplexity int) int
 		Error             func(childComplexity int) int
@@ -232,6 +241,7 @@ type ComplexityRoot struct {
 		DeleteDomain     func(childComplexity int, id string) int
 		DeleteWebhook    func(childComplexity int) int
 		InjectInbound    func(childComplexity int, connectionID string, input InjectInput) int
+		InjectReceipt    func(childComplexity int, connectionID string, input ReceiptInput) int
 		ReplayWebhook    func(childComplexity int, fromSeq int) int
 		Reply            func(childComplexity int, messageID string, input ReplyInput) int
 		RevokeAPIKey     func(childComplexity int, id string) int
@@ -292,6 +302,12 @@ type ComplexityRoot struct {
 		Project         func(childComplexity int) int
 		Webhook         func(childComplexity int) int
 		WebhookAttempts func(childComplexity int, after *string, first *int) int
+	}
+
+	ReceiptResult struct {
+		ExpiresAt func(childComplexity int) int
+		Message   func(childComplexity int) int
+		Pending   func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -365,11 +381,13 @@ type MessageResolver interface {
 
 	Attachments(ctx context.Context, obj *ent.Message) ([]*Attachment, error)
 	Details(ctx context.Context, obj *ent.Message) (JSON, error)
+	Delivery(ctx context.Context, obj *ent.Message) (*api.Delivery, error)
 }
 type MutationResolver interface {
 	Connect(ctx context.Context, input ConnectInput) (*ent.Connection, error)
 	DeleteConnection(ctx context.Context, id string) (string, error)
 	InjectInbound(ctx context.Context, connectionID string, input InjectInput) (*InjectResult, error)
+	InjectReceipt(ctx context.Context, connectionID string, input ReceiptInput) (*ReceiptResult, error)
 	Reply(ctx context.Context, messageID string, input ReplyInput) (*ent.Message, error)
 	Typing(ctx context.Context, messageID string) (*TypingState, error)
 	Send(ctx context.Context, input SendInput) (*ent.Message, error)
@@ -802,6 +820,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CreditEntry.ProjectID(childComplexity), true
 
+	case "Delivery.code":
+		if e.ComplexityRoot.Delivery.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.Code(childComplexity), true
+	case "Delivery.deliveredAt":
+		if e.ComplexityRoot.Delivery.DeliveredAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.DeliveredAt(childComplexity), true
+	case "Delivery.readAt":
+		if e.ComplexityRoot.Delivery.ReadAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.ReadAt(childComplexity), true
+	case "Delivery.reason":
+		if e.ComplexityRoot.Delivery.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.Reason(childComplexity), true
+	case "Delivery.state":
+		if e.ComplexityRoot.Delivery.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.State(childComplexity), true
+
 	case "Domain.checkedAt":
 		if e.ComplexityRoot.Domain.CheckedAt == nil {
 			break
@@ -1031,6 +1080,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.CreatedAt(childComplexity), true
+	case "Message.delivery":
+		if e.ComplexityRoot.Message.Delivery == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Delivery(childComplexity), true
 	case "Message.details":
 		if e.ComplexityRoot.Message.Details == nil {
 			break
@@ -1220,6 +1275,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.InjectInbound(childComplexity, args["connectionID"].(string), args["input"].(InjectInput)), true
+	case "Mutation.injectReceipt":
+		if e.ComplexityRoot.Mutation.InjectReceipt == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_injectReceipt_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.InjectReceipt(childComplexity, args["connectionID"].(string), args["input"].(ReceiptInput)), true
 	case "Mutation.replayWebhook":
 		if e.ComplexityRoot.Mutation.ReplayWebhook == nil {
 			break
@@ -1577,6 +1643,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.WebhookAttempts(childComplexity, args["after"].(*string), args["first"].(*int)), true
 
+	case "ReceiptResult.expiresAt":
+		if e.ComplexityRoot.ReceiptResult.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReceiptResult.ExpiresAt(childComplexity), true
+	case "ReceiptResult.message":
+		if e.ComplexityRoot.ReceiptResult.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReceiptResult.Message(childComplexity), true
+	case "ReceiptResult.pending":
+		if e.ComplexityRoot.ReceiptResult.Pending == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReceiptResult.Pending(childComplexity), true
+
 	case "Subscription.eventBatches":
 		if e.ComplexityRoot.Subscription.EventBatches == nil {
 			break
@@ -1748,6 +1833,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("MessageWhereInput", ec.unmarshalInputMessageWhereInput),
 			graphql.NewInputUnmarshaler("ProjectOrder", ec.unmarshalInputProjectOrder),
 			graphql.NewInputUnmarshaler("ProjectWhereInput", ec.unmarshalInputProjectWhereInput),
+			graphql.NewInputUnmarshaler("ReceiptInput", ec.unmarshalInputReceiptInput),
 			graphql.NewInputUnmarshaler("ReplyInput", ec.unmarshalInputReplyInput),
 			graphql.NewInputUnmarshaler("SendInput", ec.unmarshalInputSendInput),
 			graphql.NewInputUnmarshaler("WebhookInput", ec.unmarshalInputWebhookInput),
@@ -1944,6 +2030,30 @@ input InjectInput {
   id: String
 }
 
+"A provider's report on a message sent on a test connection (REST: POST /v1/connections/{id}/inbound with a receipt)."
+input ReceiptInput {
+  "The message's id, or its test provider id (test_...)."
+  messageID: String!
+  "sent, delivered, read or failed"
+  state: String!
+  "The provider's error code; failed only."
+  code: String
+  "What the provider said; failed only."
+  reason: String
+  "When the provider saw it; when it arrives if null."
+  at: Time
+}
+
+"The result of a receipt injected into a test connection."
+type ReceiptResult {
+  "The message as the report left it; null while its send is still out."
+  message: Message
+  "True while the message's send is still out: the report is applied once the send is recorded."
+  pending: Boolean!
+  "When a pending report is dropped if no send records the message by then; null otherwise."
+  expiresAt: Time
+}
+
 input ReplyInput {
   text: String
   html: String
@@ -1965,6 +2075,12 @@ type Mutation {
   deleteConnection(id: ID!): ID!
   "Inject an inbound message into a test connection."
   injectInbound(connectionID: ID!, input: InjectInput!): InjectResult!
+  """
+  Report on a message sent on a test connection as its provider would: the
+  message's delivery moves forward, and a failure after message.sent appends
+  message.failed. A message not of the connection is not_found.
+  """
+  injectReceipt(connectionID: ID!, input: ReceiptInput!): ReceiptResult!
   "Reply to a message in its conversation; the reply is queued, then sent."
   reply(messageID: ID!, input: ReplyInput!): Message!
   "Show a typing indicator in a message's conversation."
@@ -2141,6 +2257,30 @@ extend type Message {
   mail_from, full_text, auth (spf, dkim, dmarc ...) and warnings.
   """
   details: JSON
+  """
+  What the provider reported about an outbound message after it was sent
+  (status callbacks, delivery and read receipts); null until it reports, and
+  on inbound messages.
+  """
+  delivery: Delivery
+}
+
+"""
+The provider's latest report on an outbound message (REST: the message's
+delivery object). It never moves back: read and failed are final, and a late
+delivered does not undo read.
+"""
+type Delivery {
+  "sent (the provider handed it on), delivered, read or failed"
+  state: String!
+  "The provider's error code of a failed delivery (Twilio 30007, Meta 131047 ...); null otherwise."
+  code: String
+  "What the provider said of a failed delivery; null otherwise."
+  reason: String
+  "When the provider saw it delivered (a read message: when read, at the latest); null until then."
+  deliveredAt: Time
+  "When the provider saw it read; null until then."
+  readAt: Time
 }
 
 """
@@ -3576,6 +3716,22 @@ func (ec *executionContext) childFields_CreditEntry(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type CreditEntry", field.Name)
 }
 
+func (ec *executionContext) childFields_Delivery(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "state":
+		return ec.fieldContext_Delivery_state(ctx, field)
+	case "code":
+		return ec.fieldContext_Delivery_code(ctx, field)
+	case "reason":
+		return ec.fieldContext_Delivery_reason(ctx, field)
+	case "deliveredAt":
+		return ec.fieldContext_Delivery_deliveredAt(ctx, field)
+	case "readAt":
+		return ec.fieldContext_Delivery_readAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Delivery", field.Name)
+}
+
 func (ec *executionContext) childFields_Domain(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3722,6 +3878,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_attachments(ctx, field)
 	case "details":
 		return ec.fieldContext_Message_details(ctx, field)
+	case "delivery":
+		return ec.fieldContext_Message_delivery(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -3820,6 +3978,18 @@ func (ec *executionContext) childFields_ProjectSummary(ctx context.Context, fiel
 		return ec.fieldContext_ProjectSummary_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ProjectSummary", field.Name)
+}
+
+func (ec *executionContext) childFields_ReceiptResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "message":
+		return ec.fieldContext_ReceiptResult_message(ctx, field)
+	case "pending":
+		return ec.fieldContext_ReceiptResult_pending(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_ReceiptResult_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReceiptResult", field.Name)
 }
 
 func (ec *executionContext) childFields_TypingState(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4082,6 +4252,28 @@ func (ec *executionContext) field_Mutation_injectInbound_args(ctx context.Contex
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (InjectInput, error) {
 			return ec.unmarshalNInjectInput2githubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐInjectInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_injectReceipt_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "connectionID",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["connectionID"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (ReceiptInput, error) {
+			return ec.unmarshalNReceiptInput2githubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐReceiptInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6112,6 +6304,121 @@ func (ec *executionContext) fieldContext_CreditEntry_createdAt(_ context.Context
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Delivery_state(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "String")
+}
+
+func (ec *executionContext) _Delivery_code(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Code, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "String")
+}
+
+func (ec *executionContext) _Delivery_reason(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "String")
+}
+
+func (ec *executionContext) _Delivery_deliveredAt(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_deliveredAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeliveredAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_deliveredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Delivery_readAt(ctx context.Context, field graphql.CollectedField, obj *api.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_readAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_readAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Domain_id(ctx context.Context, field graphql.CollectedField, obj *api.Domain) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7339,6 +7646,38 @@ func (ec *executionContext) fieldContext_Message_details(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Message", field, true, true, "JSON")
 }
 
+func (ec *executionContext) _Message_delivery(ctx context.Context, field graphql.CollectedField, obj *ent.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_delivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Delivery(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *api.Delivery) graphql.Marshaler {
+			return ec.marshalODelivery2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDelivery(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_delivery(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Delivery(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7607,6 +7946,50 @@ func (ec *executionContext) fieldContext_Mutation_injectInbound(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_injectInbound_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_injectReceipt(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_injectReceipt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().InjectReceipt(ctx, fc.Args["connectionID"].(string), fc.Args["input"].(ReceiptInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ReceiptResult) graphql.Marshaler {
+			return ec.marshalNReceiptResult2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐReceiptResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_injectReceipt(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReceiptResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_injectReceipt_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9249,6 +9632,84 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ReceiptResult_message(ctx context.Context, field graphql.CollectedField, obj *ReceiptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReceiptResult_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Message) graphql.Marshaler {
+			return ec.marshalOMessage2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋentᚐMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReceiptResult_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReceiptResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReceiptResult_pending(ctx context.Context, field graphql.CollectedField, obj *ReceiptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReceiptResult_pending(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pending, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReceiptResult_pending(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReceiptResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ReceiptResult_expiresAt(ctx context.Context, field graphql.CollectedField, obj *ReceiptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReceiptResult_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReceiptResult_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReceiptResult", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Subscription_events(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -15160,6 +15621,76 @@ func UnmarshalProjectWhereInput(ctx context.Context, raw any) (ent.ProjectWhereI
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputReceiptInput(ctx context.Context, obj any) (ReceiptInput, error) {
+	var it ReceiptInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"messageID", "state", "code", "reason", "at"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "messageID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("messageID"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MessageID = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "code":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("code"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Code = data
+		case "reason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Reason = data
+		case "at":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("at"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.At = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReceiptInput unmarshals raw into the ReceiptInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReceiptInput(ctx context.Context, raw any) (ReceiptInput, error) {
+	var out ReceiptInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReceiptInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputReplyInput(ctx context.Context, obj any) (ReplyInput, error) {
 	var it ReplyInput
 	if obj == nil {
@@ -15985,6 +16516,59 @@ func (ec *executionContext) _CreditEntry(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var deliveryImplementors = []string{"Delivery"}
+
+func (ec *executionContext) _Delivery(ctx context.Context, sel ast.SelectionSet, obj *api.Delivery) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deliveryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Delivery")
+		case "state":
+			out.Values[i] = ec._Delivery_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "code":
+			out.Values[i] = ec._Delivery_code(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._Delivery_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deliveredAt":
+			out.Values[i] = ec._Delivery_deliveredAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "readAt":
+			out.Values[i] = ec._Delivery_readAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var domainImplementors = []string{"Domain"}
 
 func (ec *executionContext) _Domain(ctx context.Context, sel ast.SelectionSet, obj *api.Domain) graphql.Marshaler {
@@ -16453,6 +17037,12 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Message_details(ctx, field, obj)
 				})
+		case "delivery":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Message_delivery(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16587,6 +17177,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "injectInbound":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_injectInbound(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "injectReceipt":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_injectReceipt(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -17032,6 +17629,49 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var receiptResultImplementors = []string{"ReceiptResult"}
+
+func (ec *executionContext) _ReceiptResult(ctx context.Context, sel ast.SelectionSet, obj *ReceiptResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, receiptResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReceiptResult")
+		case "message":
+			out.Values[i] = ec._ReceiptResult_message(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pending":
+			out.Values[i] = ec._ReceiptResult_pending(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._ReceiptResult_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -18122,6 +18762,19 @@ func (ec *executionContext) unmarshalNProjectWhereInput2ᚖgithubᚗcomᚋcomm�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNReceiptInput2githubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐReceiptInput(ctx context.Context, v any) (ReceiptInput, error) {
+	res, err := ec.unmarshalInputReceiptInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReceiptResult2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐReceiptResult(ctx context.Context, sel ast.SelectionSet, v *ReceiptResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ReceiptResult!")
+		return graphql.Null
+	}
+	return ec._ReceiptResult(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNReplyInput2githubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐReplyInput(ctx context.Context, v any) (ReplyInput, error) {
 	res, err := ec.unmarshalInputReplyInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -18565,6 +19218,13 @@ func (ec *executionContext) marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCu
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalODelivery2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDelivery(ctx context.Context, sel ast.SelectionSet, v *api.Delivery) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Delivery(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalODomain2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐDomain(ctx context.Context, sel ast.SelectionSet, v *api.Domain) graphql.Marshaler {

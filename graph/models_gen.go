@@ -61,6 +61,30 @@ type InjectResult struct {
 	Duplicate bool `json:"duplicate"`
 }
 
+// A provider's report on a message sent on a test connection (REST: POST /v1/connections/{id}/inbound with a receipt).
+type ReceiptInput struct {
+	// The message's id, or its test provider id (test_...).
+	MessageID string `json:"messageID"`
+	// sent, delivered, read or failed
+	State string `json:"state"`
+	// The provider's error code; failed only.
+	Code *string `json:"code,omitempty"`
+	// What the provider said; failed only.
+	Reason *string `json:"reason,omitempty"`
+	// When the provider saw it; when it arrives if null.
+	At *time.Time `json:"at,omitempty"`
+}
+
+// The result of a receipt injected into a test connection.
+type ReceiptResult struct {
+	// The message as the report left it; null while its send is still out.
+	Message *ent.Message `json:"message,omitempty"`
+	// True while the message's send is still out: the report is applied once the send is recorded.
+	Pending bool `json:"pending"`
+	// When a pending report is dropped if no send records the message by then; null otherwise.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
 type ReplyInput struct {
 	Text    *string `json:"text,omitempty"`
 	HTML    *string `json:"html,omitempty"`

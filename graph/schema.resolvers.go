@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/comm-gateway/comm/api"
@@ -76,6 +77,11 @@ func (r *messageResolver) Details(ctx context.Context, obj *ent.Message) (JSON, 
 	return JSON(obj.Details), nil
 }
 
+// Delivery is the resolver for the delivery field.
+func (r *messageResolver) Delivery(ctx context.Context, obj *ent.Message) (*api.Delivery, error) {
+	return messaging.DeliveryOf(obj), nil
+}
+
 // Connect is the resolver for the connect field.
 func (r *mutationResolver) Connect(ctx context.Context, input ConnectInput) (*ent.Connection, error) {
 	c, err := r.Service.Connect(ctx, messaging.ConnectInput{
@@ -99,15 +105,40 @@ func (r *mutationResolver) InjectInbound(ctx context.Context, connectionID strin
 	if err != nil {
 		return nil, err
 	}
-	m, dup, err := r.Service.Inject(ctx, connectionID, body)
+	inj, err := r.Service.Inject(ctx, connectionID, body)
 	if err != nil {
 		return nil, err
 	}
-	em, err := r.message(ctx, m.ID)
+	em, err := r.message(ctx, inj.Message.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &InjectResult{Message: em, Duplicate: dup}, nil
+	return &InjectResult{Message: em, Duplicate: inj.Duplicate}, nil
+}
+
+// InjectReceipt is the resolver for the injectReceipt field.
+func (r *mutationResolver) InjectReceipt(ctx context.Context, connectionID string, input ReceiptInput) (*ReceiptResult, error) {
+	body, err := json.Marshal(map[string]any{"receipt": map[string]any{"message_id": input.MessageID, "state": input.State,
+		"code": deref(input.Code), "reason": deref(input.Reason), "at": input.At}})
+	if err != nil {
+		return nil, err
+	}
+	inj, err := r.Service.Inject(ctx, connectionID, body)
+	if err != nil {
+		return nil, err
+	}
+	if inj.Receipt == nil {
+		return nil, fmt.Errorf("injectReceipt: the connection took the report as a message")
+	}
+	if inj.Message == nil {
+		at := inj.Receipt.ExpiresAt.UTC()
+		return &ReceiptResult{Pending: true, ExpiresAt: &at}, nil
+	}
+	em, err := r.message(ctx, inj.Message.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &ReceiptResult{Message: em}, nil
 }
 
 // Reply is the resolver for the reply field.

@@ -49,7 +49,7 @@ func messageOf(m *ent.Message) *Message {
 		ID: m.ID, ConversationID: m.ConversationID, ConnectionID: m.ConnectionID, Channel: m.Channel,
 		Direction: string(m.Direction), Status: string(m.Status), Sender: m.Sender, Recipient: nonEmpty(m.Recipient),
 		Subject: m.Subject, Text: m.Text, HTML: m.HTML, InReplyTo: m.InReplyTo, Error: m.Error,
-		Attempts: m.Attempts, CreatedAt: m.CreatedAt.UTC(),
+		Attempts: m.Attempts, CreatedAt: m.CreatedAt.UTC(), Delivery: DeliveryOf(m),
 		Attachments: AttachmentsOf(m.Attachments), Details: m.Details,
 	}
 	if m.SentAt != nil {
@@ -145,7 +145,15 @@ type messageEvent struct {
 // message.received, in one transaction. A repeat of a provider id already
 // stored stores nothing and appends nothing; it returns the stored message
 // and duplicate=true. The tenant is the connection's, never the payload's.
+//
+// An item with a Receipt is the provider's report on an outbound message
+// instead (Service.Receipt): Receive returns that message when the
+// connection has it, with duplicate=true when the report changed nothing.
 func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.Inbound) (msg *Message, duplicate bool, err error) {
+	if in.Receipt != nil {
+		res, err := s.Receipt(ctx, c, *in.Receipt)
+		return res.Message, res.Outcome != ReceiptApplied, err
+	}
 	ctx = tenant.WithProject(ctx, c.ProjectID)
 	in = normalInbound(in)
 	convID, err := s.threadOf(ctx, c, in)
@@ -193,9 +201,14 @@ func normalInbound(in channels.Inbound) channels.Inbound {
 // is undone and each is stored on its own, so the repeats store nothing.
 // A message answering one earlier in the batch joins its conversation.
 func (s *Service) ReceiveBatch(ctx context.Context, c *ent.Connection, ins []channels.Inbound) error {
-	if len(ins) == 1 {
-		_, _, err := s.Receive(ctx, c, ins[0])
-		return err
+	if len(ins) == 1 || slices.ContainsFunc(ins, func(in channels.Inbound) bool { return in.Receipt != nil }) {
+		// One, or reports among them: each on its own, in order.
+		for _, in := range ins {
+			if _, _, err := s.Receive(ctx, c, in); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	ctx = tenant.WithProject(ctx, c.ProjectID)
 	ins = slices.Clone(ins)
@@ -361,33 +374,62 @@ func (s *Service) allowSend(ctx context.Context, p *Principal, c *ent.Connection
 	return nil
 }
 
+// Injected is what POST /v1/connections/{id}/inbound did: stored a
+// message (Duplicate when its id repeated an earlier delivery), or applied
+// a receipt (Receipt set; Message is the outbound message it is about,
+// nil while the report waits for the send).
+type Injected struct {
+	Message   *Message
+	Duplicate bool
+	Receipt   *ReceiptResult
+}
+
 // Inject delivers a message into a connection whose channel takes
 // messages from the API caller (channels.Injector: the test channel) as if
-// a person had sent it (POST /v1/connections/{id}/inbound).
-func (s *Service) Inject(ctx context.Context, connID string, body []byte) (*Message, bool, error) {
+// a person had sent it (POST /v1/connections/{id}/inbound), or a receipt
+// on one of its outbound messages as if the provider had reported it. A
+// receipt naming no message of the connection is not found.
+func (s *Service) Inject(ctx context.Context, connID string, body []byte) (*Injected, error) {
 	if _, err := principal(ctx); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	c, err := s.connection(ctx, connID)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	a, err := s.adapter(ctx, c)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	inj, ok := a.(channels.Injector)
 	if !ok {
-		return nil, false, Invalid("connection", "inbound injection works only on test connections; %s is a %s connection", c.ID, c.Channel)
+		return nil, Invalid("connection", "inbound injection works only on test connections; %s is a %s connection", c.ID, c.Channel)
 	}
 	ins, err := inj.Inject(body)
 	if err != nil {
-		return nil, false, injectError(err)
+		return nil, injectError(err)
 	}
 	if len(ins) != 1 {
-		return nil, false, Invalid("body", "one message per request")
+		return nil, Invalid("body", "one message per request")
 	}
-	return s.Receive(ctx, c, ins[0])
+	if r := ins[0].Receipt; r != nil {
+		res, err := s.Receipt(ctx, c, *r)
+		switch {
+		case err != nil:
+			return nil, err
+		case res.Outcome == ReceiptUnknown:
+			return nil, fault.NotFoundf("no sent message of connection %s has the provider id %q", c.ID, r.MessageID)
+		case res.Outcome == ReceiptFull:
+			return nil, fault.RateLimited(PendingReceiptAge,
+				"connection %s has %d receipts waiting for their sends already; this one was dropped", c.ID, s.pendingReceipts)
+		}
+		return &Injected{Message: res.Message, Duplicate: res.Outcome == ReceiptUnchanged, Receipt: &res}, nil
+	}
+	m, dup, err := s.Receive(ctx, c, ins[0])
+	if err != nil {
+		return nil, err
+	}
+	return &Injected{Message: m, Duplicate: dup}, nil
 }
 
 // injectError names the field of an injected message that is wrong: the

@@ -153,7 +153,10 @@ func (s *Service) sent(ctx context.Context, m *ent.Message, conn *ent.Connection
 		// (ids reused across directions): the message went out all the
 		// same, and sending it again would repeat it to the person.
 		s.logger.Warn("outbox: provider id taken; recorded without it", "message", m.ID, "provider_id", res.ProviderID)
-		err = s.recordSent(ctx, m, conn, channels.SendResult{})
+		return s.recordSent(ctx, m, conn, channels.SendResult{})
+	}
+	if err == nil && res.ProviderID != "" {
+		s.receiptsAfterSend(ctx, conn, res.ProviderID)
 	}
 	return err
 }
@@ -227,6 +230,7 @@ func (s *Service) outboundEvent(m *ent.Message) api.SentMessage {
 		ReceivedMessage: api.ReceivedMessage{ID: m.ID, ConversationID: m.ConversationID, ConnectionID: m.ConnectionID,
 			Channel: m.Channel, Sender: m.Sender, Subject: m.Subject, Text: m.Text, HTML: m.HTML},
 		Recipient: m.Recipient, InReplyTo: m.InReplyTo, Status: string(m.Status), Error: m.Error, Attempts: m.Attempts,
+		Delivery: DeliveryOf(m),
 	}
 	if m.SentAt != nil {
 		t := m.SentAt.UTC()

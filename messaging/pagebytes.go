@@ -39,7 +39,7 @@ const DefaultMessagePageBytes = 4 << 20
 var sizedMessageColumns = []string{
 	entmsg.FieldText, entmsg.FieldHTML, entmsg.FieldDetails, entmsg.FieldAttachments, entmsg.FieldSubject,
 	entmsg.FieldSender, entmsg.FieldRecipient, entmsg.FieldProviderMessageID, entmsg.FieldInReplyTo,
-	entmsg.FieldReferences, entmsg.FieldError,
+	entmsg.FieldReferences, entmsg.FieldError, entmsg.FieldDeliveryCode, entmsg.FieldDeliveryReason,
 }
 
 // sizedConversationColumns are the conversation columns a page's bytes

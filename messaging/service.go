@@ -45,6 +45,7 @@ type Service struct {
 	touched map[string]time.Time // key id -> last recorded use
 
 	messagePageBytes int
+	pendingReceipts  int
 }
 
 // Options configure the service.
@@ -76,6 +77,10 @@ type Options struct {
 	// its details) in message events; DefaultEventBodyBytes if 0. The
 	// message is stored whole and read whole through GET /v1/messages/{id}.
 	EventBodyBytes int
+	// PendingReceipts bounds the provider reports a connection keeps for
+	// messages whose send is not recorded yet (receipt.go);
+	// DefaultPendingReceipts if not positive.
+	PendingReceipts int
 }
 
 // DefaultSandboxConnections is the default of Options.SandboxConnections.
@@ -103,6 +108,9 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 	if opts.SandboxConnections == 0 {
 		opts.SandboxConnections = DefaultSandboxConnections
 	}
+	if opts.PendingReceipts <= 0 {
+		opts.PendingReceipts = DefaultPendingReceipts
+	}
 	if opts.EventBodyBytes <= 0 {
 		opts.EventBodyBytes = DefaultEventBodyBytes
 	}
@@ -126,6 +134,7 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 		now:              func() time.Time { return clock().UTC().Truncate(time.Microsecond) },
 		touched:          map[string]time.Time{},
 		messagePageBytes: opts.MessagePageBytes,
+		pendingReceipts:  opts.PendingReceipts,
 	}
 	// Reads of message and conversation pages under BoundPage load only
 	// the rows within the page budget; other queries pass through.

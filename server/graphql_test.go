@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/server"
@@ -23,7 +24,8 @@ const (
 	gqlConnFields = `id createdAt channel provider status customerID agentID name address`
 	gqlConvFields = `id createdAt connectionID threadKey subject typingUntil lastMessageAt`
 	gqlMsgFields  = `id createdAt conversationID connectionID channel direction status providerMessageID sender
-		recipient subject text html inReplyTo error attempts nextAttemptAt sentAt`
+		recipient subject text html inReplyTo error attempts nextAttemptAt sentAt
+		delivery { state code reason deliveredAt readAt }`
 )
 
 // gqlConnection is a Connection as GraphQL shows it.
@@ -87,6 +89,13 @@ type gqlMessage struct {
 	Attempts          int        `json:"attempts"`
 	NextAttemptAt     *time.Time `json:"nextAttemptAt"`
 	SentAt            *time.Time `json:"sentAt"`
+	Delivery          *struct {
+		State       string     `json:"state"`
+		Code        *string    `json:"code"`
+		Reason      *string    `json:"reason"`
+		DeliveredAt *time.Time `json:"deliveredAt"`
+		ReadAt      *time.Time `json:"readAt"`
+	} `json:"delivery"`
 }
 
 // rest is the message in the REST API's shape.
@@ -94,7 +103,7 @@ func (m gqlMessage) rest() message {
 	return message{ID: m.ID, ConversationID: m.ConversationID, ConnectionID: m.ConnectionID, Channel: m.Channel,
 		Direction: m.Direction, Status: m.Status, Sender: m.Sender, Recipient: m.Recipient, Subject: m.Subject,
 		Text: m.Text, HTML: m.HTML, InReplyTo: m.InReplyTo, Error: m.Error, Attempts: m.Attempts,
-		CreatedAt: m.CreatedAt, SentAt: m.SentAt}
+		CreatedAt: m.CreatedAt, SentAt: m.SentAt, Delivery: (*api.Delivery)(m.Delivery)}
 }
 
 // gqlProject is a Project as GraphQL shows it.

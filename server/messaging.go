@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
@@ -76,7 +77,10 @@ func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request) error 
 }
 
 // inject answers 201 with the stored message, or 200 with the message
-// already stored when the id repeats an earlier delivery.
+// already stored when the id repeats an earlier delivery. A receipt is
+// answered 200 with the outbound message it is about, as it stands after
+// the report, or 202 with the report kept pending while the send of its
+// message is not recorded yet.
 func (s *Server) inject(w http.ResponseWriter, r *http.Request) error {
 	var body json.RawMessage
 	if err := decode(r, &body); err != nil {
@@ -85,15 +89,19 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request) error {
 	if len(body) == 0 || body[0] != '{' {
 		return fault.MalformedJSON("body must be a JSON object")
 	}
-	m, dup, err := s.svc.Inject(r.Context(), r.PathValue("id"), body)
+	inj, err := s.svc.Inject(r.Context(), r.PathValue("id"), body)
 	if err != nil {
 		return err
 	}
-	status := http.StatusCreated
-	if dup {
-		status = http.StatusOK
+	switch {
+	case inj.Receipt != nil && inj.Message == nil:
+		writeJSON(w, http.StatusAccepted, api.PendingReceipt{Status: "pending",
+			MessageID: inj.Receipt.MessageID, ExpiresAt: inj.Receipt.ExpiresAt.UTC()})
+	case inj.Receipt != nil || inj.Duplicate:
+		writeJSON(w, http.StatusOK, inj.Message)
+	default:
+		writeJSON(w, http.StatusCreated, inj.Message)
 	}
-	writeJSON(w, status, m)
 	return nil
 }
 

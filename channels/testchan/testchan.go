@@ -8,6 +8,12 @@
 // Magic recipients let an agent exercise failure handling: sending to
 // "fail-permanent" fails for good, "fail-transient" fails with a retryable
 // error every time, and "flaky" fails transiently on the first attempt only.
+//
+// A receipt can be injected too, as the provider's report on a message
+// sent earlier: {"receipt": {"message_id": "msg_...", "state": "failed",
+// "code": "30007", "reason": "carrier violation"}} (states sent, delivered,
+// read, failed). The provider id of a sent message is "test_" followed by
+// the body of its comm id (ProviderID), so message_id takes either.
 package testchan
 
 import (
@@ -18,8 +24,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -104,12 +112,21 @@ func (a *Adapter) Send(_ context.Context, msg channels.Outbound) (channels.SendR
 	if id, ok := a.sent[msg.MessageID]; ok && msg.MessageID != "" {
 		return channels.SendResult{ProviderID: id}, nil
 	}
-	id := "test_" + strings.TrimPrefix(ident.New(ident.Message), ident.Message+"_")
+	id := ProviderID(msg.MessageID)
 	if msg.MessageID != "" {
 		a.sent[msg.MessageID] = id
+	} else {
+		id = ProviderID(ident.New(ident.Message))
 	}
 	a.delivered = record(a.delivered, msg)
 	return channels.SendResult{ProviderID: id}, nil
+}
+
+// ProviderID is the test provider's id of the comm message messageID:
+// "test_" and the id's body, so a test (or an agent trying failure
+// handling) knows it before the send.
+func ProviderID(messageID string) string {
+	return "test_" + strings.TrimPrefix(messageID, ident.Message+"_")
 }
 
 // Sent returns the messages delivered so far, oldest first (the last
@@ -153,7 +170,32 @@ type Inject struct {
 	// ID plays the provider's message id: repeating it is a duplicate
 	// delivery. Made up when absent.
 	ID string `json:"id"`
+	// Receipt, instead of a message, plays the provider's report on a
+	// message sent earlier; it comes alone.
+	Receipt *InjectReceipt `json:"receipt,omitempty"`
 }
+
+// InjectReceipt is an injected provider report on a sent message.
+type InjectReceipt struct {
+	// MessageID names the message: its comm id (msg_...) or its provider
+	// id (test_...).
+	MessageID string `json:"message_id"`
+	// State is sent, delivered, read or failed.
+	State string `json:"state"`
+	// Code and Reason are the provider's error code and its meaning, on
+	// failed only.
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
+	// At is when the provider saw it (RFC 3339); when it arrives if
+	// absent.
+	At *time.Time `json:"at"`
+}
+
+// Limits of injected receipts.
+const (
+	MaxCode   = 64
+	MaxReason = 1000
+)
 
 // FieldError names the field of an injected message that is wrong.
 type FieldError = channels.ConfigError
@@ -181,6 +223,12 @@ func (a *Adapter) Inject(body []byte) ([]channels.Inbound, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("test: inbound: data after the JSON object")
 	}
+	if in.Receipt != nil {
+		if in.Sender != "" || in.Text != "" || in.Subject != nil || in.HTML != nil || in.ID != "" {
+			return nil, &FieldError{Field: "receipt", Msg: "a receipt comes alone: leave sender, text, subject, html and id out"}
+		}
+		return receipt(in.Receipt)
+	}
 	switch {
 	case strings.TrimSpace(in.Sender) == "":
 		return nil, &FieldError{Field: "sender", Msg: "required"}
@@ -207,12 +255,41 @@ func (a *Adapter) Inject(body []byte) ([]channels.Inbound, error) {
 	}}, nil
 }
 
+// receipt checks an injected receipt and returns it as the provider's
+// report.
+func receipt(r *InjectReceipt) ([]channels.Inbound, error) {
+	states := []string{channels.ReceiptSent, channels.ReceiptDelivered, channels.ReceiptRead, channels.ReceiptFailed}
+	switch {
+	case r.MessageID == "":
+		return nil, &FieldError{Field: "receipt.message_id", Msg: "required: the id of a message sent on this connection (msg_...) or its provider id (test_...)"}
+	case len(r.MessageID) > MaxID || strings.ContainsFunc(r.MessageID, unicode.IsControl):
+		return nil, &FieldError{Field: "receipt.message_id", Msg: fmt.Sprintf("at most %d bytes, no control characters", MaxID)}
+	case !slices.Contains(states, r.State):
+		return nil, &FieldError{Field: "receipt.state", Msg: fmt.Sprintf("must be one of %s, not %q", strings.Join(states, ", "), r.State)}
+	case r.State != channels.ReceiptFailed && (r.Code != "" || r.Reason != ""):
+		return nil, &FieldError{Field: "receipt.code", Msg: "code and reason come only with state failed"}
+	case len(r.Code) > MaxCode || strings.ContainsFunc(r.Code, unicode.IsControl):
+		return nil, &FieldError{Field: "receipt.code", Msg: fmt.Sprintf("at most %d bytes, no control characters", MaxCode)}
+	case len(r.Reason) > MaxReason:
+		return nil, &FieldError{Field: "receipt.reason", Msg: fmt.Sprintf("at most %d bytes", MaxReason)}
+	}
+	id := r.MessageID
+	if ident.Check(id, ident.Message) == nil {
+		id = ProviderID(id)
+	}
+	out := &channels.Receipt{MessageID: id, State: r.State, Code: r.Code, Reason: r.Reason}
+	if r.At != nil {
+		out.At = *r.At
+	}
+	return []channels.Inbound{{Receipt: out}}, nil
+}
+
 // invalidUTF8 names the field of body that is not valid UTF-8, where it
 // can tell.
 func invalidUTF8(body []byte) error {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(body, &fields) == nil {
-		for _, f := range []string{"sender", "text", "subject", "html", "id"} {
+		for _, f := range []string{"sender", "text", "subject", "html", "id", "receipt"} {
 			if !utf8.Valid(fields[f]) {
 				return &FieldError{Field: f, Msg: "must be valid UTF-8"}
 			}

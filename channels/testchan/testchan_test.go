@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/channels/channeltest"
@@ -289,5 +290,50 @@ func TestRecordsAreBounded(t *testing.T) {
 	if sent[0].Text != first || sent[len(sent)-1].Text != last || typings[0].To != first || typings[len(typings)-1].To != last {
 		t.Errorf("kept sends %q..%q and typings %q..%q, want the last ones %q..%q",
 			sent[0].Text, sent[len(sent)-1].Text, typings[0].To, typings[len(typings)-1].To, first, last)
+	}
+}
+
+// TestInjectReceipt: a receipt is the provider's report on a sent message,
+// named by comm's id (mapped to the provider id Send gave) or by the
+// provider id; it comes alone and its fields are checked.
+func TestInjectReceipt(t *testing.T) {
+	t.Parallel()
+	a := newAdapter(t)
+	res, err := a.Send(t.Context(), channels.Outbound{MessageID: "msg_01jd0000000000000000000000", To: "bob", Text: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ProviderID != testchan.ProviderID("msg_01jd0000000000000000000000") || res.ProviderID != "test_01jd0000000000000000000000" {
+		t.Errorf("provider id %q", res.ProviderID)
+	}
+	for _, id := range []string{"msg_01jd0000000000000000000000", res.ProviderID} {
+		ins, err := a.Inject([]byte(`{"receipt":{"message_id":"` + id + `","state":"failed","code":"30007","reason":"filtered","at":"2026-11-26T12:00:00Z"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) != 1 || ins[0].Receipt == nil {
+			t.Fatalf("Inject = %+v", ins)
+		}
+		r := *ins[0].Receipt
+		if r.MessageID != res.ProviderID || r.State != channels.ReceiptFailed || r.Code != "30007" || r.Reason != "filtered" ||
+			r.At.Format(time.RFC3339) != "2026-11-26T12:00:00Z" || ins[0].ProviderID != "" || ins[0].Sender != "" {
+			t.Errorf("receipt by %s: %+v", id, ins[0])
+		}
+	}
+	for body, field := range map[string]string{
+		`{"receipt":{"message_id":"m","state":"read"},"text":"hi"}`:  "receipt",
+		`{"receipt":{"state":"read"}}`:                               "receipt.message_id",
+		`{"receipt":{"message_id":"m\u0000","state":"read"}}`:        "receipt.message_id",
+		`{"receipt":{"message_id":"m","state":"Read"}}`:              "receipt.state",
+		`{"receipt":{"message_id":"m","state":"read","reason":"x"}}`: "receipt.code",
+	} {
+		_, err := a.Inject([]byte(body))
+		var fe *testchan.FieldError
+		if !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("Inject(%s) = %v, want an error on %s", body, err, field)
+		}
+	}
+	if _, err := a.Inject([]byte(`{"receipt":{"message_id":"m","state":"read","extra":1}}`)); err == nil || !strings.Contains(err.Error(), "extra") {
+		t.Errorf("unknown receipt field: %v", err)
 	}
 }

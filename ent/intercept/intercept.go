@@ -19,6 +19,7 @@ import (
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/predicate"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/providerstate"
@@ -380,6 +381,33 @@ func (f TraverseMessage) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.MessageQuery", q)
 }
 
+// The PendingReceiptFunc type is an adapter to allow the use of ordinary function as a Querier.
+type PendingReceiptFunc func(context.Context, *ent.PendingReceiptQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f PendingReceiptFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.PendingReceiptQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.PendingReceiptQuery", q)
+}
+
+// The TraversePendingReceipt type is an adapter to allow the use of ordinary function as Traverser.
+type TraversePendingReceipt func(context.Context, *ent.PendingReceiptQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraversePendingReceipt) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraversePendingReceipt) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.PendingReceiptQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.PendingReceiptQuery", q)
+}
+
 // The ProjectFunc type is an adapter to allow the use of ordinary function as a Querier.
 type ProjectFunc func(context.Context, *ent.ProjectQuery) (ent.Value, error)
 
@@ -540,6 +568,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.LeaseQuery, predicate.Lease, lease.OrderOption]{typ: ent.TypeLease, tq: q}, nil
 	case *ent.MessageQuery:
 		return &query[*ent.MessageQuery, predicate.Message, message.OrderOption]{typ: ent.TypeMessage, tq: q}, nil
+	case *ent.PendingReceiptQuery:
+		return &query[*ent.PendingReceiptQuery, predicate.PendingReceipt, pendingreceipt.OrderOption]{typ: ent.TypePendingReceipt, tq: q}, nil
 	case *ent.ProjectQuery:
 		return &query[*ent.ProjectQuery, predicate.Project, project.OrderOption]{typ: ent.TypeProject, tq: q}, nil
 	case *ent.ProviderStateQuery:

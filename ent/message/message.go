@@ -59,6 +59,16 @@ const (
 	FieldNextAttemptAt = "next_attempt_at"
 	// FieldSentAt holds the string denoting the sent_at field in the database.
 	FieldSentAt = "sent_at"
+	// FieldDeliveryState holds the string denoting the delivery_state field in the database.
+	FieldDeliveryState = "delivery_state"
+	// FieldDeliveryCode holds the string denoting the delivery_code field in the database.
+	FieldDeliveryCode = "delivery_code"
+	// FieldDeliveryReason holds the string denoting the delivery_reason field in the database.
+	FieldDeliveryReason = "delivery_reason"
+	// FieldDeliveredAt holds the string denoting the delivered_at field in the database.
+	FieldDeliveredAt = "delivered_at"
+	// FieldReadAt holds the string denoting the read_at field in the database.
+	FieldReadAt = "read_at"
 	// Table holds the table name of the message in the database.
 	Table = "messages"
 )
@@ -87,6 +97,11 @@ var Columns = []string{
 	FieldAttempts,
 	FieldNextAttemptAt,
 	FieldSentAt,
+	FieldDeliveryState,
+	FieldDeliveryCode,
+	FieldDeliveryReason,
+	FieldDeliveredAt,
+	FieldReadAt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -165,6 +180,31 @@ func StatusValidator(s Status) error {
 		return nil
 	default:
 		return fmt.Errorf("message: invalid enum value for status field: %q", s)
+	}
+}
+
+// DeliveryState defines the type for the "delivery_state" enum field.
+type DeliveryState string
+
+// DeliveryState values.
+const (
+	DeliveryStateSent      DeliveryState = "sent"
+	DeliveryStateDelivered DeliveryState = "delivered"
+	DeliveryStateRead      DeliveryState = "read"
+	DeliveryStateFailed    DeliveryState = "failed"
+)
+
+func (ds DeliveryState) String() string {
+	return string(ds)
+}
+
+// DeliveryStateValidator is a validator for the "delivery_state" field enum values. It is called by the builders before save.
+func DeliveryStateValidator(ds DeliveryState) error {
+	switch ds {
+	case DeliveryStateSent, DeliveryStateDelivered, DeliveryStateRead, DeliveryStateFailed:
+		return nil
+	default:
+		return fmt.Errorf("message: invalid enum value for delivery_state field: %q", ds)
 	}
 }
 
@@ -266,6 +306,31 @@ func BySentAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSentAt, opts...).ToFunc()
 }
 
+// ByDeliveryState orders the results by the delivery_state field.
+func ByDeliveryState(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDeliveryState, opts...).ToFunc()
+}
+
+// ByDeliveryCode orders the results by the delivery_code field.
+func ByDeliveryCode(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDeliveryCode, opts...).ToFunc()
+}
+
+// ByDeliveryReason orders the results by the delivery_reason field.
+func ByDeliveryReason(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDeliveryReason, opts...).ToFunc()
+}
+
+// ByDeliveredAt orders the results by the delivered_at field.
+func ByDeliveredAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDeliveredAt, opts...).ToFunc()
+}
+
+// ByReadAt orders the results by the read_at field.
+func ByReadAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldReadAt, opts...).ToFunc()
+}
+
 // MarshalGQL implements graphql.Marshaler interface.
 func (e Direction) MarshalGQL(w io.Writer) {
 	io.WriteString(w, strconv.Quote(e.String()))
@@ -298,6 +363,24 @@ func (e *Status) UnmarshalGQL(val interface{}) error {
 	*e = Status(str)
 	if err := StatusValidator(*e); err != nil {
 		return fmt.Errorf("%s is not a valid Status", str)
+	}
+	return nil
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (e DeliveryState) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(e.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (e *DeliveryState) UnmarshalGQL(val interface{}) error {
+	str, ok := val.(string)
+	if !ok {
+		return fmt.Errorf("enum %T must be a string", val)
+	}
+	*e = DeliveryState(str)
+	if err := DeliveryStateValidator(*e); err != nil {
+		return fmt.Errorf("%s is not a valid DeliveryState", str)
 	}
 	return nil
 }

@@ -144,6 +144,26 @@ func SentAt(v time.Time) predicate.Message {
 	return predicate.Message(sql.FieldEQ(FieldSentAt, v))
 }
 
+// DeliveryCode applies equality check predicate on the "delivery_code" field. It's identical to DeliveryCodeEQ.
+func DeliveryCode(v string) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldDeliveryCode, v))
+}
+
+// DeliveryReason applies equality check predicate on the "delivery_reason" field. It's identical to DeliveryReasonEQ.
+func DeliveryReason(v string) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldDeliveryReason, v))
+}
+
+// DeliveredAt applies equality check predicate on the "delivered_at" field. It's identical to DeliveredAtEQ.
+func DeliveredAt(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldDeliveredAt, v))
+}
+
+// ReadAt applies equality check predicate on the "read_at" field. It's identical to ReadAtEQ.
+func ReadAt(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldReadAt, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Message {
 	return predicate.Message(sql.FieldEQ(FieldCreatedAt, v))
@@ -1232,6 +1252,286 @@ func SentAtIsNil() predicate.Message {
 // SentAtNotNil applies the NotNil predicate on the "sent_at" field.
 func SentAtNotNil() predicate.Message {
 	return predicate.Message(sql.FieldNotNull(FieldSentAt))
+}
+
+// DeliveryStateEQ applies the EQ predicate on the "delivery_state" field.
+func DeliveryStateEQ(v DeliveryState) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldDeliveryState, v))
+}
+
+// DeliveryStateNEQ applies the NEQ predicate on the "delivery_state" field.
+func DeliveryStateNEQ(v DeliveryState) predicate.Message {
+	return predicate.Message(sql.FieldNEQ(FieldDeliveryState, v))
+}
+
+// DeliveryStateIn applies the In predicate on the "delivery_state" field.
+func DeliveryStateIn(vs ...DeliveryState) predicate.Message {
+	return predicate.Message(sql.FieldIn(FieldDeliveryState, vs...))
+}
+
+// DeliveryStateNotIn applies the NotIn predicate on the "delivery_state" field.
+func DeliveryStateNotIn(vs ...DeliveryState) predicate.Message {
+	return predicate.Message(sql.FieldNotIn(FieldDeliveryState, vs...))
+}
+
+// DeliveryStateIsNil applies the IsNil predicate on the "delivery_state" field.
+func DeliveryStateIsNil() predicate.Message {
+	return predicate.Message(sql.FieldIsNull(FieldDeliveryState))
+}
+
+// DeliveryStateNotNil applies the NotNil predicate on the "delivery_state" field.
+func DeliveryStateNotNil() predicate.Message {
+	return predicate.Message(sql.FieldNotNull(FieldDeliveryState))
+}
+
+// DeliveryCodeEQ applies the EQ predicate on the "delivery_code" field.
+func DeliveryCodeEQ(v string) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeNEQ applies the NEQ predicate on the "delivery_code" field.
+func DeliveryCodeNEQ(v string) predicate.Message {
+	return predicate.Message(sql.FieldNEQ(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeIn applies the In predicate on the "delivery_code" field.
+func DeliveryCodeIn(vs ...string) predicate.Message {
+	return predicate.Message(sql.FieldIn(FieldDeliveryCode, vs...))
+}
+
+// DeliveryCodeNotIn applies the NotIn predicate on the "delivery_code" field.
+func DeliveryCodeNotIn(vs ...string) predicate.Message {
+	return predicate.Message(sql.FieldNotIn(FieldDeliveryCode, vs...))
+}
+
+// DeliveryCodeGT applies the GT predicate on the "delivery_code" field.
+func DeliveryCodeGT(v string) predicate.Message {
+	return predicate.Message(sql.FieldGT(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeGTE applies the GTE predicate on the "delivery_code" field.
+func DeliveryCodeGTE(v string) predicate.Message {
+	return predicate.Message(sql.FieldGTE(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeLT applies the LT predicate on the "delivery_code" field.
+func DeliveryCodeLT(v string) predicate.Message {
+	return predicate.Message(sql.FieldLT(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeLTE applies the LTE predicate on the "delivery_code" field.
+func DeliveryCodeLTE(v string) predicate.Message {
+	return predicate.Message(sql.FieldLTE(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeContains applies the Contains predicate on the "delivery_code" field.
+func DeliveryCodeContains(v string) predicate.Message {
+	return predicate.Message(sql.FieldContains(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeHasPrefix applies the HasPrefix predicate on the "delivery_code" field.
+func DeliveryCodeHasPrefix(v string) predicate.Message {
+	return predicate.Message(sql.FieldHasPrefix(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeHasSuffix applies the HasSuffix predicate on the "delivery_code" field.
+func DeliveryCodeHasSuffix(v string) predicate.Message {
+	return predicate.Message(sql.FieldHasSuffix(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeIsNil applies the IsNil predicate on the "delivery_code" field.
+func DeliveryCodeIsNil() predicate.Message {
+	return predicate.Message(sql.FieldIsNull(FieldDeliveryCode))
+}
+
+// DeliveryCodeNotNil applies the NotNil predicate on the "delivery_code" field.
+func DeliveryCodeNotNil() predicate.Message {
+	return predicate.Message(sql.FieldNotNull(FieldDeliveryCode))
+}
+
+// DeliveryCodeEqualFold applies the EqualFold predicate on the "delivery_code" field.
+func DeliveryCodeEqualFold(v string) predicate.Message {
+	return predicate.Message(sql.FieldEqualFold(FieldDeliveryCode, v))
+}
+
+// DeliveryCodeContainsFold applies the ContainsFold predicate on the "delivery_code" field.
+func DeliveryCodeContainsFold(v string) predicate.Message {
+	return predicate.Message(sql.FieldContainsFold(FieldDeliveryCode, v))
+}
+
+// DeliveryReasonEQ applies the EQ predicate on the "delivery_reason" field.
+func DeliveryReasonEQ(v string) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonNEQ applies the NEQ predicate on the "delivery_reason" field.
+func DeliveryReasonNEQ(v string) predicate.Message {
+	return predicate.Message(sql.FieldNEQ(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonIn applies the In predicate on the "delivery_reason" field.
+func DeliveryReasonIn(vs ...string) predicate.Message {
+	return predicate.Message(sql.FieldIn(FieldDeliveryReason, vs...))
+}
+
+// DeliveryReasonNotIn applies the NotIn predicate on the "delivery_reason" field.
+func DeliveryReasonNotIn(vs ...string) predicate.Message {
+	return predicate.Message(sql.FieldNotIn(FieldDeliveryReason, vs...))
+}
+
+// DeliveryReasonGT applies the GT predicate on the "delivery_reason" field.
+func DeliveryReasonGT(v string) predicate.Message {
+	return predicate.Message(sql.FieldGT(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonGTE applies the GTE predicate on the "delivery_reason" field.
+func DeliveryReasonGTE(v string) predicate.Message {
+	return predicate.Message(sql.FieldGTE(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonLT applies the LT predicate on the "delivery_reason" field.
+func DeliveryReasonLT(v string) predicate.Message {
+	return predicate.Message(sql.FieldLT(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonLTE applies the LTE predicate on the "delivery_reason" field.
+func DeliveryReasonLTE(v string) predicate.Message {
+	return predicate.Message(sql.FieldLTE(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonContains applies the Contains predicate on the "delivery_reason" field.
+func DeliveryReasonContains(v string) predicate.Message {
+	return predicate.Message(sql.FieldContains(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonHasPrefix applies the HasPrefix predicate on the "delivery_reason" field.
+func DeliveryReasonHasPrefix(v string) predicate.Message {
+	return predicate.Message(sql.FieldHasPrefix(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonHasSuffix applies the HasSuffix predicate on the "delivery_reason" field.
+func DeliveryReasonHasSuffix(v string) predicate.Message {
+	return predicate.Message(sql.FieldHasSuffix(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonIsNil applies the IsNil predicate on the "delivery_reason" field.
+func DeliveryReasonIsNil() predicate.Message {
+	return predicate.Message(sql.FieldIsNull(FieldDeliveryReason))
+}
+
+// DeliveryReasonNotNil applies the NotNil predicate on the "delivery_reason" field.
+func DeliveryReasonNotNil() predicate.Message {
+	return predicate.Message(sql.FieldNotNull(FieldDeliveryReason))
+}
+
+// DeliveryReasonEqualFold applies the EqualFold predicate on the "delivery_reason" field.
+func DeliveryReasonEqualFold(v string) predicate.Message {
+	return predicate.Message(sql.FieldEqualFold(FieldDeliveryReason, v))
+}
+
+// DeliveryReasonContainsFold applies the ContainsFold predicate on the "delivery_reason" field.
+func DeliveryReasonContainsFold(v string) predicate.Message {
+	return predicate.Message(sql.FieldContainsFold(FieldDeliveryReason, v))
+}
+
+// DeliveredAtEQ applies the EQ predicate on the "delivered_at" field.
+func DeliveredAtEQ(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldDeliveredAt, v))
+}
+
+// DeliveredAtNEQ applies the NEQ predicate on the "delivered_at" field.
+func DeliveredAtNEQ(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldNEQ(FieldDeliveredAt, v))
+}
+
+// DeliveredAtIn applies the In predicate on the "delivered_at" field.
+func DeliveredAtIn(vs ...time.Time) predicate.Message {
+	return predicate.Message(sql.FieldIn(FieldDeliveredAt, vs...))
+}
+
+// DeliveredAtNotIn applies the NotIn predicate on the "delivered_at" field.
+func DeliveredAtNotIn(vs ...time.Time) predicate.Message {
+	return predicate.Message(sql.FieldNotIn(FieldDeliveredAt, vs...))
+}
+
+// DeliveredAtGT applies the GT predicate on the "delivered_at" field.
+func DeliveredAtGT(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldGT(FieldDeliveredAt, v))
+}
+
+// DeliveredAtGTE applies the GTE predicate on the "delivered_at" field.
+func DeliveredAtGTE(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldGTE(FieldDeliveredAt, v))
+}
+
+// DeliveredAtLT applies the LT predicate on the "delivered_at" field.
+func DeliveredAtLT(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldLT(FieldDeliveredAt, v))
+}
+
+// DeliveredAtLTE applies the LTE predicate on the "delivered_at" field.
+func DeliveredAtLTE(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldLTE(FieldDeliveredAt, v))
+}
+
+// DeliveredAtIsNil applies the IsNil predicate on the "delivered_at" field.
+func DeliveredAtIsNil() predicate.Message {
+	return predicate.Message(sql.FieldIsNull(FieldDeliveredAt))
+}
+
+// DeliveredAtNotNil applies the NotNil predicate on the "delivered_at" field.
+func DeliveredAtNotNil() predicate.Message {
+	return predicate.Message(sql.FieldNotNull(FieldDeliveredAt))
+}
+
+// ReadAtEQ applies the EQ predicate on the "read_at" field.
+func ReadAtEQ(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldReadAt, v))
+}
+
+// ReadAtNEQ applies the NEQ predicate on the "read_at" field.
+func ReadAtNEQ(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldNEQ(FieldReadAt, v))
+}
+
+// ReadAtIn applies the In predicate on the "read_at" field.
+func ReadAtIn(vs ...time.Time) predicate.Message {
+	return predicate.Message(sql.FieldIn(FieldReadAt, vs...))
+}
+
+// ReadAtNotIn applies the NotIn predicate on the "read_at" field.
+func ReadAtNotIn(vs ...time.Time) predicate.Message {
+	return predicate.Message(sql.FieldNotIn(FieldReadAt, vs...))
+}
+
+// ReadAtGT applies the GT predicate on the "read_at" field.
+func ReadAtGT(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldGT(FieldReadAt, v))
+}
+
+// ReadAtGTE applies the GTE predicate on the "read_at" field.
+func ReadAtGTE(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldGTE(FieldReadAt, v))
+}
+
+// ReadAtLT applies the LT predicate on the "read_at" field.
+func ReadAtLT(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldLT(FieldReadAt, v))
+}
+
+// ReadAtLTE applies the LTE predicate on the "read_at" field.
+func ReadAtLTE(v time.Time) predicate.Message {
+	return predicate.Message(sql.FieldLTE(FieldReadAt, v))
+}
+
+// ReadAtIsNil applies the IsNil predicate on the "read_at" field.
+func ReadAtIsNil() predicate.Message {
+	return predicate.Message(sql.FieldIsNull(FieldReadAt))
+}
+
+// ReadAtNotNil applies the NotNil predicate on the "read_at" field.
+func ReadAtNotNil() predicate.Message {
+	return predicate.Message(sql.FieldNotNull(FieldReadAt))
 }
 
 // And groups predicates with the AND operator between them.

@@ -3,6 +3,7 @@
 package migrate
 
 import (
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/dialect/sql/schema"
 	"entgo.io/ent/schema/field"
 )
@@ -311,6 +312,11 @@ var (
 		{Name: "attempts", Type: field.TypeInt, Default: 0},
 		{Name: "next_attempt_at", Type: field.TypeTime, Nullable: true},
 		{Name: "sent_at", Type: field.TypeTime, Nullable: true},
+		{Name: "delivery_state", Type: field.TypeEnum, Nullable: true, Enums: []string{"sent", "delivered", "read", "failed"}},
+		{Name: "delivery_code", Type: field.TypeString, Nullable: true},
+		{Name: "delivery_reason", Type: field.TypeString, Nullable: true},
+		{Name: "delivered_at", Type: field.TypeTime, Nullable: true},
+		{Name: "read_at", Type: field.TypeTime, Nullable: true},
 	}
 	// MessagesTable holds the schema information for the "messages" table.
 	MessagesTable = &schema.Table{
@@ -337,6 +343,49 @@ var (
 				Name:    "message_status_next_attempt_at",
 				Unique:  false,
 				Columns: []*schema.Column{MessagesColumns[7], MessagesColumns[20]},
+			},
+			{
+				Name:    "message_in_flight",
+				Unique:  false,
+				Columns: []*schema.Column{MessagesColumns[2], MessagesColumns[4]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "status IN ('queued', 'sending')",
+				},
+			},
+		},
+	}
+	// PendingReceiptsColumns holds the columns for the "pending_receipts" table.
+	PendingReceiptsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "project_id", Type: field.TypeString},
+		{Name: "connection_id", Type: field.TypeString},
+		{Name: "provider_message_id", Type: field.TypeString},
+		{Name: "state", Type: field.TypeString},
+		{Name: "code", Type: field.TypeString, Nullable: true},
+		{Name: "reason", Type: field.TypeString, Nullable: true},
+		{Name: "at", Type: field.TypeTime},
+	}
+	// PendingReceiptsTable holds the schema information for the "pending_receipts" table.
+	PendingReceiptsTable = &schema.Table{
+		Name:       "pending_receipts",
+		Columns:    PendingReceiptsColumns,
+		PrimaryKey: []*schema.Column{PendingReceiptsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "pendingreceipt_project_id",
+				Unique:  false,
+				Columns: []*schema.Column{PendingReceiptsColumns[2]},
+			},
+			{
+				Name:    "pendingreceipt_project_id_connection_id_provider_message_id",
+				Unique:  false,
+				Columns: []*schema.Column{PendingReceiptsColumns[2], PendingReceiptsColumns[3], PendingReceiptsColumns[4]},
+			},
+			{
+				Name:    "pendingreceipt_project_id_connection_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{PendingReceiptsColumns[2], PendingReceiptsColumns[3], PendingReceiptsColumns[1]},
 			},
 		},
 	}
@@ -475,6 +524,7 @@ var (
 		DomainsTable,
 		LeasesTable,
 		MessagesTable,
+		PendingReceiptsTable,
 		ProjectsTable,
 		ProviderStatesTable,
 		WebSessionsTable,

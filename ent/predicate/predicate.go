@@ -39,6 +39,9 @@ type Lease func(*sql.Selector)
 // Message is the predicate function for message builders.
 type Message func(*sql.Selector)
 
+// PendingReceipt is the predicate function for pendingreceipt builders.
+type PendingReceipt func(*sql.Selector)
+
 // Project is the predicate function for project builders.
 type Project func(*sql.Selector)
 

@@ -16,6 +16,7 @@ import (
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/message"
+	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/ent/providerstate"
 	"github.com/comm-gateway/comm/ent/schema"
@@ -356,6 +357,25 @@ func init() {
 	message.DefaultID = messageDescID.Default.(func() string)
 	// message.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	message.IDValidator = messageDescID.Validators[0].(func(string) error)
+	pendingreceiptMixin := schema.PendingReceipt{}.Mixin()
+	pendingreceiptMixinHooks1 := pendingreceiptMixin[1].Hooks()
+	pendingreceipt.Hooks[0] = pendingreceiptMixinHooks1[0]
+	pendingreceiptMixinInters1 := pendingreceiptMixin[1].Interceptors()
+	pendingreceipt.Interceptors[0] = pendingreceiptMixinInters1[0]
+	pendingreceiptMixinFields0 := pendingreceiptMixin[0].Fields()
+	_ = pendingreceiptMixinFields0
+	pendingreceiptMixinFields1 := pendingreceiptMixin[1].Fields()
+	_ = pendingreceiptMixinFields1
+	pendingreceiptFields := schema.PendingReceipt{}.Fields()
+	_ = pendingreceiptFields
+	// pendingreceiptDescCreatedAt is the schema descriptor for created_at field.
+	pendingreceiptDescCreatedAt := pendingreceiptMixinFields0[0].Descriptor()
+	// pendingreceipt.DefaultCreatedAt holds the default value on creation for the created_at field.
+	pendingreceipt.DefaultCreatedAt = pendingreceiptDescCreatedAt.Default.(func() time.Time)
+	// pendingreceiptDescProjectID is the schema descriptor for project_id field.
+	pendingreceiptDescProjectID := pendingreceiptMixinFields1[0].Descriptor()
+	// pendingreceipt.ProjectIDValidator is a validator for the "project_id" field. It is called by the builders before save.
+	pendingreceipt.ProjectIDValidator = pendingreceiptDescProjectID.Validators[0].(func(string) error)
 	projectMixin := schema.Project{}.Mixin()
 	projectMixinFields0 := projectMixin[0].Fields()
 	_ = projectMixinFields0

@@ -6,12 +6,19 @@ import (
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
 	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
 	"github.com/comm-gateway/comm/ident"
 )
+
+// InFlight is the condition of an outbound message whose send is not
+// recorded yet, as SQL: queries that want the message_in_flight index say
+// it in these very words (a partial index is used only for its own
+// condition).
+const InFlight = "status IN ('queued', 'sending')"
 
 // Message is one inbound or outbound message. Outbound messages are the
 // outbox: stored as queued, delivered by a worker, then sent or failed.
@@ -53,6 +60,16 @@ func (Message) Fields() []ent.Field {
 		field.Int("attempts").Default(0),
 		field.Time("next_attempt_at").Optional().Nillable(),
 		field.Time("sent_at").Optional().Nillable(),
+		// What the provider reported after the send (channels.Receipt):
+		// shown as the message's delivery object, null until a report.
+		field.Enum("delivery_state").Values("sent", "delivered", "read", "failed").Optional().Nillable().
+			Annotations(entgql.Skip()).Comment("the provider's latest report; never moves back (read and failed are final)"),
+		field.String("delivery_code").Optional().Nillable().Annotations(entgql.Skip()).
+			Comment("the provider's error code of a failed delivery"),
+		field.String("delivery_reason").Optional().Nillable().Annotations(entgql.Skip()).
+			Comment("what the provider said of a failed delivery"),
+		field.Time("delivered_at").Optional().Nillable().Annotations(entgql.Skip()),
+		field.Time("read_at").Optional().Nillable().Annotations(entgql.Skip()),
 	}
 }
 
@@ -62,5 +79,10 @@ func (Message) Indexes() []ent.Index {
 		index.Fields("project_id", "connection_id", "provider_message_id").Unique(),
 		index.Fields("conversation_id"),
 		index.Fields("status", "next_attempt_at"),
+		// The connection's sends in flight, which a provider's report
+		// may come before (messaging/receipt.go): a partial index, so it
+		// holds only those and inbound messages never touch it.
+		index.Fields("project_id", "connection_id").StorageKey("message_in_flight").
+			Annotations(entsql.IndexWhere(InFlight)),
 	}
 }

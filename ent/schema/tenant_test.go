@@ -28,6 +28,7 @@ import (
 	entlease "github.com/comm-gateway/comm/ent/lease"
 	entmessage "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/migrate"
+	entpendingreceipt "github.com/comm-gateway/comm/ent/pendingreceipt"
 	entproject "github.com/comm-gateway/comm/ent/project"
 	entstate "github.com/comm-gateway/comm/ent/providerstate"
 	_ "github.com/comm-gateway/comm/ent/runtime" // schema hooks and interceptors
@@ -73,6 +74,7 @@ var schemas = map[string]entgo.Interface{
 	entwebsession.Table:     schema.WebSession{},
 	entlease.Table:          schema.Lease{},
 	entstate.Table:          schema.ProviderState{},
+	entpendingreceipt.Table: schema.PendingReceipt{},
 }
 
 // TestSchemaTenantMixin walks the generated table list: every table with a
