@@ -45,5 +45,6 @@ func SendUnderLimit(ctx context.Context, a *API, key, connID, to string, n int, 
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	return Result{Ops: n, Elapsed: time.Since(start), Note: fmt.Sprintf("%d messages queued at once to one channel; the fake refused %d call(s) with 429", n, limited())}, nil
+	el := time.Since(start)
+	return Result{Ops: n, Elapsed: el, Note: fmt.Sprintf("%d messages queued at once to one channel, all sent in %.1f s (%.2f/s); the fake refused %d call(s) with 429", n, el.Seconds(), float64(n)/el.Seconds(), limited())}, nil
 }
