@@ -102,7 +102,10 @@ func (s *Service) ClaimDue(ctx context.Context, n int) ([]*Claim, error) {
 // Deliver sends a claimed message through its connection's adapter and
 // records the outcome: sent (and message.sent), a retry later with
 // backoff, or failed (and message.failed) with the reason on the message.
+// The outbox is woken afterwards: the next message of the conversation,
+// held back while this one was out, may go now.
 func (s *Service) Deliver(ctx context.Context, c *Claim) error {
+	defer s.wakeOutbox()
 	m := c.msg
 	tctx := tenant.WithProject(ctx, m.ProjectID)
 	conn, err := s.read.Connection.Query().Where(entconn.ID(m.ConnectionID)).Only(IncludeDeleted(tctx))
