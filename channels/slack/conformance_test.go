@@ -35,7 +35,7 @@ func TestConformanceOwnApp(t *testing.T) {
 	srv := slacktest.NewServer()
 	t.Cleanup(srv.Close)
 	channeltest.Run(t, channeltest.Harness{
-		Descriptor: slack.Descriptor(slack.Options{APIURL: srv.APIURL}),
+		Descriptor: slack.Descriptor(slack.Options{APIURL: srv.APIURL, PostInterval: -1}),
 		Fake:       func(t *testing.T) *channeltest.Fake { return newFake(t, srv, false) },
 		BadConfigs: []json.RawMessage{
 			json.RawMessage(`{}`), // no operator app to install
@@ -78,7 +78,7 @@ func TestConformanceSocketMode(t *testing.T) {
 	srv := slacktest.NewServer()
 	t.Cleanup(srv.Close)
 	channeltest.Run(t, channeltest.Harness{
-		Descriptor: slack.Descriptor(slack.Options{APIURL: srv.APIURL}),
+		Descriptor: slack.Descriptor(slack.Options{APIURL: srv.APIURL, PostInterval: -1}),
 		Fake: func(t *testing.T) *channeltest.Fake {
 			fk, f, team := newFakeFull(t, srv, false)
 			var cfg map[string]any
@@ -100,7 +100,7 @@ func TestConformanceSocketMode(t *testing.T) {
 }
 
 func operatorOptions(srv *slacktest.Server) slack.Options {
-	return slack.Options{APIURL: srv.APIURL, AuthorizeURL: srv.AuthorizeURL,
+	return slack.Options{APIURL: srv.APIURL, AuthorizeURL: srv.AuthorizeURL, PostInterval: -1,
 		ClientID: srv.ClientID, ClientSecret: srv.ClientSecret, SigningSecret: srv.SigningSecret}
 }
 

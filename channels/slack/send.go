@@ -4,6 +4,8 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
@@ -67,8 +69,18 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 		if threadTS != "" {
 			params["thread_ts"] = threadTS
 		}
+		if err := a.paced(ctx, channel); err != nil {
+			return channels.SendResult{}, err
+		}
 		var p posted
-		if err := a.call(ctx, "send message", "chat.postMessage", a.cfg.BotToken, params, &p); err != nil {
+		err := a.call(ctx, "send message", "chat.postMessage", a.cfg.BotToken, params, &p)
+		// Slack counts from when the post arrived, which is after the
+		// slot began: the next one waits a whole interval from now (or
+		// Slack's Retry-After).
+		if a.opts.PostInterval > 0 {
+			holdOff(a.conn.ID+"/"+channel, time.Now(), max(a.opts.PostInterval, channels.RetryAfter(err)))
+		}
+		if err != nil {
 			return channels.SendResult{}, err
 		}
 		if i == 0 {
@@ -141,4 +153,72 @@ func Split(s string, max int) []string {
 		parts = append(parts, s)
 	}
 	return parts
+}
+
+// maxPaceWait is the longest Send waits for its channel's turn itself;
+// beyond it the send is handed back to the outbox with the wait as its
+// RetryAfter.
+const maxPaceWait = 5 * time.Second
+
+// pacer spaces the posts to one channel Options.PostInterval apart across
+// every send of this process, so that replies queued together go out at
+// Slack's pace instead of earning a 429 each.
+var pacer = struct {
+	mu   sync.Mutex
+	next map[string]time.Time // connection/channel -> earliest next post
+}{next: map[string]time.Time{}}
+
+// turn reserves key's next post slot when it comes within maxPaceWait and
+// returns how long to wait for it; a longer wait reserves nothing.
+func turn(key string, now time.Time, interval time.Duration) time.Duration {
+	pacer.mu.Lock()
+	defer pacer.mu.Unlock()
+	at := now
+	if next := pacer.next[key]; next.After(now) {
+		at = next
+	}
+	if wait := at.Sub(now); wait > maxPaceWait {
+		return wait
+	}
+	if len(pacer.next) > 10000 { // bound: forget channels idle for a while
+		for k, t := range pacer.next {
+			if now.Sub(t) > time.Minute {
+				delete(pacer.next, k)
+			}
+		}
+	}
+	pacer.next[key] = at.Add(interval)
+	return at.Sub(now)
+}
+
+// holdOff moves key's next slot to at least now+d (Slack's Retry-After).
+func holdOff(key string, now time.Time, d time.Duration) {
+	pacer.mu.Lock()
+	defer pacer.mu.Unlock()
+	if until := now.Add(d); until.After(pacer.next[key]) {
+		pacer.next[key] = until
+	}
+}
+
+// paced waits for channel's turn to post (at most maxPaceWait, else a
+// transient error carrying the wait).
+func (a *Adapter) paced(ctx context.Context, channel string) error {
+	if a.opts.PostInterval < 0 {
+		return nil
+	}
+	wait := turn(a.conn.ID+"/"+channel, time.Now(), a.opts.PostInterval)
+	if wait <= 0 {
+		return nil
+	}
+	if wait > maxPaceWait {
+		return channels.Transient(wait, "slack: send message: channel %s is at Slack's pace of one message a second; next turn in %s", channel, wait.Round(time.Millisecond))
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return channels.Transient(0, "slack: send message: %v", ctx.Err())
+	}
 }

@@ -111,9 +111,19 @@ type Options struct {
 	// Now is the clock request timestamps are checked against; time.Now
 	// when nil.
 	Now func() time.Time
+	// PostInterval spaces the posts to one channel (Slack allows about
+	// one chat.postMessage per second per channel); DefaultPostInterval
+	// when 0, none when negative.
+	PostInterval time.Duration
 }
 
+// DefaultPostInterval is Slack's pace for chat.postMessage in a channel.
+const DefaultPostInterval = time.Second
+
 func (o Options) withDefaults() Options {
+	if o.PostInterval == 0 {
+		o.PostInterval = DefaultPostInterval
+	}
 	if o.APIURL == "" {
 		o.APIURL = DefaultAPIURL
 	}

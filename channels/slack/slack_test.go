@@ -3,6 +3,7 @@ package slack_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -56,12 +57,24 @@ type env struct {
 	a      *slack.Adapter
 }
 
+// newEnv is a connection of a customer's own app whose sends are not
+// paced (see newPacedEnv).
 func newEnv(t *testing.T) *env {
+	return newEnvWith(t, -1)
+}
+
+// newPacedEnv is newEnv with Slack's pace of one post a second per
+// channel.
+func newPacedEnv(t *testing.T) *env {
+	return newEnvWith(t, 0)
+}
+
+func newEnvWith(t *testing.T, postInterval time.Duration) *env {
 	srv := slacktest.NewServer()
 	t.Cleanup(srv.Close)
 	team := srv.NewTeam("acme")
 	e := &env{srv: srv, team: team, secret: "ownsecret0123456789", now: time.Unix(1700000500, 0)}
-	opts := slack.Options{APIURL: srv.APIURL, Now: func() time.Time { return e.now }}
+	opts := slack.Options{APIURL: srv.APIURL, Now: func() time.Time { return e.now }, PostInterval: postInterval}
 	cfg, _ := json.Marshal(map[string]string{"bot_token": team.BotToken, "signing_secret": e.secret})
 	a, err := slack.Descriptor(opts).New(t.Context(), channels.Connection{ID: "conn_1", Config: cfg})
 	if err != nil {
@@ -269,6 +282,31 @@ func TestFakeRateLimit(t *testing.T) {
 	now = now.Add(time.Second)
 	if _, err := e.a.Send(t.Context(), out); err != nil {
 		t.Errorf("a second later: %v", err)
+	}
+}
+
+// TestSendPaced: sends to one channel go out a second apart (Slack's pace)
+// without a single 429 from the fake enforcing it; another channel is not
+// held back.
+func TestSendPaced(t *testing.T) {
+	t.Parallel()
+	e := newPacedEnv(t)
+	e.srv.SetRateLimit(true)
+	start := time.Now()
+	for i := range 3 {
+		if _, err := e.a.Send(t.Context(), channels.Outbound{To: "D1", ThreadKey: "D1", Text: fmt.Sprint("paced ", i)}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	if el := time.Since(start); el < 2*time.Second {
+		t.Errorf("3 posts to one channel took %s, want at least 2 s", el)
+	}
+	other := time.Now()
+	if _, err := e.a.Send(t.Context(), channels.Outbound{To: "D2", ThreadKey: "D2", Text: "elsewhere"}); err != nil || time.Since(other) > 500*time.Millisecond {
+		t.Errorf("another channel: %v after %s, want at once", err, time.Since(other))
+	}
+	if n := e.srv.Limited(); n != 0 {
+		t.Errorf("the fake refused %d posts with 429", n)
 	}
 }
 
