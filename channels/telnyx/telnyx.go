@@ -347,6 +347,9 @@ func (a *Adapter) Deprovision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if prof.WebhookURL == "" {
+		return nil // cleared already
+	}
 	if prof.WebhookURL != a.conn.WebhookURL {
 		a.opts.Logger.Info("telnyx: deprovision: the profile's webhook points elsewhere now; left as it is", "connection", a.conn.ID)
 		return nil
