@@ -31,8 +31,9 @@ const (
 // LastAttempt is the delivery attempt (meta.attempt) after which Telnyx
 // stops retrying a webhook at the same URL: up to then a media download
 // that failed transiently fails the request (Telnyx delivers it again);
-// on it, the message is stored without that media, which is listed in its
-// details.
+// on it, the downloads get Options.LastAttemptMedia in all, and the
+// message is stored without the media that failed, which are listed in
+// its details.
 const LastAttempt = 3
 
 // Sign returns the telnyx-signature-ed25519 value of body sent at
@@ -297,6 +298,14 @@ var errTooBig = errors.New("too big")
 // download cannot get (gone, too big, over the bounds) are listed in
 // skipped; a transient failure is an error before LastAttempt.
 func (a *Adapter) attachments(ctx context.Context, ms []media, attempt int) ([]channels.Attachment, []skipped, error) {
+	if attempt >= LastAttempt && len(ms) > 0 {
+		// Telnyx hangs up after about 2 s and will not ask again: the
+		// media get what is left of LastAttemptMedia, so that the text is
+		// stored in time.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.opts.LastAttemptMedia)
+		defer cancel()
+	}
 	var atts []channels.Attachment
 	var skips []skipped
 	var total int64

@@ -105,6 +105,10 @@ type Options struct {
 	MaxAttachment int64
 	MaxMedia      int
 	MaxMediaTotal int64
+	// LastAttemptMedia bounds the media downloads of Telnyx's last
+	// delivery attempt of a message (LastAttempt), so that its text is
+	// stored before Telnyx, which waits about 2 s, hangs up; 1.5 s when 0.
+	LastAttemptMedia time.Duration
 	// Now is the clock webhook timestamps are checked against; time.Now
 	// when nil.
 	Now func() time.Time
@@ -151,6 +155,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMediaTotal <= 0 {
 		o.MaxMediaTotal = DefaultMaxMediaTotal
+	}
+	if o.LastAttemptMedia <= 0 {
+		o.LastAttemptMedia = 1500 * time.Millisecond
 	}
 	if o.Now == nil {
 		o.Now = time.Now

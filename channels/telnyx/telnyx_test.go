@@ -195,7 +195,7 @@ func TestReceived(t *testing.T) {
 
 func TestMMS(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil, telnyx.Options{MaxAttachment: 1000, MaxMedia: 2})
+	e := newEnv(t, nil, telnyx.Options{MaxAttachment: 1000, MaxMedia: 2, LastAttemptMedia: 200 * time.Millisecond})
 	jpg := bytes.Repeat([]byte{0xff, 0xd8, 0xff}, 100)
 	photo := e.srv.AddMedia("photo.jpg", "image/jpeg", jpg)
 	card := e.srv.AddMedia("contact", "text/vcard", []byte("BEGIN:VCARD\r\nEND:VCARD\r\n"))
@@ -239,6 +239,14 @@ func TestMMS(t *testing.T) {
 	ins, err = e.receive(t, m, 1)
 	if err != nil || len(ins) != 1 || len(ins[0].Attachments) != 1 {
 		t.Fatalf("after recovery: %+v %v", ins, err)
+	}
+	// Slow media on the last attempt: stored in time without it.
+	slow := e.srv.AddMedia("slow.png", "image/png", []byte("png"))
+	e.srv.FailMedia(slow, telnyxtest.HangMedia)
+	t0 := time.Now()
+	ins, err = e.receive(t, &telnyxtest.Inbound{From: "+15550100001", Text: "slow one", Media: []string{slow}}, telnyx.LastAttempt)
+	if err != nil || len(ins) != 1 || len(ins[0].Attachments) != 0 || !strings.Contains(string(ins[0].Details), "deadline") || time.Since(t0) > 5*time.Second {
+		t.Fatalf("slow media on the last attempt: %+v %v after %s", ins, err, time.Since(t0))
 	}
 	// Gone (404): left out at once.
 	gone := e.srv.AddMedia("gone.png", "image/png", []byte("png"))

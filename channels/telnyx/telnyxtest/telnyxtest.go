@@ -348,7 +348,7 @@ func (s *Server) AddMedia(name, contentType string, data []byte) string {
 }
 
 // FailMedia makes the next GETs of the media at url answer the statuses
-// given, in order.
+// given, in order; HangMedia holds the request until the client gives up.
 func (s *Server) FailMedia(url string, statuses ...int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -366,6 +366,9 @@ func (s *Server) MediaGets(url string) int {
 	}
 	return 0
 }
+
+// HangMedia is a FailMedia status: no answer until the client gives up.
+const HangMedia = -1
 
 // mediaAt finds the media of url. s.mu is held.
 func (s *Server) mediaAt(url string) *mediaObj {
@@ -694,6 +697,11 @@ func (s *Server) serveMedia(w http.ResponseWriter, r *http.Request, rest string)
 	switch {
 	case !ok:
 		http.Error(w, "NoSuchKey", http.StatusNotFound)
+	case status == HangMedia:
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
 	case status != 0:
 		http.Error(w, http.StatusText(status), status)
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
