@@ -215,6 +215,25 @@ func TestTelnyx(t *testing.T) {
 			t.Errorf("invalid number: error %v after %d attempt(s)", msg.Error, msg.Attempts)
 		}
 
+		// configure_webhooks false: the profile is left alone, and the
+		// connection shows the URL to paste there.
+		acct2 := fake.NewAccount()
+		resp = g.post(t, key, "/v1/connections", fmt.Sprintf(`{"channel":"sms","provider":"telnyx","config":{"api_key":%q,"public_key":%q,"from":%q,"configure_webhooks":false}}`,
+			acct2.APIKey, acct2.PublicKey, acct2.Number))
+		var conn2 struct {
+			ID         string  `json:"id"`
+			Status     string  `json:"status"`
+			WebhookURL *string `json:"webhook_url"`
+		}
+		if err := json.Unmarshal(resp.Body, &conn2); err != nil || resp.Status != http.StatusCreated || conn2.Status != "active" ||
+			conn2.WebhookURL == nil || *conn2.WebhookURL != g.URL+"/hooks/sms/"+conn2.ID || acct2.Webhook() != "" || acct2.Calls("patch") != 0 {
+			t.Fatalf("configure_webhooks false: %d %s (profile webhook %q)", resp.Status, resp.Body, acct2.Webhook())
+		}
+		fake.SetWebhook(acct2.ProfileID, *conn2.WebhookURL, "2") // the customer pastes it
+		if _, err := acct2.Incoming(ctx, &telnyxtest.Inbound{From: person, Text: "to the second number"}); err != nil {
+			t.Fatal(err)
+		}
+
 		// Deleting the connection clears the profile's webhook.
 		if r := g.do(t, request{Method: "DELETE", Path: "/v1/connections/" + conn.ID, Key: key}); r.Status != http.StatusNoContent {
 			t.Fatalf("delete: %d %s", r.Status, r.Body)
