@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/channels/email"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/channels/telegram"
+	"github.com/comm-gateway/comm/channels/telnyx"
 	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
@@ -46,6 +47,8 @@ type Config struct {
 	// Discord configures the Discord channel (its API URL, the operator's
 	// app).
 	Discord discord.Options
+	// Telnyx configures SMS through Telnyx (its API URL).
+	Telnyx telnyx.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -94,6 +97,10 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 		cfg.Discord.State = messaging.ProviderState(log, "discord")
 	}
 	reg := Registry(ch, cfg.Telegram, cfg.Slack, cfg.Discord)
+	if cfg.Telnyx.Logger == nil {
+		cfg.Telnyx.Logger = logger
+	}
+	reg.Add(telnyx.Descriptor(cfg.Telnyx))
 	for _, d := range cfg.Channels {
 		reg.Add(d)
 	}

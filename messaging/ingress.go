@@ -87,7 +87,9 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 func hookError(c *ent.Connection, err error) error {
 	switch {
 	case errors.Is(err, channels.ErrSignature):
-		return fault.Unauthenticated("the request does not carry %s's valid signature for this connection", c.Channel)
+		// The adapter's reason (a stale timestamp, a missing header) helps
+		// whoever sets the webhook up; it names nothing secret.
+		return fault.Unauthenticated("the request does not carry %s's valid signature for this connection (%v)", c.Channel, err)
 	case errors.Is(err, channels.ErrTransient):
 		return fault.ProviderUnavailable("could not take the request now; retry: %v", err)
 	}
