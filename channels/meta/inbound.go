@@ -81,10 +81,10 @@ type party struct {
 
 // event is one entry[].messaging[] item.
 type event struct {
-	Sender    party  `json:"sender"`
-	Recipient party  `json:"recipient"`
-	Timestamp int64  `json:"timestamp"`
-	Message   *msg   `json:"message"`
+	Sender    party `json:"sender"`
+	Recipient party `json:"recipient"`
+	Timestamp int64 `json:"timestamp"`
+	Message   *msg  `json:"message"`
 	Postback  *struct {
 		MID     string `json:"mid"`
 		Title   string `json:"title"`
