@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/slack"
 
 	"github.com/comm-gateway/comm/account"
@@ -46,6 +47,9 @@ type Config struct {
 	// Discord configures the Discord channel (its API URL, the operator's
 	// app).
 	Discord discord.Options
+	// Meta configures the facebook and instagram channels (the Graph API
+	// URL, the operator's Meta app).
+	Meta meta.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -89,7 +93,10 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Discord.Logger == nil {
 		cfg.Discord.Logger = logger
 	}
-	reg := Registry(ch, cfg.Telegram, cfg.Slack, cfg.Discord)
+	if cfg.Meta.Logger == nil {
+		cfg.Meta.Logger = logger
+	}
+	reg := Registry(ch, cfg.Telegram, cfg.Slack, cfg.Discord, cfg.Meta)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
 	}
@@ -123,13 +130,15 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 }
 
 // Registry is every channel comm knows, with the adapters built so far.
-func Registry(mail *email.Channel, tg telegram.Options, sl slack.Options, dc discord.Options) *channels.Registry {
+func Registry(mail *email.Channel, tg telegram.Options, sl slack.Options, dc discord.Options, mt meta.Options) *channels.Registry {
 	r := channels.NewRegistry(channels.Known()...)
 	r.Add(testchan.Descriptor())
 	r.Add(mail.Descriptor())
 	r.Add(telegram.Descriptor(tg))
 	r.Add(slack.Descriptor(sl))
 	r.Add(discord.Descriptor(dc))
+	r.Add(meta.FacebookDescriptor(mt))
+	r.Add(meta.InstagramDescriptor(mt))
 	return r
 }
 

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
@@ -45,7 +46,16 @@ type Service struct {
 	touched map[string]time.Time // key id -> last recorded use
 
 	messagePageBytes int
+
+	// unrouted counts app-level webhook events for routing keys no live
+	// connection holds (UnroutedEvents).
+	unrouted atomic.Int64
 }
+
+// UnroutedEvents is how many app-level webhook routing keys (a Page, a
+// workspace) came for which no live connection is registered: taken,
+// acknowledged to the provider, and dropped.
+func (s *Service) UnroutedEvents() int64 { return s.unrouted.Load() }
 
 // Options configure the service.
 type Options struct {
