@@ -138,7 +138,7 @@ func MetaReplyLatency(ctx context.Context, a *API, base, secret string, c MetaCo
 		err := fake.WaitSent(wctx, total)
 		cancel()
 		if err != nil {
-			return Result{}, fmt.Errorf("Send API call %d did not come: %w", total, err)
+			return Result{}, fmt.Errorf("the Send API call %d did not come: %w", total, err)
 		}
 		lat.add([]time.Duration{time.Since(t0)})
 	}
