@@ -35,6 +35,11 @@ type graphError struct {
 func (e *graphError) Error() string { return e.err.Error() }
 func (e *graphError) Unwrap() error { return e.err }
 
+// window reports whether Meta refused a message for the 24-hour window.
+func (e *graphError) window() bool {
+	return e.code == codeOutsideWindow && (e.subcode == subcodeOutsideWindow || e.subcode == 0) || e.code == codeUnavailable
+}
+
 // errorBody is the Graph API's error envelope.
 type errorBody struct {
 	Error *struct {
@@ -153,7 +158,7 @@ func classify(channel, op string, resp *http.Response, eb errorBody) error {
 		ce = channels.Transient(0, "%s: %s: Meta failed (%s: %s)", channel, op, code, msg)
 	case e.Code == codeToken || e.Code == 102:
 		ce = channels.Revoked("%s: %s: the Page token was rejected (%s: %s); log in again or give a current token", channel, op, code, msg)
-	case e.Code == codeOutsideWindow && (e.ErrorSubcode == subcodeOutsideWindow || e.ErrorSubcode == 0) || e.Code == codeUnavailable:
+	case (&graphError{code: e.Code, subcode: e.ErrorSubcode}).window():
 		ce = channels.Permanent("%s: %s: outside the 24-hour messaging window: Meta only lets a Page answer within 24 hours of the person's last message (%s: %s)", channel, op, code, msg)
 	default:
 		ce = channels.Permanent("%s: %s: %s (%s)", channel, op, msg, code)

@@ -231,6 +231,10 @@ type Config struct {
 	// VerifyToken is the bring-your-own app's webhook verify token;
 	// the connection id when empty.
 	VerifyToken string `json:"verify_token,omitempty"`
+	// HumanAgent lets a message refused outside the 24-hour window go
+	// out again with the HUMAN_AGENT tag (up to 7 days after the person's
+	// last message); the app needs Meta's Human Agent permission.
+	HumanAgent bool `json:"human_agent,omitempty"`
 	// App is "operator" for a connection made with the operator's app;
 	// set by Install.
 	App string `json:"app,omitempty"`
@@ -258,7 +262,7 @@ func ParseConfig(channel string, raw json.RawMessage, operator bool) (Config, er
 
 func parseConfig(channel string, raw json.RawMessage, operator bool) (Config, error) {
 	var cfg Config
-	known := "page_id, page_access_token, app_secret, verify_token"
+	known := "page_id, page_access_token, app_secret, verify_token, human_agent"
 	example := `{} to log in with the gateway's Meta app, or {"page_id":"…","page_access_token":"…","app_secret":"…"}`
 	if channel == Instagram {
 		known = "ig_id, " + known
@@ -267,6 +271,7 @@ func parseConfig(channel string, raw json.RawMessage, operator bool) (Config, er
 		return Config{}, err
 	}
 	install := cfg.PageAccessToken == "" && cfg.AppSecret == "" && cfg.VerifyToken == "" && cfg.App == "" && cfg.Name == ""
+	// (human_agent may come with an install; Install keeps it.)
 	switch {
 	case cfg.PageID != "" && !idRE.MatchString(cfg.PageID):
 		return Config{}, &channels.ConfigError{Field: "page_id", Msg: "not a Facebook Page id (digits)"}

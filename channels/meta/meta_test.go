@@ -387,3 +387,25 @@ func TestInstall(t *testing.T) {
 		t.Errorf("a forged code: %v, want a ConfigError on code", err)
 	}
 }
+
+// TestHumanAgent: with human_agent, a message refused outside the 24-hour
+// window goes out again with the HUMAN_AGENT tag.
+func TestHumanAgent(t *testing.T) {
+	t.Parallel()
+	srv := metatest.NewServer()
+	t.Cleanup(srv.Close)
+	page := srv.NewUser("Ann").NewPage("Acme")
+	raw, _ := json.Marshal(map[string]any{"page_id": page.ID, "page_access_token": page.Token, "app_secret": page.AppSecret, "human_agent": true})
+	a, err := meta.New(meta.Facebook, meta.Options{APIURL: srv.APIURL}, channels.Connection{ID: "conn_h", Config: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	person := page.Person(false)
+	page.CloseWindow(person)
+	if _, err := a.Send(context.Background(), channels.Outbound{To: person, ThreadKey: person, Text: "An agent here."}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := page.Sent(); len(sent) != 1 || sent[0].MessagingType != "MESSAGE_TAG" || sent[0].Tag != "HUMAN_AGENT" {
+		t.Fatalf("sent %+v, want one HUMAN_AGENT tagged message", sent)
+	}
+}

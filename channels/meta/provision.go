@@ -62,7 +62,7 @@ func (a *Adapter) Install(ctx context.Context, code, redirectURL string) (channe
 	if err != nil {
 		return channels.Provisioned{}, err
 	}
-	cfg := Config{App: AppOperator, PageID: p.ID, PageAccessToken: p.AccessToken, Name: p.Name}
+	cfg := Config{App: AppOperator, PageID: p.ID, PageAccessToken: p.AccessToken, Name: p.Name, HumanAgent: a.cfg.HumanAgent}
 	key, address := p.ID, p.Name
 	if a.channel == Instagram {
 		cfg.IGID, cfg.Name = p.IG.ID, p.IG.Username

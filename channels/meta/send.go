@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -64,7 +65,14 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 		body := map[string]any{"recipient": map[string]string{"id": to}, "messaging_type": "RESPONSE",
 			"message": map[string]string{"text": part}}
 		var r sent
-		if err := a.call(ctx, "send message", http.MethodPost, "/"+a.cfg.PageID+"/messages", a.cfg.PageAccessToken, a.secret(), nil, body, &r); err != nil {
+		err := a.call(ctx, "send message", http.MethodPost, "/"+a.cfg.PageID+"/messages", a.cfg.PageAccessToken, a.secret(), nil, body, &r)
+		if ge, ok := errors.AsType[*graphError](err); ok && ge.window() && a.cfg.HumanAgent {
+			// Outside the 24-hour window: a human agent may still answer
+			// within 7 days.
+			body["messaging_type"], body["tag"] = "MESSAGE_TAG", "HUMAN_AGENT"
+			err = a.call(ctx, "send message (HUMAN_AGENT tag)", http.MethodPost, "/"+a.cfg.PageID+"/messages", a.cfg.PageAccessToken, a.secret(), nil, body, &r)
+		}
+		if err != nil {
 			return channels.SendResult{}, err
 		}
 		if r.MessageID == "" || len(r.MessageID) > 512 {

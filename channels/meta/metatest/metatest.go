@@ -123,7 +123,9 @@ type Page struct {
 type SentMessage struct {
 	// Path is the id in the URL (/{id}/messages).
 	Path, Recipient, Text, MessagingType, MID string
-	Instagram                                 bool
+	// Tag is the message tag (HUMAN_AGENT) of a MESSAGE_TAG send.
+	Tag       string
+	Instagram bool
 }
 
 // Typing is a sender action.
@@ -670,6 +672,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	case b.MessagingType == "":
 		graphErr(w, http.StatusBadRequest, Failure{Code: 100, Message: "(#100) The parameter messaging_type is required"})
 		return
+	case b.MessagingType == "MESSAGE_TAG" && b.Tag == "" || b.Tag != "" && b.MessagingType != "MESSAGE_TAG":
+		graphErr(w, http.StatusBadRequest, Failure{Code: 100, Message: "(#100) A tag goes with messaging_type MESSAGE_TAG"})
+		return
 	case closed && b.Tag == "":
 		graphErr(w, http.StatusBadRequest, OutsideWindow)
 		return
@@ -683,7 +688,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.seq++
 	mid := fmt.Sprintf("m_%s%d", randomID(10), s.seq)
-	p.sent = keep(append(p.sent, SentMessage{Path: id, Recipient: b.Recipient.ID, Text: b.Message.Text, MessagingType: b.MessagingType, MID: mid, Instagram: ig}))
+	p.sent = keep(append(p.sent, SentMessage{Path: id, Recipient: b.Recipient.ID, Text: b.Message.Text, MessagingType: b.MessagingType, MID: mid, Tag: b.Tag, Instagram: ig}))
 	s.sentN++
 	close(s.sentCh)
 	s.sentCh = make(chan struct{})
