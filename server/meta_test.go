@@ -167,6 +167,32 @@ func TestMetaMessenger(t *testing.T) {
 			t.Fatalf("routed wrong: A got %+v, B got %+v", inA, inB)
 		}
 
+		// Typing shows Messenger's indicator to the person.
+		if r := g.post(t, keyA, "/v1/messages/"+inA.ID+"/typing", ""); r.Status != http.StatusOK {
+			t.Fatalf("typing: %d %s", r.Status, r.Body)
+		}
+		if ty := globex.Typings(); len(ty) != 1 || ty[0].Recipient != pg || ty[0].Action != "typing_on" {
+			t.Fatalf("sender actions %+v, want typing_on to %s", ty, pg)
+		}
+		// A photo answering the first message: downloaded, and in the same
+		// conversation.
+		photo := fake.AddFile("receipt.jpg", "image/jpeg", []byte("\xff\xd8\xff a small jpeg"))
+		if _, _, err := hook.Post(ctx, metatest.Batch("page", metatest.Entry{ID: globex.ID, Messaging: []metatest.Event{
+			metatest.Message{Sender: pg, Recipient: globex.ID, MID: "m_globex2", Text: "here is the receipt", ReplyTo: "m_globex1",
+				Attachments: [][2]string{{"image", photo}}}.Event()}})); err != nil {
+			t.Fatal(err)
+		}
+		evsA = g.events(t, keyA, "type=message.received")
+		if len(evsA) != 2 {
+			t.Fatalf("%d message.received, want 2", len(evsA))
+		}
+		var withPhoto message
+		g.get(t, keyA, "/v1/messages/"+receivedOf(t, evsA[1]).ID, &withPhoto)
+		if len(withPhoto.Attachments) != 1 || withPhoto.Attachments[0].ContentType != "image/jpeg" || withPhoto.Attachments[0].Size != int64(len("\xff\xd8\xff a small jpeg")) ||
+			withPhoto.ConversationID != inA.ConversationID {
+			t.Fatalf("message with a photo: %+v, want the jpeg in conversation %s", withPhoto, inA.ConversationID)
+		}
+
 		// A reply goes out through the Send API.
 		out := g.queue(t, keyA, "/v1/messages/"+inA.ID+"/reply", `{"text":"Hi from Globex"}`)
 		g.waitMessage(t, keyA, out.ID, "sent", func(m message) bool { return m.Status == "sent" })
