@@ -409,3 +409,21 @@ func TestHumanAgent(t *testing.T) {
 		t.Fatalf("sent %+v, want one HUMAN_AGENT tagged message", sent)
 	}
 }
+
+// TestProvisionWrongSecret: an app secret that is not the token's app's is
+// named (Meta refuses the appsecret_proof).
+func TestProvisionWrongSecret(t *testing.T) {
+	t.Parallel()
+	srv := metatest.NewServer()
+	t.Cleanup(srv.Close)
+	page := srv.NewUser("Ann").NewPage("Acme")
+	raw, _ := json.Marshal(map[string]any{"page_id": page.ID, "page_access_token": page.Token, "app_secret": "0123456789abcdef0123"})
+	a, err := meta.New(meta.Facebook, meta.Options{APIURL: srv.APIURL}, channels.Connection{ID: "conn_w", Config: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *channels.ConfigError
+	if _, err := a.Provision(context.Background()); !errors.As(err, &ce) || ce.Field != "app_secret" {
+		t.Fatalf("Provision with another app's secret: %v, want a ConfigError on app_secret", err)
+	}
+}

@@ -170,6 +170,8 @@ func (a *Adapter) Provision(ctx context.Context) (channels.Provisioned, error) {
 	switch {
 	case errors.Is(err, channels.ErrRevoked):
 		return channels.Provisioned{}, &channels.ConfigError{Field: "page_access_token", Msg: a.channel + ": " + strings.TrimPrefix(err.Error(), a.channel+": check token: ")}
+	case errors.As(err, &ge) && strings.Contains(err.Error(), "appsecret_proof"):
+		return channels.Provisioned{}, &channels.ConfigError{Field: "app_secret", Msg: a.channel + ": the app secret is not the secret of the app the Page token was made with (Meta refused its appsecret_proof)"}
 	case errors.As(err, &ge) && !errors.Is(err, channels.ErrTransient):
 		return channels.Provisioned{}, &channels.ConfigError{Field: "page_id", Msg: a.channel + ": Meta refused the Page: " + strings.TrimPrefix(err.Error(), a.channel+": check token: ")}
 	case err != nil:
