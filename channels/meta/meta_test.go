@@ -303,6 +303,7 @@ func TestSplit(t *testing.T) {
 		{meta.Facebook, strings.Repeat("é", 4500), 3},
 		{meta.Instagram, strings.Repeat("é", 1200), 3},
 		{meta.Instagram, strings.Repeat("word ", 150), 1},
+		{meta.Facebook, strings.Repeat("👋", 1500), 2}, // 3000 UTF-16 units
 	} {
 		e := newEnv(t, c.channel)
 		if _, err := e.a.Send(context.Background(), channels.Outbound{To: e.person, ThreadKey: e.person, Text: c.text}); err != nil {
@@ -324,6 +325,12 @@ func TestSplit(t *testing.T) {
 		if len(p) > 100 || !utf8.ValidString(p) {
 			t.Fatalf("part %q over the limit", p)
 		}
+	}
+	if got := meta.Split("", 100, true); len(got) != 1 || got[0] != "" {
+		t.Errorf("Split of nothing: %q", got)
+	}
+	if got := meta.Split("short", 100, true); len(got) != 1 || got[0] != "short" {
+		t.Errorf("Split of a short text: %q", got)
 	}
 }
 

@@ -12,8 +12,9 @@ import (
 	"github.com/comm-gateway/comm/channels"
 )
 
-// Text limits of one message: Messenger takes 2000 characters, Instagram
-// 1000 (counted here in bytes of UTF-8, the stricter reading).
+// Text limits of one message: Messenger takes 2000 characters (counted
+// here in UTF-16 code units), Instagram 1000 (counted in bytes of UTF-8,
+// the stricter reading).
 const (
 	MaxFacebookText  = 2000
 	MaxInstagramText = 1000
@@ -53,12 +54,12 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 	if strings.TrimSpace(msg.Text) == "" {
 		return channels.SendResult{}, channels.Permanent("%s: send message: the message has no text", a.channel)
 	}
-	limit, runes := MaxFacebookText, true
+	limit, utf16 := MaxFacebookText, true
 	if a.channel == Instagram {
-		limit, runes = MaxInstagramText, false
+		limit, utf16 = MaxInstagramText, false
 	}
 	var first string
-	for i, part := range Split(msg.Text, limit, runes) {
+	for i, part := range Split(msg.Text, limit, utf16) {
 		if i > 0 && strings.TrimSpace(part) == "" {
 			continue
 		}
@@ -101,30 +102,36 @@ func (a *Adapter) Typing(ctx context.Context, t channels.Typing) error {
 	return a.call(ctx, "typing", http.MethodPost, "/"+a.cfg.PageID+"/messages", a.cfg.PageAccessToken, a.secret(), nil, body, nil)
 }
 
-// Split cuts s into parts of at most max runes (runes true) or bytes of
-// UTF-8 (runes false), never inside a character, at a line break or
-// space in the last quarter of a part when there is one; the parts joined
-// are s.
-func Split(s string, max int, runes bool) []string {
+// Split cuts s into parts of at most max UTF-16 code units (utf16 true:
+// how Messenger counts characters, an emoji taking two) or bytes of UTF-8
+// (utf16 false), never inside a character, at a line break or space in
+// the last quarter of a part when there is one; the parts joined are s.
+func Split(s string, max int, utf16 bool) []string {
 	if max < 8 {
 		max = 8
 	}
-	var parts []string
-	over := func(s string) bool {
-		if runes {
-			return utf8.RuneCountInString(s) > max
+	size := func(r rune, n int) int {
+		switch {
+		case !utf16:
+			return n
+		case r >= 0x10000:
+			return 2
 		}
-		return len(s) > max
+		return 1
 	}
-	for over(s) {
-		cut, n := 0, 0
+	var parts []string
+	for {
+		cut, used := 0, 0
 		for cut < len(s) {
-			_, size := utf8.DecodeRuneInString(s[cut:])
-			if runes && n == max || !runes && cut+size > max {
+			r, n := utf8.DecodeRuneInString(s[cut:])
+			if used+size(r, n) > max {
 				break
 			}
-			cut += size
-			n++
+			used += size(r, n)
+			cut += n
+		}
+		if cut == len(s) {
+			break
 		}
 		floor := cut * 3 / 4
 		if i := strings.LastIndexByte(s[:cut], '\n'); i >= floor && i > 0 {
