@@ -393,6 +393,12 @@ func TestInstall(t *testing.T) {
 	if _, err := a.Install(context.Background(), "AQforged", redirect); !errors.As(err, &ce) || ce.Field != "code" {
 		t.Errorf("a forged code: %v, want a ConfigError on code", err)
 	}
+	wrong := operatorOptions(srv)
+	wrong.AppSecret = "not0the0app0secret0"
+	a, _ = meta.New(meta.Facebook, wrong, channels.Connection{Config: json.RawMessage(`{}`)})
+	if _, err := a.Install(context.Background(), "AQany", redirect); !errors.Is(err, channels.ErrPermanent) || !strings.Contains(err.Error(), "app secret") {
+		t.Errorf("a wrong app secret: %v, want a permanent failure naming the app secret", err)
+	}
 }
 
 // TestHumanAgent: with human_agent, a message refused outside the 24-hour

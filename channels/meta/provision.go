@@ -45,6 +45,9 @@ func (a *Adapter) Install(ctx context.Context, code, redirectURL string) (channe
 	q := url.Values{"client_id": {a.opts.AppID}, "client_secret": {a.opts.AppSecret}, "redirect_uri": {redirectURL}, "code": {code}}
 	err := a.call(ctx, "install", http.MethodGet, "/oauth/access_token", "", "", q, nil, &tok)
 	var ge *graphError
+	if errors.As(err, &ge) && strings.Contains(strings.ToLower(err.Error()), "client secret") {
+		return channels.Provisioned{}, channels.Permanent("%s: install: Meta refused the gateway's app secret (check --meta-app-secret): %v", a.channel, err)
+	}
 	if errors.As(err, &ge) && !errors.Is(err, channels.ErrTransient) {
 		return channels.Provisioned{}, &channels.ConfigError{Field: "code", Msg: a.channel + ": Meta refused the login code: " + strings.TrimPrefix(err.Error(), a.channel+": install: ")}
 	}
