@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
@@ -169,6 +170,7 @@ func (p *App) Route(r *http.Request, body []byte) ([]string, *channels.Response,
 	if err != nil {
 		return nil, nil, err
 	}
+	p.opts.verified.put(r, body, p.opts.AppSecret, pl)
 	if pl.Object != object(p.channel) {
 		p.opts.stats.UnknownObject.Add(1)
 		p.opts.Logger.Info(p.channel+": app webhook of another object dropped", "object", sanitize(pl.Object))
@@ -205,12 +207,15 @@ func (a *Adapter) ParseWebhook(r *http.Request, body []byte) ([]channels.Inbound
 	if len(body) > MaxEvent {
 		return nil, channels.Permanent("%s: a webhook request over %d bytes", a.channel, MaxEvent)
 	}
-	if err := Verify(a.channel, a.secret(), r.Header, body); err != nil {
-		return nil, err
-	}
-	pl, err := parsePayload(a.channel, body)
-	if err != nil {
-		return nil, err
+	pl, ok := a.opts.verified.get(r, body, a.secret())
+	if !ok {
+		if err := Verify(a.channel, a.secret(), r.Header, body); err != nil {
+			return nil, err
+		}
+		var err error
+		if pl, err = parsePayload(a.channel, body); err != nil {
+			return nil, err
+		}
 	}
 	if pl.Object != object(a.channel) || a.NeedsInstall() {
 		return nil, nil
@@ -423,4 +428,57 @@ func (a *Adapter) fileURLAllowed(raw string) bool {
 		}
 	}
 	return false
+}
+
+// verifiedSet remembers the app-level requests Route verified and parsed
+// while they are in flight: the gateway hands the same request and body
+// to the ParseWebhook of every connection Route named, and a batch for
+// many Pages is then verified and parsed once, not once per Page. An entry
+// is keyed by the request, matched on the very same body bytes and secret,
+// and dropped when the request's context ends.
+type verifiedSet struct {
+	mu sync.Mutex
+	m  map[*http.Request]verifiedBody
+}
+
+type verifiedBody struct {
+	body   []byte
+	secret string
+	pl     payload
+}
+
+// maxVerified bounds the requests remembered at once.
+const maxVerified = 4096
+
+func (v *verifiedSet) put(r *http.Request, body []byte, secret string, pl payload) {
+	if len(body) == 0 || r.Context().Done() == nil {
+		return // a request whose end is never signalled is not remembered
+	}
+	v.mu.Lock()
+	if len(v.m) >= maxVerified {
+		v.mu.Unlock()
+		return
+	}
+	v.m[r] = verifiedBody{body: body, secret: secret, pl: pl}
+	v.mu.Unlock()
+	context.AfterFunc(r.Context(), func() {
+		v.mu.Lock()
+		delete(v.m, r)
+		v.mu.Unlock()
+	})
+}
+
+func (v *verifiedSet) get(r *http.Request, body []byte, secret string) (payload, bool) {
+	if len(body) == 0 {
+		return payload{}, false
+	}
+	v.mu.Lock()
+	e, ok := v.m[r]
+	v.mu.Unlock()
+	// The same request, the same bytes (not a copy that could differ), the
+	// same secret.
+	if !ok || e.secret != secret || len(e.body) != len(body) || &e.body[0] != &body[0] {
+		return payload{}, false
+	}
+	return e.pl, true
 }

@@ -143,6 +143,10 @@ type Options struct {
 	Now func() time.Time
 	// stats counts what the app-level webhook dropped.
 	stats *Stats
+	// verified holds the app-level requests in flight that Route verified
+	// and parsed, for the ParseWebhook calls of the connections it routes
+	// to (one parse per request, not one per Page).
+	verified *verifiedSet
 }
 
 // Stats count what the channels dropped; safe for concurrent use.
@@ -186,6 +190,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.stats == nil {
 		o.stats = &Stats{}
+	}
+	if o.verified == nil {
+		o.verified = &verifiedSet{m: map[*http.Request]verifiedBody{}}
 	}
 	return o
 }
