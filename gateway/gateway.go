@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/slack"
 
 	"github.com/comm-gateway/comm/account"
@@ -49,6 +50,9 @@ type Config struct {
 	Discord discord.Options
 	// Telnyx configures SMS through Telnyx (its API URL).
 	Telnyx telnyx.Options
+	// Meta configures the facebook and instagram channels (the Graph API
+	// URL, the operator's Meta app).
+	Meta meta.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -96,11 +100,13 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 		// Gateway sessions and identify budgets, shared by the replicas.
 		cfg.Discord.State = messaging.ProviderState(log, "discord")
 	}
-	reg := Registry(ch, cfg.Telegram, cfg.Slack, cfg.Discord)
 	if cfg.Telnyx.Logger == nil {
 		cfg.Telnyx.Logger = logger
 	}
-	reg.Add(telnyx.Descriptor(cfg.Telnyx))
+	if cfg.Meta.Logger == nil {
+		cfg.Meta.Logger = logger
+	}
+	reg := registry(ch, cfg)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
 	}
@@ -133,14 +139,18 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 		Front: server.New(svc, fo), logger: logger}, nil
 }
 
-// Registry is every channel comm knows, with the adapters built so far.
-func Registry(mail *email.Channel, tg telegram.Options, sl slack.Options, dc discord.Options) *channels.Registry {
+// registry is every channel comm knows, with the adapters built so far,
+// configured by cfg.
+func registry(mail *email.Channel, cfg Config) *channels.Registry {
 	r := channels.NewRegistry(channels.Known()...)
 	r.Add(testchan.Descriptor())
 	r.Add(mail.Descriptor())
-	r.Add(telegram.Descriptor(tg))
-	r.Add(slack.Descriptor(sl))
-	r.Add(discord.Descriptor(dc))
+	r.Add(telegram.Descriptor(cfg.Telegram))
+	r.Add(slack.Descriptor(cfg.Slack))
+	r.Add(discord.Descriptor(cfg.Discord))
+	r.Add(telnyx.Descriptor(cfg.Telnyx))
+	r.Add(meta.FacebookDescriptor(cfg.Meta))
+	r.Add(meta.InstagramDescriptor(cfg.Meta))
 	return r
 }
 

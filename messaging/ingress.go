@@ -101,8 +101,9 @@ func hookError(c *ent.Connection, err error) error {
 // secret and names the routing keys it is for; each live connection that
 // registered one of them gets the request (its WebhookReceiver returns the
 // messages that are its own), which stores them once, as Hook does. Keys
-// no connection holds (an app uninstalled from a workspace) are ignored:
-// the provider gets 200 and does not retry.
+// no connection holds (an app uninstalled from a workspace, a Page whose
+// connection was deleted) are logged, counted (UnroutedEvents) and
+// ignored: the provider gets 200 and does not retry.
 func (s *Service) AppHook(ctx context.Context, channel string, r *http.Request, body []byte) (*channels.Response, error) {
 	d, err := s.channels.Lookup(channel, "")
 	if err != nil || d.App == nil {
@@ -121,6 +122,8 @@ func (s *Service) AppHook(ctx context.Context, channel string, r *http.Request, 
 	for _, key := range keys {
 		c, err := s.read.Connection.Query().Where(entconn.RouteKey(RouteKey(channel, key))).Only(tenant.System(ctx))
 		if ent.IsNotFound(err) {
+			s.unrouted.Add(1)
+			s.logger.Info("app hook: no connection holds the routing key; its events are dropped", "channel", channel, "key", key)
 			continue
 		}
 		if err != nil {

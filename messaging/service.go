@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
@@ -46,7 +47,16 @@ type Service struct {
 
 	messagePageBytes int
 	pendingReceipts  int
+
+	// unrouted counts app-level webhook events for routing keys no live
+	// connection holds (UnroutedEvents).
+	unrouted atomic.Int64
 }
+
+// UnroutedEvents is how many app-level webhook routing keys (a Page, a
+// workspace) came for which no live connection is registered: taken,
+// acknowledged to the provider, and dropped.
+func (s *Service) UnroutedEvents() int64 { return s.unrouted.Load() }
 
 // Options configure the service.
 type Options struct {

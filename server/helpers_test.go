@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/slack"
 
 	"github.com/comm-gateway/comm/channels"
@@ -77,6 +78,9 @@ type setup struct {
 	// discord configures the Discord channel (its API URL, the operator's
 	// app).
 	discord discord.Options
+	// meta configures the facebook and instagram channels (the Graph
+	// API URL, the operator's Meta app).
+	meta meta.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
@@ -99,7 +103,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Channels: su.channels},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Channels: su.channels},
 		Workers: workers,
 	})}
 }

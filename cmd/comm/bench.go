@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"github.com/comm-gateway/comm/channels/discord"
 	"github.com/comm-gateway/comm/channels/discord/discordtest"
+	"github.com/comm-gateway/comm/channels/meta"
+	"github.com/comm-gateway/comm/channels/meta/metatest"
 	"github.com/comm-gateway/comm/channels/slack"
 	"github.com/comm-gateway/comm/channels/slack/slacktest"
 	"github.com/comm-gateway/comm/channels/telegram"
@@ -29,7 +31,7 @@ import (
 func runBench(s *flagSet, args []string) error {
 	dbURL := s.String("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack), discord (Discord gateway dispatch -> message.received through one session), telnyx (Telnyx Ed25519-signed webhook ingress -> message.received at /hooks/sms/{id}, and reply -> POST /v2/messages at a fake Telnyx)")
+	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack), meta (signed, batched Messenger webhooks at /hooks/facebook -> message.received, and reply -> Send API latency at a fake Graph API), discord (Discord gateway dispatch -> message.received through one session, and sends under its rate limit), telnyx (Telnyx Ed25519-signed webhook ingress -> message.received at /hooks/sms/{id}, and reply -> POST /v2/messages at a fake Telnyx)")
 	dur := s.String("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.String("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.String("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -161,6 +163,19 @@ func runBench(s *flagSet, args []string) error {
 				return err
 			}
 			got = append(got, send)
+			for i := range got {
+				got[i].Engine = engine
+			}
+			results = append(results, got...)
+		case "meta":
+			nHTTP, err := parseInt("--http-clients", *httpClients)
+			if err != nil {
+				return err
+			}
+			got, err := benchMeta(ctx, open, nHTTP, d)
+			if err != nil {
+				return err
+			}
 			for i := range got {
 				got[i].Engine = engine
 			}
@@ -364,6 +379,48 @@ func benchSlack(ctx context.Context, open opener, clients int, d time.Duration) 
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// benchMeta measures Messenger webhook ingress (signed batches of 10
+// messages POSTed to /hooks/facebook -> message.received, for 1 and 20
+// Pages connected through the operator app's login flow) and reply ->
+// Send API latency, against the fake Graph API on loopback.
+func benchMeta(ctx context.Context, open opener, clients int, d time.Duration) ([]bench.Result, error) {
+	fake := metatest.NewServer()
+	defer fake.Close()
+	cfg := gateway.Config{Meta: meta.Options{APIURL: fake.APIURL, DialogURL: fake.DialogURL,
+		AppID: fake.AppID, AppSecret: fake.AppSecret, VerifyToken: fake.VerifyToken}}
+	var out []bench.Result
+	for _, pages := range []int{1, 20} {
+		r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
+			api := bench.NewAPI(base, clients)
+			conns, err := bench.NewMetaConnections(ctx, api, fake, pages)
+			if err != nil {
+				return bench.Result{}, err
+			}
+			r, err := bench.MetaIngress(ctx, base, fake.AppSecret, conns, clients, 10, d)
+			r.Name = fmt.Sprintf("POST /hooks/facebook (signed batches) -> message.received, %d Page(s)", pages)
+			return r, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
+		api := bench.NewAPI(base, 4)
+		conns, err := bench.NewMetaConnections(ctx, api, fake, 1)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		r, err := bench.MetaReplyLatency(ctx, api, base, fake.AppSecret, conns[0], fake, 300)
+		r.Name = "reply -> fake Send API (facebook)"
+		return r, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(out, r), nil
 }
 
 // benchDiscord measures Discord gateway dispatch -> message.received

@@ -21,6 +21,7 @@ import (
 
 	"github.com/comm-gateway/comm/channels/discord"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/slack"
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telnyx"
@@ -82,6 +83,12 @@ func serve(s *flagSet, args []string) error {
 	discordSecret := s.String("discord-client-secret", "COMM_DISCORD_CLIENT_SECRET", "", "client secret of the operator's Discord application")
 	discordBot := s.String("discord-bot-token", "COMM_DISCORD_BOT_TOKEN", "", "bot token of the operator's Discord application (one gateway session serves every guild it is installed in)")
 	telnyxURL := s.String("telnyx-api-url", "COMM_TELNYX_API_URL", telnyx.DefaultAPIURL, "Telnyx API v2 base URL, with /v2 (SMS through the customer's own Telnyx account: POST /v1/connections {\"channel\":\"sms\",\"provider\":\"telnyx\"})")
+	metaURL := s.String("meta-api-url", "COMM_META_API_URL", meta.DefaultAPIURL, "Meta Graph API base URL with its version (facebook and instagram channels)")
+	metaDialog := s.String("meta-dialog-url", "COMM_META_DIALOG_URL", meta.DefaultDialogURL, "Facebook Login dialog URL the operator's Meta app sends people to")
+	metaID := s.String("meta-app-id", "COMM_META_APP_ID", "", "app id of the operator's Meta app (with its secret and verify token, customers can connect their Pages by logging in: POST /v1/connections {\"channel\":\"facebook\"}; serving other people's Pages needs Meta App Review)")
+	metaSecret := s.String("meta-app-secret", "COMM_META_APP_SECRET", "", "app secret of the operator's Meta app (verifies /hooks/facebook and /hooks/instagram)")
+	metaVerify := s.String("meta-verify-token", "COMM_META_VERIFY_TOKEN", "", "verify token entered with the callback URLs /hooks/facebook and /hooks/instagram in the Meta app's webhook settings")
+	metaConfigID := s.String("meta-login-config-id", "COMM_META_LOGIN_CONFIG_ID", "", "Facebook Login for Business configuration id (config_id) to use instead of the default permissions")
 	dnsResolver := s.String("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.String("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.String("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
@@ -250,7 +257,7 @@ func serve(s *flagSet, args []string) error {
 	if mx == "" {
 		mx = *mailDomain
 	}
-	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}, {"--discord-api-url", *discordURL}, {"--telnyx-api-url", *telnyxURL}} {
+	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}, {"--discord-api-url", *discordURL}, {"--telnyx-api-url", *telnyxURL}, {"--meta-api-url", *metaURL}, {"--meta-dialog-url", *metaDialog}} {
 		if u, err := url.Parse(f.v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s must be an http(s) URL, not %q", f.flag, f.v)
 		}
@@ -260,6 +267,9 @@ func serve(s *flagSet, args []string) error {
 	}
 	if n := len(slices.DeleteFunc([]string{*discordID, *discordSecret, *discordBot}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
 		return errors.New("--discord-client-id, --discord-client-secret and --discord-bot-token go together")
+	}
+	if n := len(slices.DeleteFunc([]string{*metaID, *metaSecret, *metaVerify}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
+		return errors.New("--meta-app-id, --meta-app-secret and --meta-verify-token go together")
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -275,7 +285,9 @@ func serve(s *flagSet, args []string) error {
 		Slack:    slack.Options{APIURL: *slackURL, ClientID: *slackID, ClientSecret: *slackSecret, SigningSecret: *slackSigning},
 		Discord:  discord.Options{APIURL: *discordURL, ClientID: *discordID, ClientSecret: *discordSecret, BotToken: *discordBot},
 		Telnyx:   telnyx.Options{APIURL: *telnyxURL},
-		Webhook:  webhook.Options{AllowPrivate: private},
+		Meta: meta.Options{APIURL: *metaURL, DialogURL: *metaDialog, AppID: *metaID, AppSecret: *metaSecret,
+			VerifyToken: *metaVerify, LoginConfigID: *metaConfigID},
+		Webhook: webhook.Options{AllowPrivate: private},
 		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
 			SandboxConnections: limits.sandboxConns,
