@@ -16,6 +16,7 @@ import (
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/testchan"
+	"github.com/comm-gateway/comm/channels/twilio"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/stream"
@@ -46,6 +47,9 @@ type Config struct {
 	// Discord configures the Discord channel (its API URL, the operator's
 	// app).
 	Discord discord.Options
+	// Twilio configures SMS and WhatsApp through customers' own Twilio
+	// accounts (the REST API's URLs).
+	Twilio twilio.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -89,7 +93,10 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Discord.Logger == nil {
 		cfg.Discord.Logger = logger
 	}
-	reg := Registry(ch, cfg.Telegram, cfg.Slack, cfg.Discord)
+	if cfg.Twilio.Logger == nil {
+		cfg.Twilio.Logger = logger
+	}
+	reg := Registry(ch, cfg.Telegram, cfg.Slack, cfg.Discord, cfg.Twilio)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
 	}
@@ -123,13 +130,16 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 }
 
 // Registry is every channel comm knows, with the adapters built so far.
-func Registry(mail *email.Channel, tg telegram.Options, sl slack.Options, dc discord.Options) *channels.Registry {
+func Registry(mail *email.Channel, tg telegram.Options, sl slack.Options, dc discord.Options, tw twilio.Options) *channels.Registry {
 	r := channels.NewRegistry(channels.Known()...)
 	r.Add(testchan.Descriptor())
 	r.Add(mail.Descriptor())
 	r.Add(telegram.Descriptor(tg))
 	r.Add(slack.Descriptor(sl))
 	r.Add(discord.Descriptor(dc))
+	for _, d := range twilio.Descriptors(tw) {
+		r.Add(d)
+	}
 	return r
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/channels"
 
 	"github.com/comm-gateway/comm/channels/telegram"
+	"github.com/comm-gateway/comm/channels/twilio"
 
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels/email"
@@ -77,6 +78,8 @@ type setup struct {
 	// discord configures the Discord channel (its API URL, the operator's
 	// app).
 	discord discord.Options
+	// twilio configures SMS and WhatsApp through Twilio (its API URLs).
+	twilio twilio.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
@@ -99,7 +102,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Channels: su.channels},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Twilio: su.twilio, Channels: su.channels},
 		Workers: workers,
 	})}
 }

@@ -316,9 +316,9 @@ func (a *Adapter) message(ctx context.Context, p url.Values) ([]channels.Inbound
 var errTooBig = errors.New("larger than the attachment limit")
 
 // download fetches a media file with the account's credentials. Only URLs
-// on the configured REST API's host are fetched (the credentials go
-// nowhere else); a redirect from there to storage is followed without
-// them.
+// of the account on the configured REST API's host are fetched (the
+// credentials go nowhere else); redirects from there (to the file's
+// presigned storage URL) are followed without them, at most 3.
 func (a *Adapter) download(ctx context.Context, mediaURL, ctype string) (channels.Attachment, error) {
 	u, err := url.Parse(mediaURL)
 	api, _ := url.Parse(a.opts.APIURL)
@@ -333,7 +333,22 @@ func (a *Adapter) download(ctx context.Context, mediaURL, ctype string) (channel
 		return channels.Attachment{}, err
 	}
 	req.SetBasicAuth(a.credentials())
-	resp, err := a.opts.HTTPClient.Do(req)
+	// Redirects (to the file's presigned storage URL) are followed here,
+	// without the credentials, whatever host they name.
+	client := *a.opts.HTTPClient
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.Do(req)
+	for hops := 0; err == nil && hops < 3 && isRedirect(resp.StatusCode); hops++ {
+		loc, lerr := resp.Location()
+		resp.Body.Close()
+		if lerr != nil || (loc.Scheme != "https" && loc.Scheme != u.Scheme) {
+			return channels.Attachment{}, errors.New("download media: a redirect to an unusable location")
+		}
+		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, loc.String(), nil); err != nil {
+			return channels.Attachment{}, err
+		}
+		resp, err = client.Do(req)
+	}
 	if err != nil {
 		return channels.Attachment{}, netError(ctx, "download media", err)
 	}
@@ -366,6 +381,14 @@ func (a *Adapter) download(ctx context.Context, mediaURL, ctype string) (channel
 		name += exts[0]
 	}
 	return channels.Attachment{Filename: name, ContentType: ctype, Data: data}, nil
+}
+
+func isRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
 }
 
 // extensions are the file name extensions of the media types Twilio

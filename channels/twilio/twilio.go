@@ -125,15 +125,9 @@ func (o Options) withDefaults() Options {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{
 			Transport: http.DefaultTransport.(*http.Transport).Clone(),
-			// Media URLs redirect to short-lived storage URLs; at most a
-			// few hops. (Go drops the Authorization header when a
-			// redirect leaves the host.)
-			CheckRedirect: func(_ *http.Request, via []*http.Request) error {
-				if len(via) >= 3 {
-					return http.ErrUseLastResponse
-				}
-				return nil
-			},
+			// The REST API does not redirect; media downloads follow
+			// their redirects themselves, without the credentials.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
 	if o.CallTimeout <= 0 {

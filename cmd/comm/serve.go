@@ -23,6 +23,7 @@ import (
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/channels/slack"
 	"github.com/comm-gateway/comm/channels/telegram"
+	"github.com/comm-gateway/comm/channels/twilio"
 	"github.com/comm-gateway/comm/gateway"
 
 	"github.com/comm-gateway/comm/channels/email"
@@ -80,6 +81,9 @@ func serve(s *flagSet, args []string) error {
 	discordID := s.String("discord-client-id", "COMM_DISCORD_CLIENT_ID", "", "client id of the operator's Discord application (with its secret and bot token, customers can install it: POST /v1/connections {\"channel\":\"discord\"})")
 	discordSecret := s.String("discord-client-secret", "COMM_DISCORD_CLIENT_SECRET", "", "client secret of the operator's Discord application")
 	discordBot := s.String("discord-bot-token", "COMM_DISCORD_BOT_TOKEN", "", "bot token of the operator's Discord application (one gateway session serves every guild it is installed in)")
+	twilioURL := s.String("twilio-api-url", "COMM_TWILIO_API_URL", twilio.DefaultAPIURL, "Twilio REST API base URL (SMS and WhatsApp through customers' own Twilio accounts; a fake in tests)")
+	twilioMsgURL := s.String("twilio-messaging-url", "COMM_TWILIO_MESSAGING_URL", twilio.DefaultMessagingURL, "Twilio Messaging API base URL (Messaging Services, WhatsApp typing indicators)")
+	twilioMedia := s.String("twilio-max-media-bytes", "COMM_TWILIO_MAX_MEDIA_BYTES", fmt.Sprint(twilio.DefaultMaxAttachment), "largest MMS or WhatsApp media file downloaded into an inbound message, in bytes (larger ones are left out and listed in the message's details)")
 	dnsResolver := s.String("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.String("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.String("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
@@ -248,7 +252,8 @@ func serve(s *flagSet, args []string) error {
 	if mx == "" {
 		mx = *mailDomain
 	}
-	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}, {"--discord-api-url", *discordURL}} {
+	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}, {"--discord-api-url", *discordURL},
+		{"--twilio-api-url", *twilioURL}, {"--twilio-messaging-url", *twilioMsgURL}} {
 		if u, err := url.Parse(f.v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s must be an http(s) URL, not %q", f.flag, f.v)
 		}
@@ -258,6 +263,10 @@ func serve(s *flagSet, args []string) error {
 	}
 	if n := len(slices.DeleteFunc([]string{*discordID, *discordSecret, *discordBot}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
 		return errors.New("--discord-client-id, --discord-client-secret and --discord-bot-token go together")
+	}
+	twilioMediaN, err := strconv.ParseInt(*twilioMedia, 10, 64)
+	if err != nil || twilioMediaN <= 0 {
+		return fmt.Errorf("--twilio-max-media-bytes must be a positive number of bytes, not %q", *twilioMedia)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -272,6 +281,7 @@ func serve(s *flagSet, args []string) error {
 		Telegram: telegram.Options{APIURL: *telegramURL},
 		Slack:    slack.Options{APIURL: *slackURL, ClientID: *slackID, ClientSecret: *slackSecret, SigningSecret: *slackSigning},
 		Discord:  discord.Options{APIURL: *discordURL, ClientID: *discordID, ClientSecret: *discordSecret, BotToken: *discordBot},
+		Twilio:   twilio.Options{APIURL: *twilioURL, MessagingURL: *twilioMsgURL, MaxAttachment: twilioMediaN},
 		Webhook:  webhook.Options{AllowPrivate: private},
 		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
