@@ -162,6 +162,9 @@ func classify(op string, resp *http.Response, re restError) error {
 		if r := reasons[re.Code]; r != "" && !strings.Contains(strings.ToLower(msg), strings.ToLower(r)) {
 			detail += " (" + r + ")"
 		}
+		if status >= 500 || status == http.StatusTooManyRequests {
+			detail += fmt.Sprintf(", HTTP %d", status)
+		}
 	}
 	var e *channels.Error
 	switch {
