@@ -9,7 +9,10 @@
 // WebhookReceiver parses signed provider webhooks, Poller runs a long-lived
 // inbound session, Injector takes messages from the API caller (the test
 // channel), Deprovisioner undoes the provider-side setup when the
-// connection is deleted, Closer releases resources at shutdown.
+// connection is deleted, Acknowledger chooses the answer to a webhook
+// whose messages were stored (Twilio's empty TwiML), TemplateSender sends
+// provider templates (WhatsApp outside its 24-hour window), Closer
+// releases resources at shutdown.
 //
 // Lifecycle: New (validate the configuration; no network) -> Provision
 // (only when the connection is made) -> Send, Typing, Respond,
