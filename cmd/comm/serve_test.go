@@ -177,7 +177,8 @@ func TestServeConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, want := range []string{"--listen", "COMM_LISTEN", "127.0.0.1:8080", "--database-url", "COMM_DATABASE_URL", "--data-dir", "COMM_DATA_DIR", "./comm-data"} {
+	for _, want := range []string{"--listen", "COMM_LISTEN", "127.0.0.1:8080", "--database-url", "COMM_DATABASE_URL", "--data-dir", "COMM_DATA_DIR", "./comm-data",
+		"--twilio-api-url", "COMM_TWILIO_API_URL", "--twilio-messaging-url", "--twilio-max-media-bytes"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("--help lacks %q:\n%s", want, out)
 		}
@@ -204,6 +205,8 @@ func TestServeConfig(t *testing.T) {
 		{"serve", "--sqlite-sync", "sometimes"},
 		{"serve", "--writers", "many"},
 		{"serve", "--nope"},
+		{"serve", "--twilio-api-url", "api.twilio.com"},
+		{"serve", "--twilio-max-media-bytes", "0"},
 	} {
 		cmd := exec.Command(bin, bad...)
 		cmd.Dir = t.TempDir()
