@@ -157,12 +157,17 @@ func TestTwilioSMS(t *testing.T) {
 			Header: map[string]string{"X-Twilio-Signature": jr.Header.Get("X-Twilio-Signature")}})
 		wantError(t, r, http.StatusUnauthorized, "unauthenticated", "")
 
-		// Reply: Messages.json from the number, with the status callback.
+		// Reply: Messages.json from the number, with the status callback
+		// (whose first reports arrive before Messages.json answers).
+		acct.CallbackFirst("sent", "delivered")
 		out := g.queue(t, key, "/v1/messages/"+in.ID+"/reply", `{"text":"Hi! How can I help?"}`)
 		g.waitMessage(t, key, out.ID, "sent", func(m message) bool { return m.Status == "sent" })
 		sent := acct.Sent()
 		if len(sent) != 1 || sent[0].To != twilioPerson || sent[0].From != twilioNumber || sent[0].Body != "Hi! How can I help?" || sent[0].StatusCallback != hook {
 			t.Fatalf("Messages.json got %+v, want the reply from %s to %s with StatusCallback %s", sent, twilioNumber, twilioPerson, hook)
+		}
+		if got := acct.EarlyAnswers(); len(got) != 2 || got[0] != 200 || got[1] != 200 {
+			t.Errorf("status callbacks before the send's answer got %v, want 200 twice", got)
 		}
 		// Status callbacks for it: taken (200, TwiML), no message stored.
 		for _, s := range []string{"sent", "delivered"} {

@@ -24,7 +24,10 @@
 // configured followed by the sorted parameters; DeliverJSON posts a JSON
 // body with ?bodySHA256=<hex> added to the URL, the signature over the URL
 // only. Rewrite sends the requests elsewhere than the signed URL (a proxy
-// in front of the receiver). Safe for concurrent use.
+// in front of the receiver). Status posts a status callback to the
+// StatusCallback a message was sent with; CallbackFirst makes the next
+// message's callbacks arrive before Messages.json answers. Safe for
+// concurrent use.
 package twiliotest
 
 import (
@@ -152,6 +155,29 @@ type Account struct {
 	typings   []Typing
 	fail      map[string][]Failure
 	calls     map[string]int
+	// early are status callbacks the next created message gets before
+	// Messages.json answers.
+	early []string
+	// EarlyAnswers are the HTTP statuses the early callbacks got.
+	earlyAnswers []int
+}
+
+// CallbackFirst makes the next message created post these status
+// callbacks ("sent", "delivered" ...) to its StatusCallback before
+// Messages.json answers, as Twilio may: the receiver sees the report on a
+// message whose send has not returned yet.
+func (a *Account) CallbackFirst(statuses ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.early = append([]string(nil), statuses...)
+}
+
+// EarlyAnswers returns the HTTP statuses the receiver answered the
+// CallbackFirst callbacks with (0: the request failed).
+func (a *Account) EarlyAnswers() []int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]int(nil), a.earlyAnswers...)
 }
 
 // Number is an IncomingPhoneNumber.
@@ -851,7 +877,18 @@ func (a *Account) create(w http.ResponseWriter, r *http.Request) {
 		close(a.sentWake)
 		a.sentWake = nil
 	}
+	early := a.early
+	a.early = nil
 	a.mu.Unlock()
+	for _, st := range early {
+		code := 0
+		if m.StatusCallback != "" {
+			code, _, _ = a.Deliver(r.Context(), m.StatusCallback, a.StatusParams(m.SID, st, 0))
+		}
+		a.mu.Lock()
+		a.earlyAnswers = append(a.earlyAnswers, code)
+		a.mu.Unlock()
+	}
 	now := time.Now().UTC().Format(time.RFC1123Z)
 	writeJSON(w, http.StatusCreated, map[string]any{"sid": m.SID, "account_sid": a.SID, "from": from, "to": to,
 		"messaging_service_sid": nilIfEmpty(svc), "body": body, "status": "queued", "num_segments": "1", "num_media": "0",
