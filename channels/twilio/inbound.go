@@ -53,14 +53,41 @@ func Signature(authToken, u string, params url.Values) string {
 
 // Verify reports whether sig is Twilio's signature of a request to u with
 // params. Like Twilio's own validators it also accepts u with its default
-// port added or removed (Twilio signs the URL as it was configured).
+// port added or removed (Twilio signs the URL as it was configured), and a
+// repeated parameter's values sorted with duplicates dropped (as
+// twilio-php signs them).
 func Verify(authToken, u string, params url.Values, sig string) bool {
+	sets := []url.Values{params}
+	if norm, ok := sortedValues(params); ok {
+		sets = append(sets, norm)
+	}
 	for _, v := range urlVariants(u) {
-		if hmac.Equal([]byte(Signature(authToken, v, params)), []byte(sig)) {
-			return true
+		for _, p := range sets {
+			if hmac.Equal([]byte(Signature(authToken, v, p)), []byte(sig)) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// sortedValues is params with each repeated parameter's values sorted and
+// deduplicated; false when no parameter repeats.
+func sortedValues(params url.Values) (url.Values, bool) {
+	repeated := false
+	for _, vs := range params {
+		repeated = repeated || len(vs) > 1
+	}
+	if !repeated {
+		return nil, false
+	}
+	out := make(url.Values, len(params))
+	for k, vs := range params {
+		vs = slices.Clone(vs)
+		slices.Sort(vs)
+		out[k] = slices.Compact(vs)
+	}
+	return out, true
 }
 
 // urlVariants is u, and u with its default port removed or added.

@@ -62,6 +62,15 @@ func TestSignatureVectors(t *testing.T) {
 	if !twilio.Verify(token, strings.Replace(u, "https", "http", 1), params, "0ZXoZLH/DfblKGATFgpif+LLRf4=") {
 		t.Error("Verify refuses twilio-python's vector signed with :80")
 	}
+	// twilio-php's repeated parameter vector (values sorted, duplicates
+	// dropped).
+	dup := url.Values{"Sid": {"CA123"}, "SidAccount": {"AC123"}, "Digits": {"5678", "1234", "1234"}}
+	if !twilio.Verify(token, u, dup, "IK+Dwps556ElfBT0I3Rgjkr1wJU=") {
+		t.Error("Verify refuses twilio-php's vector with a repeated parameter")
+	}
+	if !twilio.Verify(token, u, dup, twilio.Signature(token, u, dup)) {
+		t.Error("Verify refuses repeated values signed in order")
+	}
 	// JSON bodies: the URL carries bodySHA256 and is signed alone.
 	const hash = "0a1ff7634d9ab3b95db5c9a2dfe9416e41502b283a80c7cf19632632f96e6620"
 	if sum := sha256.Sum256([]byte(`{"property": "value", "boolean": true}`)); hex.EncodeToString(sum[:]) != hash {
