@@ -109,6 +109,11 @@ func NewServer() *Server {
 	return s
 }
 
+// ServeHTTP serves the fake API (to mount it on a listener of one's own;
+// set URL to that listener's base URL then, as media URLs are built from
+// it).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
+
 // Close stops the server, ending held requests.
 func (s *Server) Close() {
 	s.once.Do(func() { close(s.done) })
