@@ -456,8 +456,17 @@ func TestConnectTiers(t *testing.T) {
 		}
 		free := []string{
 
-			`{"channel":"instagram"}`, `{"channel":"facebook"}`, `{"channel":"sms","provider":"twilio"}`,
-			`{"channel":"sms","provider":"telnyx"}`, `{"channel":"whatsapp","provider":"twilio"}`,
+			`{"channel":"instagram"}`, `{"channel":"facebook"}`,
+			`{"channel":"sms","provider":"telnyx"}`,
+		}
+		// Free channels with an adapter: a sandbox key passes the tier
+		// and the adapter names the missing config.
+		built := []string{`{"channel":"sms","provider":"twilio"}`, `{"channel":"whatsapp","provider":"twilio"}`}
+		for _, body := range built {
+			t.Run("sandbox "+body, func(t *testing.T) {
+				t.Parallel()
+				wantError(t, g.post(t, sb.APIKey, "/v1/connections", body), http.StatusBadRequest, "invalid_parameter", "config.account_sid")
+			})
 		}
 		for _, body := range paid {
 			t.Run("sandbox "+body, func(t *testing.T) {
