@@ -436,9 +436,9 @@ type outboundDetails struct {
 	Template *channels.Template `json:"template,omitempty"`
 }
 
-// TemplateOf returns the template an outbound message's details hold, or
+// templateOf returns the template an outbound message's details hold, or
 // nil.
-func TemplateOf(details json.RawMessage) *channels.Template {
+func templateOf(details json.RawMessage) *channels.Template {
 	if len(details) == 0 {
 		return nil
 	}

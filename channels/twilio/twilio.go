@@ -194,8 +194,8 @@ var (
 	numberSID = regexp.MustCompile(`^PN[0-9a-fA-F]{32}$`)
 	e164RE    = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 	tokenRE   = regexp.MustCompile(`^[A-Za-z0-9]{16,128}$`)
-	// messageRE is a message sid: SMS "SM", MMS "MM" (and "MG"-less ids
-	// of other kinds Twilio may add), 32 hex digits.
+	// messageRE is a message sid: two capital letters ("SM" for SMS,
+	// "MM" for MMS and media; Twilio may add kinds) and 32 hex digits.
 	messageRE = regexp.MustCompile(`^[A-Z]{2}[0-9a-fA-F]{32}$`)
 	contentRE = regexp.MustCompile(`^HX[0-9a-fA-F]{32}$`)
 )
