@@ -9,7 +9,10 @@
 // WebhookReceiver parses signed provider webhooks, Poller runs a long-lived
 // inbound session, Injector takes messages from the API caller (the test
 // channel), Deprovisioner undoes the provider-side setup when the
-// connection is deleted, Closer releases resources at shutdown.
+// connection is deleted, Acknowledger chooses the answer to a webhook
+// whose messages were stored (Twilio's empty TwiML), TemplateSender sends
+// provider templates (WhatsApp outside its 24-hour window), Closer
+// releases resources at shutdown.
 //
 // Lifecycle: New (validate the configuration; no network) -> Provision
 // (only when the connection is made) -> Send, Typing, Respond,
@@ -388,6 +391,36 @@ type Outbound struct {
 	// ConversationID is comm's conversation; a channel that can carry it
 	// in an address (email's reply-to plus-address) routes answers back.
 	ConversationID string
+	// Template, when set, is a provider-approved template the provider
+	// sends in place of Text (WhatsApp outside its 24-hour window). Only
+	// adapters that are TemplateSenders get one.
+	Template *Template
+}
+
+// Template is a provider-approved message template and the values of its
+// variables (Twilio Content API: ContentSid and ContentVariables). It is
+// the "template" object of POST /v1/messages and of a reply.
+type Template struct {
+	// ContentSID names the template (Twilio "HX" + 32 hex digits).
+	ContentSID string `json:"content_sid"`
+	// Variables fill the template's placeholders, by name ("1", "2" ...).
+	Variables map[string]string `json:"variables,omitempty"`
+}
+
+// TemplateSender is an adapter that sends templates (Outbound.Template).
+type TemplateSender interface {
+	// CheckTemplate says whether t can go out on this connection: nil,
+	// or a *ConfigError naming the field of the template that is wrong
+	// ("template" when the connection takes no templates at all).
+	CheckTemplate(t Template) error
+}
+
+// Acknowledger is a WebhookReceiver whose provider expects a particular
+// answer once a request's messages are stored (Twilio: an empty TwiML
+// document, so that nothing replies automatically). Without it the answer
+// is an empty 200.
+type Acknowledger interface {
+	Ack() *Response
 }
 
 // SendResult is what a provider said about a delivered message.

@@ -106,22 +106,33 @@ type Domain = api.Domain
 // DomainRecord is one DNS record to publish, and what verification found.
 type DomainRecord = api.DomainRecord
 
-// ReplyRequest is the body of Reply. Text or HTML is required. Subject
-// defaults to "Re: " and the subject of the message answered, when it has
-// one.
+// ReplyRequest is the body of Reply. Text or HTML is required (or a
+// Template, instead). Subject defaults to "Re: " and the subject of the
+// message answered, when it has one.
 type ReplyRequest struct {
-	Text    string `json:"text,omitempty"`
-	HTML    string `json:"html,omitempty"`
-	Subject string `json:"subject,omitempty"`
+	Text     string    `json:"text,omitempty"`
+	HTML     string    `json:"html,omitempty"`
+	Subject  string    `json:"subject,omitempty"`
+	Template *Template `json:"template,omitempty"`
 }
 
 // SendRequest is the body of Send: a proactive message.
 type SendRequest struct {
-	ConnectionID string `json:"connection_id"`
-	To           string `json:"to"`
-	Text         string `json:"text,omitempty"`
-	HTML         string `json:"html,omitempty"`
-	Subject      string `json:"subject,omitempty"`
+	ConnectionID string    `json:"connection_id"`
+	To           string    `json:"to"`
+	Text         string    `json:"text,omitempty"`
+	HTML         string    `json:"html,omitempty"`
+	Subject      string    `json:"subject,omitempty"`
+	Template     *Template `json:"template,omitempty"`
+}
+
+// Template is a provider-approved message template sent in place of text:
+// on WhatsApp connections through Twilio, a Content SID ("HX...") and the
+// values of its variables. WhatsApp needs one outside the 24 hours after
+// the person's last message.
+type Template struct {
+	ContentSID string            `json:"content_sid"`
+	Variables  map[string]string `json:"variables,omitempty"`
 }
 
 // InjectRequest is a message injected into a test connection as if Sender

@@ -18,6 +18,7 @@ import (
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telnyx"
 	"github.com/comm-gateway/comm/channels/testchan"
+	"github.com/comm-gateway/comm/channels/twilio"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/stream"
@@ -53,6 +54,9 @@ type Config struct {
 	// Meta configures the facebook and instagram channels (the Graph API
 	// URL, the operator's Meta app).
 	Meta meta.Options
+	// Twilio configures SMS and WhatsApp through customers' own Twilio
+	// accounts (the REST API's URLs).
+	Twilio twilio.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -106,6 +110,9 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Meta.Logger == nil {
 		cfg.Meta.Logger = logger
 	}
+	if cfg.Twilio.Logger == nil {
+		cfg.Twilio.Logger = logger
+	}
 	reg := registry(ch, cfg)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
@@ -151,6 +158,9 @@ func registry(mail *email.Channel, cfg Config) *channels.Registry {
 	r.Add(telnyx.Descriptor(cfg.Telnyx))
 	r.Add(meta.FacebookDescriptor(cfg.Meta))
 	r.Add(meta.InstagramDescriptor(cfg.Meta))
+	for _, d := range twilio.Descriptors(cfg.Twilio) {
+		r.Add(d)
+	}
 	return r
 }
 

@@ -19,7 +19,8 @@ import (
 // the adapter verifies the request before anything is read from it. A
 // handshake gets the adapter's answer; a message is stored once
 // (idempotent by the provider's message id), then the request is answered
-// with an empty 200. An unknown connection, one of another channel, one
+// with an empty 200, or with what the adapter's Ack says (Twilio's empty
+// TwiML). An unknown connection, one of another channel, one
 // that was deleted, and one whose messages come from the API only (the
 // test channel) are not found. A request that does not verify is
 // unauthenticated and stores nothing.
@@ -73,9 +74,14 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 		return nil, hookError(c, err)
 	}
 	for _, in := range ins {
+		// Messages are stored, and reports on outbound messages
+		// (Receipt) recorded on them.
 		if _, _, err := s.Receive(ctx, c, in); err != nil {
 			return nil, fmt.Errorf("hook %s: store message %s: %w", c.ID, in.ProviderID, err)
 		}
+	}
+	if ak, ok := a.(channels.Acknowledger); ok {
+		return ak.Ack(), nil
 	}
 	return &channels.Response{Status: http.StatusOK}, nil
 }

@@ -492,11 +492,17 @@ type SendInput struct {
 	Text         string  `json:"text"`
 	HTML         *string `json:"html"`
 	Subject      *string `json:"subject"`
+	// Template is a provider-approved template sent in place of text
+	// (WhatsApp through Twilio: {"content_sid":"HX...","variables":{...}}),
+	// on connections whose adapter is a channels.TemplateSender.
+	Template *channels.Template `json:"template"`
 }
 
 func (in *SendInput) validate() error {
 	switch {
-	case in.Text == "" && (in.HTML == nil || *in.HTML == ""):
+	case in.Template != nil && (in.Text != "" || in.HTML != nil):
+		return Invalid("template", "give text or a template, not both (the template is the message)")
+	case in.Template == nil && in.Text == "" && (in.HTML == nil || *in.HTML == ""):
 		return Invalid("text", "text or html is required")
 	case len(in.Text) > MaxTextBytes:
 		return Invalid("text", "at most %d bytes", MaxTextBytes)
@@ -508,6 +514,49 @@ func (in *SendInput) validate() error {
 		return Invalid("subject", "at most %d bytes, one line", MaxSubjectBytes)
 	}
 	return nil
+}
+
+// checkTemplate refuses a template on a connection that takes none, and
+// one its adapter finds wrong, naming the field.
+func (s *Service) checkTemplate(ctx context.Context, c *ent.Connection, t *channels.Template) error {
+	if t == nil {
+		return nil
+	}
+	a, err := s.adapter(ctx, c)
+	if err != nil {
+		return Invalid("template", "connection %s cannot check templates now: %v", c.ID, err)
+	}
+	ts, ok := a.(channels.TemplateSender)
+	if !ok {
+		return Invalid("template", "templates are for WhatsApp connections through Twilio; %s is a %s connection", c.ID, c.Channel)
+	}
+	if err := ts.CheckTemplate(*t); err != nil {
+		var fe *channels.ConfigError
+		if errors.As(err, &fe) {
+			return Invalid(fe.Field, "%s", fe.Msg)
+		}
+		return Invalid("template", "%v", err)
+	}
+	return nil
+}
+
+// outboundDetails are the details stored on an outbound message: the
+// template it sends, if any (the outbox reads it back).
+type outboundDetails struct {
+	Template *channels.Template `json:"template,omitempty"`
+}
+
+// templateOf returns the template an outbound message's details hold, or
+// nil.
+func templateOf(details json.RawMessage) *channels.Template {
+	if len(details) == 0 {
+		return nil
+	}
+	var d outboundDetails
+	if json.Unmarshal(details, &d) != nil {
+		return nil
+	}
+	return d.Template
 }
 
 // thread loads a message with its live connection and its conversation. A
@@ -550,6 +599,9 @@ func (s *Service) Reply(ctx context.Context, msgID string, in SendInput) (*Messa
 		return nil, err
 	}
 	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	if err := s.checkTemplate(ctx, c, in.Template); err != nil {
 		return nil, err
 	}
 	to := counterpart(orig)
@@ -598,6 +650,9 @@ func (s *Service) Send(ctx context.Context, in SendInput) (*Message, error) {
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
+	if err := s.checkTemplate(ctx, c, in.Template); err != nil {
+		return nil, err
+	}
 	if err := s.allowSend(ctx, p, c, in.To); err != nil {
 		return nil, err
 	}
@@ -634,6 +689,13 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 		}
 		if len(refs) > 0 {
 			create.SetReferences(refs)
+		}
+		if in.Template != nil {
+			d, err := json.Marshal(outboundDetails{Template: in.Template})
+			if err != nil {
+				return err
+			}
+			create.SetDetails(d)
 		}
 		stored, err = create.Save(tctx)
 		return err

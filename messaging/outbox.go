@@ -120,7 +120,7 @@ func (s *Service) Deliver(ctx context.Context, c *Claim) error {
 		return s.fail(tctx, m, conn, err.Error())
 	}
 	out := channels.Outbound{MessageID: m.ID, To: m.Recipient, Subject: m.Subject, Text: m.Text, HTML: m.HTML,
-		References: m.References, ConversationID: m.ConversationID}
+		References: m.References, ConversationID: m.ConversationID, Template: templateOf(m.Details)}
 	if conv, err := s.read.Conversation.Get(tctx, m.ConversationID); err == nil {
 		out.ThreadKey = conv.ThreadKey
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/comm-gateway/comm/api"
+	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
 )
@@ -161,9 +162,10 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) error {
 // replyBody is the body of a reply: a SendInput without the fields that
 // come from the message answered.
 type replyBody struct {
-	Text    string  `json:"text"`
-	HTML    *string `json:"html"`
-	Subject *string `json:"subject"`
+	Text     string             `json:"text"`
+	HTML     *string            `json:"html"`
+	Subject  *string            `json:"subject"`
+	Template *channels.Template `json:"template"`
 }
 
 func (s *Server) reply(w http.ResponseWriter, r *http.Request) error {
@@ -171,7 +173,7 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	m, err := s.svc.Reply(r.Context(), r.PathValue("id"), messaging.SendInput{Text: in.Text, HTML: in.HTML, Subject: in.Subject})
+	m, err := s.svc.Reply(r.Context(), r.PathValue("id"), messaging.SendInput{Text: in.Text, HTML: in.HTML, Subject: in.Subject, Template: in.Template})
 	if err != nil {
 		return err
 	}

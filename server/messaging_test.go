@@ -436,7 +436,8 @@ func TestDeleteConnection(t *testing.T) {
 }
 
 // TestConnectTiers: paid channels need a signed-in key (402 before
-// anything else), channels without an adapter answer 501, unknown
+// anything else), paid channels without an adapter answer 501, free
+// channels name the config they miss, unknown
 // channels and providers 400; refused requests store nothing.
 func TestConnectTiers(t *testing.T) {
 	t.Parallel()
@@ -454,10 +455,20 @@ func TestConnectTiers(t *testing.T) {
 			`{"channel":"x","customer_id":"not-an-id"}`,
 			`{"channel":"imessage","config":{"anything":true}}`,
 		}
-		free := []string{
-
-			`{"channel":"instagram"}`, `{"channel":"facebook"}`, `{"channel":"sms","provider":"twilio"}`,
-			`{"channel":"sms","provider":"telnyx"}`, `{"channel":"whatsapp","provider":"twilio"}`,
+		// Every free channel has its adapter: a sandbox key passes the
+		// tier and the adapter names the missing config.
+		free := []struct{ body, param string }{
+			{`{"channel":"sms","provider":"twilio"}`, "config.account_sid"},
+			{`{"channel":"whatsapp","provider":"twilio"}`, "config.account_sid"},
+			{`{"channel":"sms","provider":"telnyx"}`, "config.api_key"},
+			{`{"channel":"facebook"}`, "config.page_access_token"},
+			{`{"channel":"instagram"}`, "config.page_access_token"},
+		}
+		for _, c := range free {
+			t.Run("sandbox "+c.body, func(t *testing.T) {
+				t.Parallel()
+				wantError(t, g.post(t, sb.APIKey, "/v1/connections", c.body), http.StatusBadRequest, "invalid_parameter", c.param)
+			})
 		}
 		for _, body := range paid {
 			t.Run("sandbox "+body, func(t *testing.T) {
@@ -474,12 +485,6 @@ func TestConnectTiers(t *testing.T) {
 					wantError(t, g.post(t, signed, "/v1/connections", body), http.StatusNotImplemented, "not_implemented", "")
 				})
 			}
-		}
-		for _, body := range free {
-			t.Run("sandbox "+body, func(t *testing.T) {
-				t.Parallel()
-				wantError(t, g.post(t, sb.APIKey, "/v1/connections", body), http.StatusNotImplemented, "not_implemented", "")
-			})
 		}
 		invalid := []struct{ name, body, param, mention string }{
 			{"unknown channel", `{"channel":"pigeon"}`, "channel", "telegram"},

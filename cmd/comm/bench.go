@@ -11,6 +11,8 @@ import (
 	"github.com/comm-gateway/comm/channels/slack/slacktest"
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telegram/telegramtest"
+	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/twilio/twiliotest"
 	"github.com/comm-gateway/comm/gateway"
 	"net"
 	"net/http"
@@ -31,7 +33,7 @@ import (
 func runBench(s *flagSet, args []string) error {
 	dbURL := s.String("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack), meta (signed, batched Messenger webhooks at /hooks/facebook -> message.received, and reply -> Send API latency at a fake Graph API), discord (Discord gateway dispatch -> message.received through one session, and sends under its rate limit), telnyx (Telnyx Ed25519-signed webhook ingress -> message.received at /hooks/sms/{id}, and reply -> POST /v2/messages at a fake Telnyx)")
+	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack), meta (signed, batched Messenger webhooks at /hooks/facebook -> message.received, and reply -> Send API latency at a fake Graph API), discord (Discord gateway dispatch -> message.received through one session, and sends under its rate limit), telnyx (Telnyx Ed25519-signed webhook ingress -> message.received at /hooks/sms/{id}, and reply -> POST /v2/messages at a fake Telnyx), twilio (signed Twilio SMS webhook ingress -> message.received, and reply -> Messages.json at a fake Twilio)")
 	dur := s.String("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.String("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.String("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -217,6 +219,19 @@ func runBench(s *flagSet, args []string) error {
 				got[i].Engine = engine
 			}
 			results = append(results, got...)
+		case "twilio":
+			nHTTP, err := parseInt("--http-clients", *httpClients)
+			if err != nil {
+				return err
+			}
+			got, err := benchTwilio(ctx, open, nHTTP, d)
+			if err != nil {
+				return err
+			}
+			for i := range got {
+				got[i].Engine = engine
+			}
+			results = append(results, got...)
 		case "subscribe":
 			nSubs, err := parseInt("--subscribers", *subs)
 			if err != nil {
@@ -342,6 +357,49 @@ func benchTelegram(ctx context.Context, open opener, clients int, d time.Duratio
 		}
 		r, err := bench.TelegramReplyLatency(ctx, api, base, conns[0], 1000)
 		r.Name = "reply -> fake sendMessage (telegram)"
+		return r, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(out, r), nil
+}
+
+// benchTwilio measures Twilio SMS webhook ingress (signed form POSTs to
+// /hooks/sms/{id} -> message.received, 1 and 100 accounts) and reply ->
+// Messages.json at a fake Twilio on loopback. The gateway's public base
+// URL is not the address the load generator posts to: signatures cover
+// the public URL, as behind a proxy.
+func benchTwilio(ctx context.Context, open opener, clients int, d time.Duration) ([]bench.Result, error) {
+	fake := twiliotest.NewServer()
+	defer fake.Close()
+	cfg := gateway.Config{Service: messaging.Options{BaseURL: "https://comm.bench.invalid"},
+		Twilio: twilio.Options{APIURL: fake.URL, MessagingURL: fake.URL}}
+	var out []bench.Result
+	for _, accounts := range []int{1, 100} {
+		r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
+			api := bench.NewAPI(base, clients)
+			conns, err := bench.NewTwilioConnections(ctx, api, fake, accounts)
+			if err != nil {
+				return bench.Result{}, err
+			}
+			r, err := bench.TwilioIngress(ctx, base, conns, clients, d)
+			r.Name = fmt.Sprintf("POST /hooks/sms/{id} (signed Twilio webhook) -> message.received, %d account(s)", accounts)
+			return r, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
+		api := bench.NewAPI(base, 4)
+		conns, err := bench.NewTwilioConnections(ctx, api, fake, 1)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		r, err := bench.TwilioReplyLatency(ctx, api, base, conns[0], 1000)
+		r.Name = "reply -> fake Messages.json (twilio)"
 		return r, err
 	})
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/comm-gateway/comm/channels/slack"
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telnyx"
+	"github.com/comm-gateway/comm/channels/twilio"
 	"github.com/comm-gateway/comm/gateway"
 
 	"github.com/comm-gateway/comm/channels/email"
@@ -89,6 +90,9 @@ func serve(s *flagSet, args []string) error {
 	metaSecret := s.String("meta-app-secret", "COMM_META_APP_SECRET", "", "app secret of the operator's Meta app (verifies /hooks/facebook and /hooks/instagram)")
 	metaVerify := s.String("meta-verify-token", "COMM_META_VERIFY_TOKEN", "", "verify token entered with the callback URLs /hooks/facebook and /hooks/instagram in the Meta app's webhook settings")
 	metaConfigID := s.String("meta-login-config-id", "COMM_META_LOGIN_CONFIG_ID", "", "Facebook Login for Business configuration id (config_id) to use instead of the default permissions")
+	twilioURL := s.String("twilio-api-url", "COMM_TWILIO_API_URL", twilio.DefaultAPIURL, "Twilio REST API base URL (SMS and WhatsApp through customers' own Twilio accounts; a fake in tests)")
+	twilioMsgURL := s.String("twilio-messaging-url", "COMM_TWILIO_MESSAGING_URL", twilio.DefaultMessagingURL, "Twilio Messaging API base URL (Messaging Services, WhatsApp typing indicators)")
+	twilioMedia := s.String("twilio-max-media-bytes", "COMM_TWILIO_MAX_MEDIA_BYTES", fmt.Sprint(twilio.DefaultMaxAttachment), "largest MMS or WhatsApp media file downloaded into an inbound message, in bytes (larger ones are left out and listed in the message's details)")
 	dnsResolver := s.String("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.String("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.String("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
@@ -257,7 +261,8 @@ func serve(s *flagSet, args []string) error {
 	if mx == "" {
 		mx = *mailDomain
 	}
-	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}, {"--discord-api-url", *discordURL}, {"--telnyx-api-url", *telnyxURL}, {"--meta-api-url", *metaURL}, {"--meta-dialog-url", *metaDialog}} {
+	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}, {"--discord-api-url", *discordURL}, {"--telnyx-api-url", *telnyxURL}, {"--meta-api-url", *metaURL}, {"--meta-dialog-url", *metaDialog},
+		{"--twilio-api-url", *twilioURL}, {"--twilio-messaging-url", *twilioMsgURL}} {
 		if u, err := url.Parse(f.v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s must be an http(s) URL, not %q", f.flag, f.v)
 		}
@@ -270,6 +275,10 @@ func serve(s *flagSet, args []string) error {
 	}
 	if n := len(slices.DeleteFunc([]string{*metaID, *metaSecret, *metaVerify}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
 		return errors.New("--meta-app-id, --meta-app-secret and --meta-verify-token go together")
+	}
+	twilioMediaN, err := strconv.ParseInt(*twilioMedia, 10, 64)
+	if err != nil || twilioMediaN <= 0 {
+		return fmt.Errorf("--twilio-max-media-bytes must be a positive number of bytes, not %q", *twilioMedia)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -287,6 +296,7 @@ func serve(s *flagSet, args []string) error {
 		Telnyx:   telnyx.Options{APIURL: *telnyxURL},
 		Meta: meta.Options{APIURL: *metaURL, DialogURL: *metaDialog, AppID: *metaID, AppSecret: *metaSecret,
 			VerifyToken: *metaVerify, LoginConfigID: *metaConfigID},
+		Twilio:  twilio.Options{APIURL: *twilioURL, MessagingURL: *twilioMsgURL, MaxAttachment: twilioMediaN},
 		Webhook: webhook.Options{AllowPrivate: private},
 		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,

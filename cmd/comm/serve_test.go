@@ -178,7 +178,9 @@ func TestServeConfig(t *testing.T) {
 		t.Fatalf("--help: %v", err)
 	}
 	for _, want := range []string{"--listen", "COMM_LISTEN", "127.0.0.1:8080", "--database-url", "COMM_DATABASE_URL", "--data-dir", "COMM_DATA_DIR", "./comm-data",
-		"--meta-app-id", "COMM_META_APP_ID", "--meta-verify-token", "COMM_META_API_URL"} {
+		"--meta-app-id", "COMM_META_APP_ID", "--meta-verify-token", "COMM_META_API_URL",
+
+		"--twilio-api-url", "COMM_TWILIO_API_URL", "--twilio-messaging-url", "--twilio-max-media-bytes"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("--help lacks %q:\n%s", want, out)
 		}
@@ -207,6 +209,8 @@ func TestServeConfig(t *testing.T) {
 		{"serve", "--nope"},
 		{"serve", "--meta-app-id", "123", "--meta-app-secret", "abc"},
 		{"serve", "--meta-api-url", "graph.facebook.com"},
+		{"serve", "--twilio-api-url", "api.twilio.com"},
+		{"serve", "--twilio-max-media-bytes", "0"},
 	} {
 		cmd := exec.Command(bin, bad...)
 		cmd.Dir = t.TempDir()
