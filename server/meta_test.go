@@ -278,7 +278,8 @@ func TestMetaMessenger(t *testing.T) {
 // TestMetaInstagram connects the Instagram account linked to a Page with
 // the operator's app and takes its messages at /hooks/instagram (object
 // "instagram", routed by the account id); a long reply goes out in parts
-// of Instagram's 1000-character limit.
+// of Instagram's 1000-character limit, and messaging_seen of its first
+// part marks it read.
 func TestMetaInstagram(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
@@ -327,6 +328,27 @@ func TestMetaInstagram(t *testing.T) {
 		}
 		if len(sent) != 2 || joined.String() != long {
 			t.Fatalf("%d parts, want 2 that join to the text", len(sent))
+		}
+		// messaging_seen names the mid: the first part's is the message
+		// comm stores (read); the second's names nothing (dropped).
+		seen := func(mid string) {
+			t.Helper()
+			b := metatest.Batch("instagram", metatest.Entry{ID: igID, Messaging: []metatest.Event{metatest.Seen(person, igID, mid, time.Now().UnixMilli())}})
+			if n, status, err := hook.Post(context.Background(), b); err != nil || n != 1 || status != http.StatusOK {
+				t.Fatalf("seen: %d attempts, %d, %v", n, status, err)
+			}
+		}
+		all := len(g.events(t, key, ""))
+		seen(sent[1].MID)
+		if m := g.message(t, key, out.ID); m.Delivery != nil {
+			t.Fatalf("seen of the second part: delivery %+v, want none", m.Delivery)
+		}
+		seen(sent[0].MID)
+		if m := g.message(t, key, out.ID); m.Delivery == nil || m.Delivery.State != "read" || m.Delivery.ReadAt == nil {
+			t.Fatalf("seen of the message: delivery %+v, want read", m.Delivery)
+		}
+		if n := len(g.events(t, key, "")); n != all {
+			t.Fatalf("seen receipts added %d events", n-all)
 		}
 	})
 }
