@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/meta/metatest"
@@ -70,7 +71,9 @@ func types(evs []event) string {
 // webhook /hooks/facebook answers the GET verification, takes a signed
 // batch for both Pages and an unknown one and routes each entry to its
 // project (a retry stores nothing, an echo is ignored, a bad signature is
-// refused); a reply goes out through the Send API, outside the 24-hour
+// refused); a reply goes out through the Send API, its delivery (mids)
+// and read (watermark) receipts show on GET (repeats, a late delivery and
+// the echo of the send change nothing, add no event), outside the 24-hour
 // window it fails naming the window, and an expired token revokes the
 // connection.
 func TestMetaMessenger(t *testing.T) {
@@ -199,6 +202,62 @@ func TestMetaMessenger(t *testing.T) {
 		if sent := globex.Sent(); len(sent) != 1 || sent[0].Recipient != pg || sent[0].Text != "Hi from Globex" || sent[0].MessagingType != "RESPONSE" {
 			t.Fatalf("the Send API got %+v", sent)
 		}
+		// Delivery and read receipts, signed, at the app's webhook: a
+		// second reply; message_deliveries naming both mids makes both
+		// delivered (a repeat changes nothing); a read watermark at Meta's
+		// timestamp of the first makes only the first read, one at the
+		// second's makes it read too. The echo of our own send stays
+		// ignored. Receipts come with no events.
+		out2 := g.queue(t, keyA, "/v1/messages/"+inA.ID+"/reply", `{"text":"Anything else?"}`)
+		g.waitMessage(t, keyA, out2.ID, "sent", func(m message) bool { return m.Status == "sent" })
+		sent := globex.Sent()
+		if len(sent) != 2 {
+			t.Fatalf("the Send API got %d messages, want 2", len(sent))
+		}
+		mid1, mid2 := sent[0].MID, sent[1].MID
+		all := len(g.events(t, keyA, ""))
+		page := func(evs ...metatest.Event) {
+			t.Helper()
+			if n, status, err := hook.Post(ctx, metatest.Batch("page", metatest.Entry{ID: globex.ID, Messaging: evs})); err != nil || n != 1 || status != http.StatusOK {
+				t.Fatalf("receipts: %d attempts, %d, %v", n, status, err)
+			}
+		}
+		state := func(id string) string {
+			t.Helper()
+			m := g.message(t, keyA, id)
+			if m.Delivery == nil {
+				return ""
+			}
+			return m.Delivery.State
+		}
+		deliveries := metatest.Delivery(pg, globex.ID, []string{mid1, mid2}, sent[1].At.UnixMilli())
+		page(deliveries)
+		if s1, s2 := state(out.ID), state(out2.ID); s1 != "delivered" || s2 != "delivered" {
+			t.Fatalf("after message_deliveries: %q and %q, want delivered", s1, s2)
+		}
+		page(deliveries)
+		page(metatest.Read(pg, globex.ID, sent[0].At.UnixMilli()))
+		m1 := g.message(t, keyA, out.ID)
+		if m1.Delivery == nil || m1.Delivery.State != "read" || m1.Delivery.ReadAt == nil || m1.Delivery.DeliveredAt == nil || state(out2.ID) != "delivered" {
+			t.Fatalf("after a read watermark at the first reply: %+v and %q, want read and delivered", m1.Delivery, state(out2.ID))
+		}
+		page(metatest.Read(pg, globex.ID, sent[1].At.UnixMilli()))
+		m2 := g.message(t, keyA, out2.ID)
+		if s1 := state(out.ID); s1 != "read" || m2.Delivery == nil || m2.Delivery.State != "read" || m2.Delivery.ReadAt == nil {
+			t.Fatalf("after a read watermark at the second reply: %q and %+v, want read", s1, m2.Delivery)
+		}
+		page(metatest.Delivery(pg, globex.ID, []string{mid2}, time.Now().UnixMilli())) // late: read stays
+		page(metatest.Message{Sender: pg, Recipient: globex.ID, MID: mid1, Text: "Hi from Globex", Echo: true}.Event())
+		if again := g.message(t, keyA, out2.ID); again.Delivery == nil || again.Delivery.State != "read" || !again.Delivery.ReadAt.Equal(*m2.Delivery.ReadAt) ||
+			!again.Delivery.DeliveredAt.Equal(*m2.Delivery.DeliveredAt) {
+			t.Fatalf("after a late delivery and an echo: %+v, want it as it was (%+v)", again.Delivery, m2.Delivery)
+		}
+		if evs := g.events(t, keyA, ""); len(evs) != all {
+			t.Fatalf("receipts and an echo added events: %s", types(evs[all:]))
+		}
+		if n := len(g.events(t, keyA, "type=message.received")); n != 2 {
+			t.Fatalf("%d message.received after an echo, want 2", n)
+		}
 		// Outside the 24-hour window: failed, naming the window.
 		acme.CloseWindow(pa)
 		late := g.queue(t, keyB, "/v1/messages/"+inB.ID+"/reply", `{"text":"Too late"}`)
@@ -219,7 +278,8 @@ func TestMetaMessenger(t *testing.T) {
 // TestMetaInstagram connects the Instagram account linked to a Page with
 // the operator's app and takes its messages at /hooks/instagram (object
 // "instagram", routed by the account id); a long reply goes out in parts
-// of Instagram's 1000-character limit.
+// of Instagram's 1000-character limit, and messaging_seen of its first
+// part marks it read.
 func TestMetaInstagram(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, cfg store.Config) {
@@ -268,6 +328,27 @@ func TestMetaInstagram(t *testing.T) {
 		}
 		if len(sent) != 2 || joined.String() != long {
 			t.Fatalf("%d parts, want 2 that join to the text", len(sent))
+		}
+		// messaging_seen names the mid: the first part's is the message
+		// comm stores (read); the second's names nothing (dropped).
+		seen := func(mid string) {
+			t.Helper()
+			b := metatest.Batch("instagram", metatest.Entry{ID: igID, Messaging: []metatest.Event{metatest.Seen(person, igID, mid, time.Now().UnixMilli())}})
+			if n, status, err := hook.Post(context.Background(), b); err != nil || n != 1 || status != http.StatusOK {
+				t.Fatalf("seen: %d attempts, %d, %v", n, status, err)
+			}
+		}
+		all := len(g.events(t, key, ""))
+		seen(sent[1].MID)
+		if m := g.message(t, key, out.ID); m.Delivery != nil {
+			t.Fatalf("seen of the second part: delivery %+v, want none", m.Delivery)
+		}
+		seen(sent[0].MID)
+		if m := g.message(t, key, out.ID); m.Delivery == nil || m.Delivery.State != "read" || m.Delivery.ReadAt == nil {
+			t.Fatalf("seen of the message: delivery %+v, want read", m.Delivery)
+		}
+		if n := len(g.events(t, key, "")); n != all {
+			t.Fatalf("seen receipts added %d events", n-all)
 		}
 	})
 }

@@ -47,11 +47,35 @@ func postSigned(t *testing.T, key ed25519.PrivateKey, url string, body []byte, a
 	return resp.StatusCode, string(b)
 }
 
+// messageEvents lists the types of the events of evs about the message id,
+// in order.
+func messageEvents(t *testing.T, evs []event, id string) string {
+	t.Helper()
+	var out []string
+	for _, e := range evs {
+		var d struct {
+			Message *struct {
+				ID string `json:"id"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Message != nil && d.Message.ID == id {
+			out = append(out, e.Type)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
 // TestTelnyx drives SMS through Telnyx end to end against the fake API:
 // connect (the key checked, the profile's webhook_url set), signed inbound
 // through /hooks/sms/{id} (a bad signature and a stale timestamp refused
 // saying why, a retry stored once, MMS media downloaded, a download that
-// keeps failing handled: 502 until Telnyx's last attempt), a reply (POST /v2/messages), a delivery report,
+// keeps failing handled: 502 until Telnyx's last attempt), a reply (POST /v2/messages), its delivery
+// reports (sent, delivered; another reply's delivery_failed making it failed with
+// one message.failed naming Telnyx's code; a report that beats the send's
+// answer applied after it; repeats changing nothing),
 // 429 honoured, an invalid number failing with Telnyx's reason, and
 // delete (the webhook cleared).
 func TestTelnyx(t *testing.T) {
@@ -151,18 +175,96 @@ func TestTelnyx(t *testing.T) {
 			t.Fatalf("POST /v2/messages got %+v", sent)
 		}
 
-		// Its delivery report.
-		report, err := acct.Report(sent[0].ID, "delivery_failed", telnyxtest.Error{Code: "40008", Title: "Undeliverable", Detail: "The carrier did not accept the message."})
+		// Its delivery reports, signed as Telnyx signs them: message.sent,
+		// then message.finalized "delivered"; GET shows delivered, a
+		// repeat changes nothing.
+		report := func(typ, id, status string, errs ...telnyxtest.Error) []byte {
+			t.Helper()
+			payload, err := acct.Report(id, status, errs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := acct.Event(typ, payload, 1)
+			if st, b, err := acct.Deliver(ctx, ev); err != nil || st != http.StatusOK {
+				t.Fatalf("%s %s: %d %s %v", typ, status, st, b, err)
+			}
+			return ev
+		}
+		report(telnyx.EventSent, sent[0].ID, "sent")
+		if m := g.message(t, key, out.ID); m.Delivery == nil || m.Delivery.State != "sent" {
+			t.Fatalf("after message.sent: delivery %+v, want sent", m.Delivery)
+		}
+		delivered := report(telnyx.EventFinalized, sent[0].ID, "delivered")
+		dm := g.message(t, key, out.ID)
+		if dm.Status != "sent" || dm.Delivery == nil || dm.Delivery.State != "delivered" || dm.Delivery.DeliveredAt == nil || dm.Delivery.Code != nil {
+			t.Fatalf("after message.finalized delivered: %s %+v, want sent and delivered", dm.Status, dm.Delivery)
+		}
+		all := len(g.events(t, key, ""))
+		if st, b, err := acct.Deliver(ctx, delivered); err != nil || st != http.StatusOK {
+			t.Fatalf("repeated message.finalized: %d %s %v", st, b, err)
+		}
+		if again := g.message(t, key, out.ID); !again.Delivery.DeliveredAt.Equal(*dm.Delivery.DeliveredAt) || len(g.events(t, key, "")) != all {
+			t.Fatalf("a repeated report changed the message (%+v) or added events", again.Delivery)
+		}
+
+		// Another reply the carrier refuses: message.finalized
+		// delivery_failed makes it failed with Telnyx's code, one
+		// message.failed; a repeat adds nothing.
+		out2 := g.queue(t, key, "/v1/messages/"+in.ID+"/reply", `{"text":"Are you still there?"}`)
+		g.waitMessage(t, key, out2.ID, "sent", func(m message) bool { return m.Status == "sent" })
+		id2 := acct.Sent()[len(acct.Sent())-1].ID
+		undeliverable := telnyxtest.Error{Code: "40008", Title: "Undeliverable", Detail: "The carrier did not accept the message."}
+		failedReport := report(telnyx.EventFinalized, id2, "delivery_failed", undeliverable)
+		wantFailed := func(id, code string) {
+			t.Helper()
+			m := g.message(t, key, id)
+			if m.Status != "failed" || m.Error == nil || !strings.Contains(*m.Error, code) || m.SentAt == nil ||
+				m.Delivery == nil || m.Delivery.State != "failed" || m.Delivery.Code == nil || *m.Delivery.Code != code {
+				t.Fatalf("message %s after a failed delivery: %s, error %v, delivery %+v; want failed with code %s", id, m.Status, m.Error, m.Delivery, code)
+			}
+			if got := messageEvents(t, g.events(t, key, ""), id); got != "message.sent,message.failed" {
+				t.Fatalf("events of %s: %s, want message.sent, then message.failed", id, got)
+			}
+		}
+		wantFailed(out2.ID, "40008")
+		fails := g.events(t, key, "type=message.failed")
+		if len(fails) != 1 || !strings.Contains(string(fails[0].Data), `"code":"40008"`) || !strings.Contains(string(fails[0].Data), "Undeliverable") {
+			t.Fatalf("message.failed after a failed delivery report: %d events (%s), want 1 naming 40008", len(fails), types(fails))
+		}
+		all = len(g.events(t, key, ""))
+		if st, b, err := acct.Deliver(ctx, failedReport); err != nil || st != http.StatusOK {
+			t.Fatalf("repeated delivery_failed: %d %s %v", st, b, err)
+		}
+		report(telnyx.EventFinalized, id2, "delivered") // late and contrary: failed is final
+		if n := len(g.events(t, key, "")); n != all {
+			t.Fatalf("%d events after repeated reports, want %d", n, all)
+		}
+		wantFailed(out2.ID, "40008")
+
+		// A report that beats the send's answer: Telnyx has the message
+		// (and reports it failed) while comm still waits for POST
+		// /v2/messages to answer. It is kept, and applied once the send
+		// is recorded: message.sent, then message.failed.
+		release := acct.HoldNext()
+		t.Cleanup(release)
+		total := acct.SentTotal()
+		out3 := g.queue(t, key, "/v1/messages/"+in.ID+"/reply", `{"text":"One more thing"}`)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = acct.WaitSent(wctx, total+1)
+		cancel()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the held send never reached the fake: %v", err)
 		}
-		if st, b, err := acct.Deliver(ctx, acct.Event(telnyx.EventFinalized, report, 1)); err != nil || st != http.StatusOK {
-			t.Fatalf("message.finalized: %d %s %v", st, b, err)
+		id3 := acct.Sent()[len(acct.Sent())-1].ID
+		report(telnyx.EventFinalized, id3, "sending_failed", telnyxtest.Error{Code: "40006", Title: "Recipient server unavailable", Detail: "The recipient's carrier is unavailable."})
+		if m := g.message(t, key, out3.ID); m.Status != "sending" || m.Delivery != nil {
+			t.Fatalf("while the send's answer is held: %s %+v, want sending with no delivery yet", m.Status, m.Delivery)
 		}
-		if n := len(g.events(t, key, "type=message.received")); n != 1 {
-			t.Logf("the core does not handle channels.Receipt yet (%d message.received events); the adapter's receipts are unit-tested", n)
-		} else if fails := g.events(t, key, "type=message.failed"); len(fails) != 1 || !strings.Contains(string(fails[0].Data), "40008") {
-			t.Errorf("message.failed after a failed delivery report: %d events, want 1 naming 40008", len(fails))
+		release()
+		g.waitMessage(t, key, out3.ID, "failed", func(m message) bool { return m.Status == "failed" })
+		wantFailed(out3.ID, "40006")
+		if n := len(g.events(t, key, "type=message.failed")); n != 2 {
+			t.Fatalf("%d message.failed events, want 2", n)
 		}
 
 		// MMS: the media downloaded into attachments.

@@ -239,6 +239,27 @@ func TestReceipts(t *testing.T) {
 	if ins := e.parse(t, "page", metatest.Read(e.person, e.page.ID, time.Now().Add(-time.Hour).UnixMilli())); len(ins) != 0 {
 		t.Errorf("an old watermark gave %+v", ins)
 	}
+	// A watermark at Meta's own stamp of a message (taken between the
+	// request and the answer, in ms) covers it; only the first part of a
+	// split text is named (the message comm stores).
+	long := strings.Repeat("word ", meta.MaxFacebookText/5+10)
+	r, err := e.a.Send(ctx, channels.Outbound{To: e.person, ThreadKey: e.person, Text: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := e.page.Sent()
+	if len(sent) != 4 || sent[2].MID != r.ProviderID {
+		t.Fatalf("the Send API got %d messages, want the long text in 2 parts", len(sent))
+	}
+	for _, wm := range []time.Time{sent[2].At, sent[3].At} {
+		ins = e.parse(t, "page", metatest.Read(e.person, e.page.ID, wm.UnixMilli()))
+		if wm == sent[2].At && (len(ins) != 1 || ins[0].Receipt.MessageID != r.ProviderID || ins[0].Receipt.State != channels.ReceiptRead) {
+			t.Fatalf("a watermark at the message's own stamp gave %+v, want it read", ins)
+		}
+		if wm == sent[3].At && len(ins) != 0 {
+			t.Fatalf("a watermark at the second part's stamp gave %+v, want nothing more", ins)
+		}
+	}
 
 	ig := newEnv(t, meta.Instagram)
 	ins = ig.parse(t, "instagram", metatest.Seen(ig.person, ig.page.IGID, "m_ig1", time.Now().UnixMilli()))

@@ -58,6 +58,11 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 	if a.channel == Instagram {
 		limit, utf16 = MaxInstagramText, false
 	}
+	// Meta stamps the message between the request and its answer, and
+	// watermarks name that stamp (ms): the log keeps the time the send
+	// began, cut to ms, so that a watermark at the message's own stamp
+	// covers it (the time of the answer would be after it).
+	began := a.opts.Now().Truncate(time.Millisecond)
 	var first string
 	for i, part := range Split(msg.Text, limit, utf16) {
 		if i > 0 && strings.TrimSpace(part) == "" {
@@ -79,11 +84,13 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 		if r.MessageID == "" || len(r.MessageID) > 512 {
 			return channels.SendResult{}, channels.Transient(0, "%s: send message: the answer has no message_id", a.channel)
 		}
-		a.sent.add(to, r.MessageID, a.opts.Now())
 		if i == 0 {
 			first = r.MessageID
 		}
 	}
+	// Only the first part's mid names the message comm stores; receipts
+	// of the others would name nothing.
+	a.sent.add(to, first, began)
 	return channels.SendResult{ProviderID: first}, nil
 }
 

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -126,6 +127,9 @@ type SentMessage struct {
 	// Tag is the message tag (HUMAN_AGENT) of a MESSAGE_TAG send.
 	Tag       string
 	Instagram bool
+	// At is when the fake took it: Meta's timestamp of the message, which
+	// delivery and read watermarks name.
+	At time.Time
 }
 
 // Typing is a sender action.
@@ -688,7 +692,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.seq++
 	mid := fmt.Sprintf("m_%s%d", randomID(10), s.seq)
-	p.sent = keep(append(p.sent, SentMessage{Path: id, Recipient: b.Recipient.ID, Text: b.Message.Text, MessagingType: b.MessagingType, MID: mid, Tag: b.Tag, Instagram: ig}))
+	p.sent = keep(append(p.sent, SentMessage{Path: id, Recipient: b.Recipient.ID, Text: b.Message.Text, MessagingType: b.MessagingType, MID: mid, Tag: b.Tag, Instagram: ig, At: time.Now()}))
 	s.sentN++
 	close(s.sentCh)
 	s.sentCh = make(chan struct{})

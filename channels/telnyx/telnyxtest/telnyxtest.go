@@ -11,7 +11,9 @@
 // not of the account (40305), no text (10004), more than 10 segments
 // (40302); queued failures (FailNext) answer 429 with Retry-After and
 // x-ratelimit-reset, 5xx, 401, or hold the request until the client gives
-// up. Media files (AddMedia) are served under Server.URL + "/media/", with
+// up. HoldNext records the next send at once (Sent shows it, its reports
+// can be delivered) but holds its answer until released: a report that
+// beats the send's answer. Media files (AddMedia) are served under Server.URL + "/media/", with
 // injectable failures (FailMedia).
 //
 // Each Account has its own Ed25519 key pair: PublicKey is what the portal
@@ -142,6 +144,7 @@ type Account struct {
 	total    int64
 	sentWake chan struct{}
 	fail     []Failure
+	hold     []chan struct{}
 	calls    map[string]int
 }
 
@@ -335,6 +338,18 @@ func (a *Account) FailNext(f Failure) {
 	if len(a.fail) < MaxRecorded {
 		a.fail = append(a.fail, f)
 	}
+}
+
+// HoldNext makes the next send that Telnyx accepts wait with its answer
+// (the message already recorded, as Telnyx has it) until release is called
+// (or the client gives up). Holds are used in order.
+func (a *Account) HoldNext() (release func()) {
+	ch := make(chan struct{})
+	a.mu.Lock()
+	a.hold = append(a.hold, ch)
+	a.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
 }
 
 // AddMedia stores a file and returns its URL (as an inbound MMS names
@@ -668,7 +683,20 @@ func (a *Account) send(w http.ResponseWriter, r *http.Request, pool bool, body [
 			close(a.sentWake)
 			a.sentWake = nil
 		}
+		var hold chan struct{}
+		if len(a.hold) > 0 {
+			hold, a.hold = a.hold[0], a.hold[1:]
+		}
 		a.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			case <-a.s.done:
+				return
+			}
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{
 			"record_type": "message", "direction": "outbound", "id": sm.ID, "type": "SMS",
 			"messaging_profile_id": profileID, "from": map[string]any{"phone_number": from, "carrier": "Telnyx", "line_type": "VoIP"},
