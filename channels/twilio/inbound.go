@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"mime"
 	"net"
@@ -35,7 +36,23 @@ const SignatureHeader = "X-Twilio-Signature"
 // order). A JSON-bodied request signs u (with its bodySHA256 query) and
 // no parameters.
 func Signature(authToken, u string, params url.Values) string {
-	mac := hmac.New(sha1.New, []byte(authToken))
+	return signature(sha1.New, authToken, u, params)
+}
+
+// SharedKeySignature is X-Twilio-Signature when the account's webhook
+// settings sign with a shared key (X-Twilio-Webhooks-Signature-Settings
+// says algorithm=HMAC_SHA256): the same string signed with HMAC-SHA256
+// keyed with the shared key.
+func SharedKeySignature(key, u string, params url.Values) string {
+	return signature(sha256.New, key, u, params)
+}
+
+// SettingsHeader names the signing Twilio's webhook settings chose when
+// it is not the Auth Token's: "key=<key id>,algorithm=HMAC_SHA256".
+const SettingsHeader = "X-Twilio-Webhooks-Signature-Settings"
+
+func signature(h func() hash.Hash, key, u string, params url.Values) string {
+	mac := hmac.New(h, []byte(key))
 	mac.Write([]byte(u))
 	keys := make([]string, 0, len(params))
 	for k := range params {
@@ -57,13 +74,17 @@ func Signature(authToken, u string, params url.Values) string {
 // repeated parameter's values sorted with duplicates dropped (as
 // twilio-php signs them).
 func Verify(authToken, u string, params url.Values, sig string) bool {
+	return verifyWith(Signature, authToken, u, params, sig)
+}
+
+func verifyWith(sign func(key, u string, params url.Values) string, key, u string, params url.Values, sig string) bool {
 	sets := []url.Values{params}
 	if norm, ok := sortedValues(params); ok {
 		sets = append(sets, norm)
 	}
 	for _, v := range urlVariants(u) {
 		for _, p := range sets {
-			if hmac.Equal([]byte(Signature(authToken, v, p)), []byte(sig)) {
+			if hmac.Equal([]byte(sign(key, v, p)), []byte(sig)) {
 				return true
 			}
 		}
@@ -144,10 +165,14 @@ func (a *Adapter) verify(r *http.Request, body []byte) (url.Values, error) {
 	if len(body) > MaxWebhook {
 		return nil, channels.Permanent("twilio: webhook body of %d bytes exceeds %d", len(body), MaxWebhook)
 	}
+	sign, key, keyName, err := a.signer(r)
+	if err != nil {
+		return nil, err
+	}
 	signed := a.signedURL(r)
 	if digest := r.URL.Query().Get("bodySHA256"); digest != "" || isJSON(r) {
-		if !Verify(a.cfg.AuthToken, signed, nil, sig) {
-			return nil, fmt.Errorf("twilio: %s does not match this connection's Auth Token and URL: %w", SignatureHeader, channels.ErrSignature)
+		if !verifyWith(sign, key, signed, nil, sig) {
+			return nil, fmt.Errorf("twilio: %s does not match this connection's %s and URL: %w", SignatureHeader, keyName, channels.ErrSignature)
 		}
 		sum := sha256.Sum256(body)
 		if digest == "" || subtle.ConstantTimeCompare([]byte(strings.ToLower(digest)), []byte(hex.EncodeToString(sum[:]))) != 1 {
@@ -161,10 +186,37 @@ func (a *Adapter) verify(r *http.Request, body []byte) (url.Values, error) {
 		// parse cannot be verified.
 		return nil, fmt.Errorf("twilio: the body is not a form (%v): %w", err, channels.ErrSignature)
 	}
-	if !Verify(a.cfg.AuthToken, signed, params, sig) {
-		return nil, fmt.Errorf("twilio: %s does not match this connection's Auth Token and URL: %w", SignatureHeader, channels.ErrSignature)
+	if !verifyWith(sign, key, signed, params, sig) {
+		return nil, fmt.Errorf("twilio: %s does not match this connection's %s and URL: %w", SignatureHeader, keyName, channels.ErrSignature)
 	}
 	return params, nil
+}
+
+// signer is how r is signed: with the Auth Token (HMAC-SHA1), or, when
+// the account's webhook settings switched to a shared key (SettingsHeader
+// with algorithm=HMAC_SHA256), with config.webhook_signing_key.
+func (a *Adapter) signer(r *http.Request) (sign func(key, u string, params url.Values) string, key, name string, err error) {
+	settings := r.Header.Get(SettingsHeader)
+	if settings == "" {
+		return Signature, a.cfg.AuthToken, "Auth Token", nil
+	}
+	var alg, keyID string
+	for _, part := range strings.Split(settings, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch strings.ToLower(k) {
+		case "algorithm":
+			alg = strings.ToUpper(v)
+		case "key":
+			keyID = v
+		}
+	}
+	if alg != "HMAC_SHA256" {
+		return nil, "", "", fmt.Errorf("twilio: %s names algorithm %q; comm verifies HMAC_SHA256 shared keys and the Auth Token's HMAC-SHA1: %w", SettingsHeader, alg, channels.ErrSignature)
+	}
+	if a.cfg.WebhookSigningKey == "" {
+		return nil, "", "", fmt.Errorf("twilio: the request is signed with the shared key %q of the account's webhook settings; set config.webhook_signing_key to that key's secret: %w", keyID, channels.ErrSignature)
+	}
+	return SharedKeySignature, a.cfg.WebhookSigningKey, "webhook_signing_key", nil
 }
 
 func isJSON(r *http.Request) bool {

@@ -182,6 +182,10 @@ type Config struct {
 	// service's webhooks at the connection (default true). When false the
 	// customer pastes the connection's webhook_url into the console.
 	ConfigureWebhooks *bool `json:"configure_webhooks,omitempty"`
+	// WebhookSigningKey is the secret of the shared key the account's
+	// webhook settings sign with instead of the Auth Token (requests then
+	// carry X-Twilio-Webhooks-Signature-Settings: algorithm=HMAC_SHA256).
+	WebhookSigningKey string `json:"webhook_signing_key,omitempty"`
 	// NumberSID is the IncomingPhoneNumber ("PN...") Provision
 	// configured; set by Provision.
 	NumberSID string `json:"number_sid,omitempty"`

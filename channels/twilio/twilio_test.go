@@ -112,6 +112,61 @@ func parse(t *testing.T, a channels.Adapter, r *http.Request) ([]channels.Inboun
 	return a.(channels.WebhookReceiver).ParseWebhook(r, body)
 }
 
+// TestSharedKeySigning: an account whose webhook settings sign with a
+// shared key (HMAC-SHA256, named in X-Twilio-Webhooks-Signature-Settings)
+// verifies with config.webhook_signing_key; without it, or with another
+// algorithm, the request is refused saying what to set.
+func TestSharedKeySigning(t *testing.T) {
+	t.Parallel()
+	srv := twiliotest.NewServer()
+	t.Cleanup(srv.Close)
+	acct := srv.NewAccount()
+	acct.AddNumber(number)
+	const hook = "https://comm.example/hooks/sms/conn_1"
+	const shared = "a-shared-signing-key-secret"
+	base := map[string]any{"account_sid": acct.SID, "auth_token": acct.AuthToken, "from": number}
+	withKey := map[string]any{"webhook_signing_key": shared}
+	for k, v := range base {
+		withKey[k] = v
+	}
+	p := url.Values{"MessageSid": {"SM0123456789abcdef0123456789abcd01"}, "AccountSid": {acct.SID}, "From": {person}, "To": {number}, "Body": {"signed with a shared key"}}
+	request := func(sig, settings string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, hook, strings.NewReader(p.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set(twilio.SignatureHeader, sig)
+		if settings != "" {
+			r.Header.Set(twilio.SettingsHeader, settings)
+		}
+		return r
+	}
+	good := twilio.SharedKeySignature(shared, hook, p)
+	a := newAdapter(t, srv, twilio.SMS, withKey, hook)
+	ins, err := parse(t, a, request(good, "key=KS0123,algorithm=HMAC_SHA256"))
+	if err != nil || len(ins) != 1 || ins[0].Text != "signed with a shared key" {
+		t.Fatalf("shared-key request: %v %+v", err, ins)
+	}
+	// The Auth Token's signature still verifies when no settings header
+	// says otherwise.
+	if _, err := parse(t, a, request(twilio.Signature(acct.AuthToken, hook, p), "")); err != nil {
+		t.Errorf("auth token request: %v", err)
+	}
+	for name, c := range map[string]struct {
+		a             channels.Adapter
+		sig, settings string
+		mention       string
+	}{
+		"no key configured": {newAdapter(t, srv, twilio.SMS, base, hook), good, "key=KS0123,algorithm=HMAC_SHA256", "webhook_signing_key"},
+		"wrong key":         {a, twilio.SharedKeySignature("another", hook, p), "key=KS0123,algorithm=HMAC_SHA256", "webhook_signing_key"},
+		"auth token's sha1": {a, twilio.Signature(acct.AuthToken, hook, p), "key=KS0123,algorithm=HMAC_SHA256", "webhook_signing_key"},
+		"other algorithm":   {a, good, "key=KS0123,algorithm=ED25519", "ED25519"},
+	} {
+		_, err := parse(t, c.a, request(c.sig, c.settings))
+		if !errors.Is(err, channels.ErrSignature) || !strings.Contains(err.Error(), c.mention) {
+			t.Errorf("%s: %v, want a signature error naming %q", name, err, c.mention)
+		}
+	}
+}
+
 func TestInbound(t *testing.T) {
 	t.Parallel()
 	srv := twiliotest.NewServer()
