@@ -73,12 +73,10 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 	if err != nil {
 		return nil, hookError(c, err)
 	}
-	for _, in := range ins {
-		// Messages are stored, and reports on outbound messages
-		// (Receipt) recorded on them.
-		if _, _, err := s.Receive(ctx, c, in); err != nil {
-			return nil, fmt.Errorf("hook %s: store message %s: %w", c.ID, in.ProviderID, err)
-		}
+	// The request's messages are stored together (one commit), and
+	// reports on outbound messages (Receipt) recorded on them.
+	if err := s.ReceiveBatch(ctx, c, ins); err != nil {
+		return nil, fmt.Errorf("hook %s: store %d message(s): %w", c.ID, len(ins), err)
 	}
 	if ak, ok := a.(channels.Acknowledger); ok {
 		return ak.Ack(), nil
@@ -150,10 +148,8 @@ func (s *Service) AppHook(ctx context.Context, channel string, r *http.Request, 
 		if err != nil {
 			return nil, hookError(c, err)
 		}
-		for _, in := range ins {
-			if _, _, err := s.Receive(ctx, c, in); err != nil {
-				return nil, fmt.Errorf("app hook %s: store message %s: %w", c.ID, in.ProviderID, err)
-			}
+		if err := s.ReceiveBatch(ctx, c, ins); err != nil {
+			return nil, fmt.Errorf("app hook %s: store %d message(s): %w", c.ID, len(ins), err)
 		}
 	}
 	return &channels.Response{Status: http.StatusOK}, nil

@@ -201,6 +201,9 @@ func normalInbound(in channels.Inbound) channels.Inbound {
 // is undone and each is stored on its own, so the repeats store nothing.
 // A message answering one earlier in the batch joins its conversation.
 func (s *Service) ReceiveBatch(ctx context.Context, c *ent.Connection, ins []channels.Inbound) error {
+	if len(ins) == 0 {
+		return nil
+	}
 	if len(ins) == 1 || slices.ContainsFunc(ins, func(in channels.Inbound) bool { return in.Receipt != nil }) {
 		// One, or reports among them: each on its own, in order.
 		for _, in := range ins {
