@@ -137,6 +137,17 @@ type SendGate interface {
 	AllowSend(ctx context.Context, r SendRequest) error
 }
 
+// Addresser puts a recipient in the channel's canonical form before a
+// message to it is queued (a phone number in E.164, a WhatsApp number
+// without its "whatsapp:" prefix). Conversations are keyed by that form,
+// so a message sent to a person joins the conversation of their own
+// messages; a recipient the channel can never reach is refused at once
+// (400 naming "to") instead of failing in the outbox. The error says what
+// is wrong with to.
+type Addresser interface {
+	Address(to string) (string, error)
+}
+
 // SendRequest is an outbound message about to be queued.
 type SendRequest struct {
 	To string

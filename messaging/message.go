@@ -363,6 +363,23 @@ func (s *Service) touchConversation(ctx context.Context, cl *ent.Client, c *ent.
 		UpdateLastMessageAt().ID(ctx)
 }
 
+// address puts to in the channel's canonical form (channels.Addresser).
+// A connection whose adapter cannot be built here keeps to as it is.
+func (s *Service) address(ctx context.Context, c *ent.Connection, to string) (string, error) {
+	a, err := s.adapter(ctx, c)
+	if err != nil {
+		return to, nil
+	}
+	if ad, ok := a.(channels.Addresser); ok {
+		canon, err := ad.Address(to)
+		if err != nil {
+			return "", Invalid("to", "%v", err)
+		}
+		return canon, nil
+	}
+	return to, nil
+}
+
 // allowSend applies the channel's own rules (channels.SendGate) to an
 // outbound message before it is queued. A connection whose adapter cannot
 // be built here queues anyway: its delivery reports why.
@@ -654,6 +671,9 @@ func (s *Service) Send(ctx context.Context, in SendInput) (*Message, error) {
 		return nil, err
 	}
 	if err := s.checkTemplate(ctx, c, in.Template); err != nil {
+		return nil, err
+	}
+	if in.To, err = s.address(ctx, c, in.To); err != nil {
 		return nil, err
 	}
 	if err := s.allowSend(ctx, p, c, in.To); err != nil {

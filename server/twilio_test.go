@@ -315,6 +315,17 @@ func TestTwilioWhatsApp(t *testing.T) {
 			t.Errorf("a reply to our message went to conversation %s, want %s", r.ConversationID, in.ConversationID)
 		}
 
+		// A message sent to the person, named the WhatsApp way, joins
+		// the conversation of their own messages (conversations are keyed
+		// by the E.164 number); a recipient that is no phone number is
+		// refused at once, naming "to".
+		proactive := g.queue(t, key, "/v1/messages", fmt.Sprintf(`{"connection_id":%q,"to":"whatsapp:%s","text":"one more thing"}`, conn.ID, twilioPerson))
+		if rcpt := proactive.Recipient; proactive.ConversationID != in.ConversationID || rcpt == nil || *rcpt != twilioPerson {
+			t.Errorf("a send to whatsapp:%s went to conversation %s (recipient %v), want %s (%s)", twilioPerson, proactive.ConversationID, rcpt, in.ConversationID, twilioPerson)
+		}
+		g.waitMessage(t, key, proactive.ID, "sent", func(m message) bool { return m.Status == "sent" })
+		wantError(t, g.post(t, key, "/v1/messages", fmt.Sprintf(`{"connection_id":%q,"to":"Ada","text":"x"}`, conn.ID)), http.StatusBadRequest, "invalid_parameter", "to")
+
 		// Outside the 24-hour window (63016): failed, saying a template
 		// is needed.
 		acct.FailNext(twiliotest.OpMessage, twiliotest.OutsideWindow)

@@ -2,6 +2,7 @@ package telnyx
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -20,6 +21,15 @@ const (
 // sent is the part of a sent message the adapter reads.
 type sent struct {
 	ID string `json:"id"`
+}
+
+// Address is to as conversations key it: an E.164 number.
+func (a *Adapter) Address(to string) (string, error) {
+	s := strings.TrimSpace(to)
+	if !e164RE.MatchString(s) {
+		return "", fmt.Errorf("%q is not a phone number in E.164 form (like +15551234567)", clip(to, 40))
+	}
+	return s, nil
 }
 
 // Send delivers msg.Text to msg.To (else the thread, which is the

@@ -3,6 +3,7 @@ package twilio
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,6 +20,16 @@ const MaxText = 1600
 type sentMessage struct {
 	SID    string `json:"sid"`
 	Status string `json:"status"`
+}
+
+// Address is to as conversations key it: the E.164 number, without
+// WhatsApp's "whatsapp:" prefix (inbound senders are keyed so too).
+func (a *Adapter) Address(to string) (string, error) {
+	s := strings.TrimPrefix(strings.TrimSpace(to), "whatsapp:")
+	if !e164RE.MatchString(s) {
+		return "", fmt.Errorf("%q is not a phone number in E.164 form (+15551234567)", to)
+	}
+	return s, nil
 }
 
 // recipient is the E.164 number a message goes to: the thread's (a
