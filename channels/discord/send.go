@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -96,33 +95,13 @@ func nonce(id string, i int) string {
 }
 
 // split cuts text into parts of at most n characters, preferring a line
-// break, then a space, in the part's second half.
+// break, then a space, in the part's second half; an empty text has no
+// parts.
 func split(text string, n int) []string {
-	var parts []string
-	for text != "" {
-		if utf8.RuneCountInString(text) <= n {
-			parts = append(parts, text)
-			break
-		}
-		// Byte offset of the n-th character.
-		cut, count := len(text), 0
-		for i := range text {
-			if count == n {
-				cut = i
-				break
-			}
-			count++
-		}
-		head := text[:cut]
-		if j := strings.LastIndex(head, "\n"); j > len(head)/2 {
-			cut = j + 1
-		} else if j := strings.LastIndex(head, " "); j > len(head)/2 {
-			cut = j + 1
-		}
-		parts = append(parts, text[:cut])
-		text = text[cut:]
+	if text == "" {
+		return nil
 	}
-	return parts
+	return channels.SplitFrom(text, n, channels.Runes, func(cut int) int { return cut/2 + 1 })
 }
 
 // Typing shows the typing indicator in the conversation's channel (POST

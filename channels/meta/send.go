@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -109,50 +108,15 @@ func (a *Adapter) Typing(ctx context.Context, t channels.Typing) error {
 	return a.call(ctx, "typing", http.MethodPost, "/"+a.cfg.PageID+"/messages", a.cfg.PageAccessToken, a.secret(), nil, body, nil)
 }
 
-// Split cuts s into parts of at most max UTF-16 code units (utf16 true:
+// Split cuts s into parts of at most limit UTF-16 code units (utf16 true:
 // how Messenger counts characters, an emoji taking two) or bytes of UTF-8
 // (utf16 false), never inside a character, at a line break or space in
 // the last quarter of a part when there is one; the parts joined are s.
-func Split(s string, max int, utf16 bool) []string {
-	if max < 8 {
-		max = 8
+func Split(s string, limit int, utf16 bool) []string {
+	if utf16 {
+		return channels.Split(s, max(limit, 8), channels.UTF16Units)
 	}
-	size := func(r rune, n int) int {
-		switch {
-		case !utf16:
-			return n
-		case r >= 0x10000:
-			return 2
-		}
-		return 1
-	}
-	var parts []string
-	for {
-		cut, used := 0, 0
-		for cut < len(s) {
-			r, n := utf8.DecodeRuneInString(s[cut:])
-			if used+size(r, n) > max {
-				break
-			}
-			used += size(r, n)
-			cut += n
-		}
-		if cut == len(s) {
-			break
-		}
-		floor := cut * 3 / 4
-		if i := strings.LastIndexByte(s[:cut], '\n'); i >= floor && i > 0 {
-			cut = i + 1
-		} else if i := strings.LastIndexByte(s[:cut], ' '); i >= floor && i > 0 {
-			cut = i + 1
-		}
-		parts = append(parts, s[:cut])
-		s = s[cut:]
-	}
-	if s != "" || len(parts) == 0 {
-		parts = append(parts, s)
-	}
-	return parts
+	return channels.Split(s, max(limit, 8), channels.Bytes)
 }
 
 // sentLog remembers the mids this process sent to each person, so that a

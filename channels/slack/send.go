@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -61,7 +60,7 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 		return channels.SendResult{}, channels.Permanent("slack: send message: the message has no text")
 	}
 	var first string
-	for i, part := range Split(msg.Text, MaxText) {
+	for i, part := range channels.Split(msg.Text, MaxText, channels.Runes) {
 		if i > 0 && strings.TrimSpace(part) == "" {
 			continue
 		}
@@ -124,35 +123,6 @@ func (a *Adapter) Typing(ctx context.Context, t channels.Typing) error {
 	}
 	return a.call(ctx, "typing", "assistant.threads.setStatus", a.cfg.BotToken,
 		map[string]any{"channel_id": channel, "thread_ts": threadTS, "status": TypingStatus}, nil)
-}
-
-// Split cuts s into parts of at most max runes, at a line break or space
-// in the last quarter of a part when there is one; the parts joined are s.
-func Split(s string, max int) []string {
-	if max < 2 {
-		max = 2
-	}
-	var parts []string
-	for utf8.RuneCountInString(s) > max {
-		cut, n := 0, 0
-		for cut < len(s) && n < max {
-			_, size := utf8.DecodeRuneInString(s[cut:])
-			cut += size
-			n++
-		}
-		floor := cut * 3 / 4
-		if i := strings.LastIndexByte(s[:cut], '\n'); i >= floor && i > 0 {
-			cut = i + 1
-		} else if i := strings.LastIndexByte(s[:cut], ' '); i >= floor && i > 0 {
-			cut = i + 1
-		}
-		parts = append(parts, s[:cut])
-		s = s[cut:]
-	}
-	if s != "" || len(parts) == 0 {
-		parts = append(parts, s)
-	}
-	return parts
 }
 
 // maxPaceWait is the longest Send waits for its channel's turn itself;

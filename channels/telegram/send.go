@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -104,54 +103,19 @@ const TypingRefresh = 4 * time.Second
 // TypingEvery is TypingRefresh (channels.TypingRefresher).
 func (b *bot) TypingEvery() time.Duration { return TypingRefresh }
 
-// utf16Len is how many UTF-16 code units r takes.
-func utf16Len(r rune) int {
-	if r >= 0x10000 {
-		return 2
-	}
-	return 1
-}
-
 // UTF16Len is the length of s in UTF-16 code units, as Telegram counts.
 func UTF16Len(s string) int {
 	n := 0
 	for _, r := range s {
-		n += utf16Len(r)
+		n += channels.UTF16Units(r)
 	}
 	return n
 }
 
-// Split cuts s into parts of at most max UTF-16 code units, never inside a
+// Split cuts s into parts of at most limit UTF-16 code units, never inside a
 // character (a surrogate pair stays whole). A part ends after the last line
 // break, else the last space, of its final quarter when there is one, so
 // words stay whole; the parts joined are s.
-func Split(s string, max int) []string {
-	if max < 2 {
-		max = 2
-	}
-	var parts []string
-	for UTF16Len(s) > max {
-		// cut is the byte offset of the longest prefix within max units.
-		cut, units := 0, 0
-		for cut < len(s) {
-			r, size := utf8.DecodeRuneInString(s[cut:]) // an invalid byte: size 1, one unit
-			if units+utf16Len(r) > max {
-				break
-			}
-			units += utf16Len(r)
-			cut += size
-		}
-		floor := cut * 3 / 4
-		if i := strings.LastIndexByte(s[:cut], '\n'); i >= floor && i > 0 {
-			cut = i + 1
-		} else if i := strings.LastIndexByte(s[:cut], ' '); i >= floor && i > 0 {
-			cut = i + 1
-		}
-		parts = append(parts, s[:cut])
-		s = s[cut:]
-	}
-	if s != "" || len(parts) == 0 {
-		parts = append(parts, s)
-	}
-	return parts
+func Split(s string, limit int) []string {
+	return channels.Split(s, max(limit, 2), channels.UTF16Units)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -122,40 +121,8 @@ func isGSM7(s string) bool {
 // after the last line break, else the last space, of its final quarter
 // when there is one, and never inside a character; the parts joined are s.
 func Split(s string) []string {
-	cost, budget := func(r rune) int { return gsm7[r] }, MaxGSM7
-	if !isGSM7(s) {
-		cost, budget = func(r rune) int {
-			if r >= 0x10000 {
-				return 2
-			}
-			return 1
-		}, MaxUCS2
+	if isGSM7(s) {
+		return channels.Split(s, MaxGSM7, func(r rune) int { return gsm7[r] })
 	}
-	var parts []string
-	for {
-		cut, units := 0, 0
-		for cut < len(s) {
-			r, size := utf8.DecodeRuneInString(s[cut:])
-			if units+cost(r) > budget {
-				break
-			}
-			units += cost(r)
-			cut += size
-		}
-		if cut == len(s) {
-			break
-		}
-		floor := cut * 3 / 4
-		if i := strings.LastIndexByte(s[:cut], '\n'); i >= floor && i > 0 {
-			cut = i + 1
-		} else if i := strings.LastIndexByte(s[:cut], ' '); i >= floor && i > 0 {
-			cut = i + 1
-		}
-		parts = append(parts, s[:cut])
-		s = s[cut:]
-	}
-	if s != "" || len(parts) == 0 {
-		parts = append(parts, s)
-	}
-	return parts
+	return channels.Split(s, MaxUCS2, channels.UTF16Units)
 }

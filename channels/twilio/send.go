@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -139,46 +138,9 @@ func (a *WhatsAppAdapter) Typing(ctx context.Context, t channels.Typing) error {
 	return a.call(ctx, "typing", http.MethodPost, a.opts.MessagingURL+"/v2/Indicators/Typing.json", form, nil)
 }
 
-// utf16Len is how many UTF-16 code units r takes.
-func utf16Len(r rune) int {
-	if r >= 0x10000 {
-		return 2
-	}
-	return 1
-}
-
-// Split cuts s into parts of at most max UTF-16 code units, never inside a
+// Split cuts s into parts of at most limit UTF-16 code units, never inside a
 // character. A part ends after the last line break, else the last space,
 // of its final quarter when there is one; the parts joined are s.
-func Split(s string, max int) []string {
-	if max < 2 {
-		max = 2
-	}
-	var parts []string
-	for {
-		cut, units := 0, 0
-		for cut < len(s) {
-			r, size := utf8.DecodeRuneInString(s[cut:])
-			if units+utf16Len(r) > max {
-				break
-			}
-			units += utf16Len(r)
-			cut += size
-		}
-		if cut == len(s) {
-			break
-		}
-		floor := cut * 3 / 4
-		if i := strings.LastIndexByte(s[:cut], '\n'); i >= floor && i > 0 {
-			cut = i + 1
-		} else if i := strings.LastIndexByte(s[:cut], ' '); i >= floor && i > 0 {
-			cut = i + 1
-		}
-		parts = append(parts, s[:cut])
-		s = s[cut:]
-	}
-	if s != "" || len(parts) == 0 {
-		parts = append(parts, s)
-	}
-	return parts
+func Split(s string, limit int) []string {
+	return channels.Split(s, max(limit, 2), channels.UTF16Units)
 }
