@@ -3,16 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/comm-gateway/comm/channels/discord"
-	"github.com/comm-gateway/comm/channels/discord/discordtest"
-	"github.com/comm-gateway/comm/channels/meta"
-	"github.com/comm-gateway/comm/channels/meta/metatest"
-	"github.com/comm-gateway/comm/channels/slack"
-	"github.com/comm-gateway/comm/channels/slack/slacktest"
-	"github.com/comm-gateway/comm/channels/telegram"
-	"github.com/comm-gateway/comm/channels/telegram/telegramtest"
-	"github.com/comm-gateway/comm/channels/twilio"
-	"github.com/comm-gateway/comm/channels/twilio/twiliotest"
 	"github.com/comm-gateway/comm/gateway"
 	"net"
 	"net/http"
@@ -24,7 +14,6 @@ import (
 	"github.com/comm-gateway/comm/bench"
 	"github.com/comm-gateway/comm/channels/email/inbound"
 	"github.com/comm-gateway/comm/delivery"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/webhook"
@@ -151,87 +140,6 @@ func runBench(s *flagSet, args []string) error {
 			}
 			r.Engine = engine
 			results = append(results, r)
-		case "slack":
-			nHTTP, err := parseInt("--http-clients", *httpClients)
-			if err != nil {
-				return err
-			}
-			got, err := benchSlack(ctx, open, nHTTP, d)
-			if err != nil {
-				return err
-			}
-			send, err := benchSlackSend(ctx, open)
-			if err != nil {
-				return err
-			}
-			got = append(got, send)
-			for i := range got {
-				got[i].Engine = engine
-			}
-			results = append(results, got...)
-		case "meta":
-			nHTTP, err := parseInt("--http-clients", *httpClients)
-			if err != nil {
-				return err
-			}
-			got, err := benchMeta(ctx, open, nHTTP, d)
-			if err != nil {
-				return err
-			}
-			for i := range got {
-				got[i].Engine = engine
-			}
-			results = append(results, got...)
-		case "discord":
-			r, err := benchDiscord(ctx, open)
-			if err != nil {
-				return err
-			}
-			send, err := benchDiscordSend(ctx, open)
-			if err != nil {
-				return err
-			}
-			r.Engine, send.Engine = engine, engine
-			results = append(results, r, send)
-		case "telnyx":
-			nHTTP, err := parseInt("--http-clients", *httpClients)
-			if err != nil {
-				return err
-			}
-			got, err := benchTelnyx(ctx, open, nHTTP, d)
-			if err != nil {
-				return err
-			}
-			for i := range got {
-				got[i].Engine = engine
-			}
-			results = append(results, got...)
-		case "telegram":
-			nHTTP, err := parseInt("--http-clients", *httpClients)
-			if err != nil {
-				return err
-			}
-			got, err := benchTelegram(ctx, open, nHTTP, d)
-			if err != nil {
-				return err
-			}
-			for i := range got {
-				got[i].Engine = engine
-			}
-			results = append(results, got...)
-		case "twilio":
-			nHTTP, err := parseInt("--http-clients", *httpClients)
-			if err != nil {
-				return err
-			}
-			got, err := benchTwilio(ctx, open, nHTTP, d)
-			if err != nil {
-				return err
-			}
-			for i := range got {
-				got[i].Engine = engine
-			}
-			results = append(results, got...)
 		case "subscribe":
 			nSubs, err := parseInt("--subscribers", *subs)
 			if err != nil {
@@ -280,7 +188,22 @@ func runBench(s *flagSet, args []string) error {
 			r.Engine = engine
 			results = append(results, r)
 		default:
-			return fmt.Errorf("--what: unknown benchmark %q", w)
+			run, ok := providerBenches[strings.TrimSpace(w)]
+			if !ok {
+				return fmt.Errorf("--what: unknown benchmark %q", w)
+			}
+			nHTTP, err := parseInt("--http-clients", *httpClients)
+			if err != nil {
+				return err
+			}
+			got, err := run(ctx, open, nHTTP, d)
+			if err != nil {
+				return err
+			}
+			for i := range got {
+				got[i].Engine = engine
+			}
+			results = append(results, got...)
 		}
 	}
 	bench.PrintTable(os.Stdout, results)
@@ -318,220 +241,6 @@ func benchInbound(ctx context.Context, open opener, projects, clients int, d tim
 		}
 		r, err := bench.Inbound(ctx, api, conns, clients, d)
 		r.Name = fmt.Sprintf("POST /v1/connections/{id}/inbound, %d project(s)", projects)
-		return r, err
-	})
-}
-
-// benchTelegram measures Telegram webhook ingress (updates POSTed to
-// /hooks/telegram/{id} -> message.received, 1 and 100 bots) and reply ->
-// sendMessage at a fake Bot API on loopback. The gateway's base URL is a
-// public https one, so connections take the webhook mode; the load
-// generator plays Telegram and the TLS-terminating proxy in one.
-func benchTelegram(ctx context.Context, open opener, clients int, d time.Duration) ([]bench.Result, error) {
-	fake := telegramtest.NewServer()
-	defer fake.Close()
-	cfg := gateway.Config{Service: messaging.Options{BaseURL: "https://comm.bench.invalid"},
-		Telegram: telegram.Options{APIURL: fake.URL}}
-	var out []bench.Result
-	for _, bots := range []int{1, 100} {
-		r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
-			api := bench.NewAPI(base, clients)
-			conns, err := bench.NewTelegramConnections(ctx, api, fake, bots)
-			if err != nil {
-				return bench.Result{}, err
-			}
-			r, err := bench.TelegramIngress(ctx, base, conns, clients, d)
-			r.Name = fmt.Sprintf("POST /hooks/telegram/{id} -> message.received, %d bot(s)", bots)
-			return r, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
-		api := bench.NewAPI(base, 4)
-		conns, err := bench.NewTelegramConnections(ctx, api, fake, 1)
-		if err != nil {
-			return bench.Result{}, err
-		}
-		r, err := bench.TelegramReplyLatency(ctx, api, base, conns[0], 1000)
-		r.Name = "reply -> fake sendMessage (telegram)"
-		return r, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return append(out, r), nil
-}
-
-// benchTwilio measures Twilio SMS webhook ingress (signed form POSTs to
-// /hooks/sms/{id} -> message.received, 1 and 100 accounts) and reply ->
-// Messages.json at a fake Twilio on loopback. The gateway's public base
-// URL is not the address the load generator posts to: signatures cover
-// the public URL, as behind a proxy.
-func benchTwilio(ctx context.Context, open opener, clients int, d time.Duration) ([]bench.Result, error) {
-	fake := twiliotest.NewServer()
-	defer fake.Close()
-	cfg := gateway.Config{Service: messaging.Options{BaseURL: "https://comm.bench.invalid"},
-		Twilio: twilio.Options{APIURL: fake.URL, MessagingURL: fake.URL}}
-	var out []bench.Result
-	for _, accounts := range []int{1, 100} {
-		r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
-			api := bench.NewAPI(base, clients)
-			conns, err := bench.NewTwilioConnections(ctx, api, fake, accounts)
-			if err != nil {
-				return bench.Result{}, err
-			}
-			r, err := bench.TwilioIngress(ctx, base, conns, clients, d)
-			r.Name = fmt.Sprintf("POST /hooks/sms/{id} (signed Twilio webhook) -> message.received, %d account(s)", accounts)
-			return r, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
-		api := bench.NewAPI(base, 4)
-		conns, err := bench.NewTwilioConnections(ctx, api, fake, 1)
-		if err != nil {
-			return bench.Result{}, err
-		}
-		r, err := bench.TwilioReplyLatency(ctx, api, base, conns[0], 1000)
-		r.Name = "reply -> fake Messages.json (twilio)"
-		return r, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return append(out, r), nil
-}
-
-// benchSlack measures Slack Events API ingress (signed deliveries POSTed
-// to /hooks/slack -> message.received, 1 and 100 workspaces that
-// installed the operator's app through the OAuth flow) against the fake
-// Slack on loopback.
-func benchSlack(ctx context.Context, open opener, clients int, d time.Duration) ([]bench.Result, error) {
-	fake := slacktest.NewServer()
-	defer fake.Close()
-	var out []bench.Result
-	for _, teams := range []int{1, 100} {
-		var base string
-		cfg := gateway.Config{Slack: slack.Options{APIURL: fake.APIURL, AuthorizeURL: fake.AuthorizeURL,
-			ClientID: fake.ClientID, ClientSecret: fake.ClientSecret, SigningSecret: fake.SigningSecret}}
-		r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, b string) (bench.Result, error) {
-			base = b
-			api := bench.NewAPI(base, clients)
-			conns, err := bench.NewSlackConnections(ctx, api, fake, teams)
-			if err != nil {
-				return bench.Result{}, err
-			}
-			r, err := bench.SlackIngress(ctx, base, fake.SigningSecret, conns, clients, d)
-			r.Name = fmt.Sprintf("POST /hooks/slack (Events API) -> message.received, %d workspace(s)", teams)
-			return r, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// benchMeta measures Messenger webhook ingress (signed batches of 10
-// messages POSTed to /hooks/facebook -> message.received, for 1 and 20
-// Pages connected through the operator app's login flow) and reply ->
-// Send API latency, against the fake Graph API on loopback.
-func benchMeta(ctx context.Context, open opener, clients int, d time.Duration) ([]bench.Result, error) {
-	fake := metatest.NewServer()
-	defer fake.Close()
-	cfg := gateway.Config{Meta: meta.Options{APIURL: fake.APIURL, DialogURL: fake.DialogURL,
-		AppID: fake.AppID, AppSecret: fake.AppSecret, VerifyToken: fake.VerifyToken}}
-	var out []bench.Result
-	for _, pages := range []int{1, 20} {
-		r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
-			api := bench.NewAPI(base, clients)
-			conns, err := bench.NewMetaConnections(ctx, api, fake, pages)
-			if err != nil {
-				return bench.Result{}, err
-			}
-			r, err := bench.MetaIngress(ctx, base, fake.AppSecret, conns, clients, 10, d)
-			r.Name = fmt.Sprintf("POST /hooks/facebook (signed batches) -> message.received, %d Page(s)", pages)
-			return r, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	r, err := onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
-		api := bench.NewAPI(base, 4)
-		conns, err := bench.NewMetaConnections(ctx, api, fake, 1)
-		if err != nil {
-			return bench.Result{}, err
-		}
-		r, err := bench.MetaReplyLatency(ctx, api, base, fake.AppSecret, conns[0], fake, 300)
-		r.Name = "reply -> fake Send API (facebook)"
-		return r, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return append(out, r), nil
-}
-
-// benchDiscord measures Discord gateway dispatch -> message.received
-// through one session against the fake gateway on loopback.
-func benchDiscord(ctx context.Context, open opener) (bench.Result, error) {
-	fake := discordtest.NewServer()
-	defer fake.Close()
-	cfg := gateway.Config{Discord: discord.Options{APIURL: fake.URL, GatewayURL: fake.GatewayURL}}
-	return onGatewayWith(open, cfg, func(_ *stream.Log, g *gateway.Gateway, base string) (bench.Result, error) {
-		stop := g.StartWorkers(gateway.Workers{Sessions: &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}})
-		defer stop()
-		r, err := bench.DiscordDispatch(ctx, bench.NewAPI(base, 4), fake, 20000)
-		r.Name = "Discord gateway MESSAGE_CREATE -> message.received, one session"
-		return r, err
-	})
-}
-
-// benchDiscordSend measures sends to one Discord channel against the fake
-// enforcing Discord's per-channel limit (5 messages per 5 s).
-func benchDiscordSend(ctx context.Context, open opener) (bench.Result, error) {
-	fake := discordtest.NewServer()
-	defer fake.Close()
-	cfg := gateway.Config{Discord: discord.Options{APIURL: fake.URL, GatewayURL: fake.GatewayURL}}
-	return onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
-		bot := fake.NewBot("bench_sender")
-		bot.SetRateLimit(5, 5*time.Second)
-		api := bench.NewAPI(base, 4)
-		key, conn, err := bench.NewDiscordConnection(ctx, api, bot)
-		if err != nil {
-			return bench.Result{}, err
-		}
-		r, err := bench.SendUnderLimit(ctx, api, key, conn, bot.AddChannel(), 20, bot.Limited)
-		r.Name = "Discord sends to one channel, limit 5 per 5 s (fake) -> message.sent"
-		return r, err
-	})
-}
-
-// benchSlackSend measures sends to one Slack channel against the fake
-// enforcing Slack's limit of about one message per second per channel.
-func benchSlackSend(ctx context.Context, open opener) (bench.Result, error) {
-	fake := slacktest.NewServer()
-	defer fake.Close()
-	cfg := gateway.Config{Slack: slack.Options{APIURL: fake.APIURL, AuthorizeURL: fake.AuthorizeURL,
-		ClientID: fake.ClientID, ClientSecret: fake.ClientSecret, SigningSecret: fake.SigningSecret}}
-	return onGatewayWith(open, cfg, func(_ *stream.Log, _ *gateway.Gateway, base string) (bench.Result, error) {
-		api := bench.NewAPI(base, 4)
-		conns, err := bench.NewSlackConnections(ctx, api, fake, 1)
-		if err != nil {
-			return bench.Result{}, err
-		}
-		fake.SetRateLimit(true)
-		r, err := bench.SendUnderLimit(ctx, api, conns[0].Key, conns[0].ConnectionID, "C0BENCH01", 10, fake.Limited)
-		r.Name = "Slack sends to one channel, limit 1 per s (fake) -> message.sent"
 		return r, err
 	})
 }
