@@ -1836,6 +1836,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ReceiptInput", ec.unmarshalInputReceiptInput),
 			graphql.NewInputUnmarshaler("ReplyInput", ec.unmarshalInputReplyInput),
 			graphql.NewInputUnmarshaler("SendInput", ec.unmarshalInputSendInput),
+			graphql.NewInputUnmarshaler("TemplateInput", ec.unmarshalInputTemplateInput),
+			graphql.NewInputUnmarshaler("TemplateVariable", ec.unmarshalInputTemplateVariable),
 			graphql.NewInputUnmarshaler("WebhookInput", ec.unmarshalInputWebhookInput),
 		)
 	}
@@ -2058,6 +2060,8 @@ input ReplyInput {
   text: String
   html: String
   subject: String
+  "A provider-approved template sent instead of text (WhatsApp through Twilio)."
+  template: TemplateInput
 }
 
 input SendInput {
@@ -2066,6 +2070,22 @@ input SendInput {
   text: String
   html: String
   subject: String
+  "A provider-approved template sent instead of text (WhatsApp through Twilio)."
+  template: TemplateInput
+}
+
+"A provider-approved message template (REST: {\"content_sid\", \"variables\"})."
+input TemplateInput {
+  "The template's id (Twilio Content SID, HX...)."
+  contentSid: String!
+  "Values of the template's placeholders."
+  variables: [TemplateVariable!]
+}
+
+"A value of a template placeholder, by the placeholder's name (\"1\", \"2\" ...)."
+input TemplateVariable {
+  name: String!
+  value: String!
 }
 
 type Mutation {
@@ -15702,7 +15722,7 @@ func (ec *executionContext) unmarshalInputReplyInput(ctx context.Context, obj an
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"text", "html", "subject"}
+	fieldsInOrder := [...]string{"text", "html", "subject", "template"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -15730,6 +15750,13 @@ func (ec *executionContext) unmarshalInputReplyInput(ctx context.Context, obj an
 				return it, err
 			}
 			it.Subject = data
+		case "template":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("template"))
+			data, err := ec.unmarshalOTemplateInput2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐTemplateInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Template = data
 		}
 	}
 	return it, nil
@@ -15758,7 +15785,7 @@ func (ec *executionContext) unmarshalInputSendInput(ctx context.Context, obj any
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"connectionID", "to", "text", "html", "subject"}
+	fieldsInOrder := [...]string{"connectionID", "to", "text", "html", "subject", "template"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -15800,6 +15827,13 @@ func (ec *executionContext) unmarshalInputSendInput(ctx context.Context, obj any
 				return it, err
 			}
 			it.Subject = data
+		case "template":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("template"))
+			data, err := ec.unmarshalOTemplateInput2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐTemplateInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Template = data
 		}
 	}
 	return it, nil
@@ -15814,6 +15848,104 @@ func (ec *executionContext) unmarshalInputSendInput(ctx context.Context, obj any
 func UnmarshalSendInput(ctx context.Context, raw any) (SendInput, error) {
 	var out SendInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SendInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateInput(ctx context.Context, obj any) (TemplateInput, error) {
+	var it TemplateInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"contentSid", "variables"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "contentSid":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("contentSid"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContentSid = data
+		case "variables":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("variables"))
+			data, err := ec.unmarshalOTemplateVariable2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐTemplateVariableᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Variables = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateInput unmarshals raw into the TemplateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateInput(ctx context.Context, raw any) (TemplateInput, error) {
+	var out TemplateInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateVariable(ctx context.Context, obj any) (TemplateVariable, error) {
+	var it TemplateVariable
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "value"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "value":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("value"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Value = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateVariable unmarshals raw into the TemplateVariable input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateVariable(ctx context.Context, raw any) (TemplateVariable, error) {
+	var out TemplateVariable
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateVariable", raw, &out)
 	return out, err
 }
 
@@ -18828,6 +18960,11 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	return ret
 }
 
+func (ec *executionContext) unmarshalNTemplateVariable2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐTemplateVariable(ctx context.Context, v any) (*TemplateVariable, error) {
+	res, err := ec.unmarshalInputTemplateVariable(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
 	res, err := graphql.UnmarshalTime(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -19668,6 +19805,31 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOTemplateInput2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐTemplateInput(ctx context.Context, v any) (*TemplateInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTemplateInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTemplateVariable2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐTemplateVariableᚄ(ctx context.Context, v any) ([]*TemplateVariable, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*TemplateVariable, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTemplateVariable2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐTemplateVariable(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx context.Context, v any) ([]time.Time, error) {

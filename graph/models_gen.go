@@ -89,6 +89,8 @@ type ReplyInput struct {
 	Text    *string `json:"text,omitempty"`
 	HTML    *string `json:"html,omitempty"`
 	Subject *string `json:"subject,omitempty"`
+	// A provider-approved template sent instead of text (WhatsApp through Twilio).
+	Template *TemplateInput `json:"template,omitempty"`
 }
 
 type SendInput struct {
@@ -97,6 +99,8 @@ type SendInput struct {
 	Text         *string `json:"text,omitempty"`
 	HTML         *string `json:"html,omitempty"`
 	Subject      *string `json:"subject,omitempty"`
+	// A provider-approved template sent instead of text (WhatsApp through Twilio).
+	Template *TemplateInput `json:"template,omitempty"`
 }
 
 // Live event feeds, over a websocket at /graphql (subprotocols graphql-transport-ws
@@ -104,6 +108,20 @@ type SendInput struct {
 // {"Authorization": "Bearer <key>"} or {"apiKey": "<key>"}, or in an Authorization
 // header on the upgrade).
 type Subscription struct {
+}
+
+// A provider-approved message template (REST: {"content_sid", "variables"}).
+type TemplateInput struct {
+	// The template's id (Twilio Content SID, HX...).
+	ContentSid string `json:"contentSid"`
+	// Values of the template's placeholders.
+	Variables []*TemplateVariable `json:"variables,omitempty"`
+}
+
+// A value of a template placeholder, by the placeholder's name ("1", "2" ...).
+type TemplateVariable struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // A typing indicator's lease.

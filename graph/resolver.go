@@ -16,6 +16,7 @@ import (
 
 	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/api"
+	"github.com/comm-gateway/comm/channels"
 
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/ent/connection"
@@ -142,4 +143,20 @@ type Domains interface {
 	Domain(ctx context.Context, id string) (*api.Domain, error)
 	VerifyDomain(ctx context.Context, id string) (*api.Domain, error)
 	DeleteDomain(ctx context.Context, id string) error
+}
+
+// templateOf is a GraphQL template input as the core takes it (REST's
+// {"content_sid", "variables"}); nil when none was given.
+func templateOf(in *TemplateInput) *channels.Template {
+	if in == nil {
+		return nil
+	}
+	t := &channels.Template{ContentSID: in.ContentSid}
+	if len(in.Variables) > 0 {
+		t.Variables = make(map[string]string, len(in.Variables))
+		for _, v := range in.Variables {
+			t.Variables[v.Name] = v.Value
+		}
+	}
+	return t
 }

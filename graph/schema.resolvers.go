@@ -147,7 +147,8 @@ func (r *mutationResolver) Reply(ctx context.Context, messageID string, input Re
 	if err != nil {
 		return nil, err
 	}
-	m, err := r.Service.Reply(ctx, messageID, messaging.SendInput{Text: deref(input.Text), HTML: input.HTML, Subject: input.Subject})
+	m, err := r.Service.Reply(ctx, messageID, messaging.SendInput{Text: deref(input.Text), HTML: input.HTML, Subject: input.Subject,
+		Template: templateOf(input.Template)})
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +172,7 @@ func (r *mutationResolver) Send(ctx context.Context, input SendInput) (*ent.Mess
 	}
 	m, err := r.Service.Send(ctx, messaging.SendInput{
 		ConnectionID: input.ConnectionID, To: input.To, Text: deref(input.Text), HTML: input.HTML, Subject: input.Subject,
+		Template: templateOf(input.Template),
 	})
 	if err != nil {
 		return nil, err
