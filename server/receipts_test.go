@@ -233,6 +233,10 @@ func TestReceipts(t *testing.T) {
 
 		t.Run("graphql", func(t *testing.T) {
 			t.Parallel()
+			// A connection of its own: a report naming no message is
+			// kept as pending while another send of the connection is in
+			// flight, which the parallel subtests' sends would make.
+			conn := g.connectTest(t, key)
 			m := g.sentMessage(t, key, conn.ID)
 			q := `mutation($conn: ID!, $in: ReceiptInput!) { injectReceipt(connectionID: $conn, input: $in) {
 				pending expiresAt message { ` + gqlMsgFields + ` } } }`
