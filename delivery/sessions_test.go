@@ -342,3 +342,40 @@ func TestDiscordSessionTakeover(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimLease: a lease held by another owner answers false and no
+// error (on PostgreSQL the refused insert must not poison the batch it ran
+// in), its holder renews it, and it passes on once its time runs out.
+func TestClaimLease(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		g := startGateway(t, cfg, gwOptions{})
+		ctx := context.Background()
+		claim := func(owner string, lease time.Duration) bool {
+			t.Helper()
+			held, err := g.Svc.ClaimLease(ctx, "test-lease", owner, lease)
+			if err != nil {
+				t.Fatalf("%s claims: %v", owner, err)
+			}
+			return held
+		}
+		if !claim("a", 500*time.Millisecond) {
+			t.Fatal("a could not take a free lease")
+		}
+		for range 3 {
+			if claim("b", time.Minute) {
+				t.Fatal("b took a's lease")
+			}
+		}
+		if !claim("a", 500*time.Millisecond) {
+			t.Fatal("a could not renew its lease")
+		}
+		time.Sleep(600 * time.Millisecond)
+		if !claim("b", time.Minute) {
+			t.Fatal("b could not take the lease once a's time ran out")
+		}
+		if claim("a", time.Minute) {
+			t.Fatal("a took b's lease back")
+		}
+	})
+}

@@ -72,6 +72,14 @@ func checkInOrder(t *testing.T, g *gateway, rcv *receiver, path string, p projec
 	if next != to+1 {
 		t.Errorf("acknowledged up to seq %d, want %d", next-1, to)
 	}
+	if t.Failed() {
+		// The whole exchange, to tell a skipped delivery from a receiver
+		// that missed recording one.
+		for i, h := range rcv.snapshot() {
+			t.Logf("hit %d: %s seq %d status %d, %s to %s", i+1, h.Path, h.Seq, h.Status,
+				h.Start.Format("15:04:05.000"), h.End.Format("15:04:05.000"))
+		}
+	}
 	seen := map[string]int64{}
 	for seq, id := range ids {
 		if other, ok := seen[id]; ok {

@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
@@ -62,13 +63,22 @@ func (s *Service) ClaimLease(ctx context.Context, name, owner string, lease time
 		}
 		err = cl.Lease.Create().SetID(name).SetOwner(owner).SetUntil(now.Add(lease)).Exec(tctx)
 		if ent.IsConstraintError(err) {
-			return nil // held by another replica
+			// Held by another replica. The error is returned, not
+			// swallowed: on PostgreSQL the failed insert aborted the
+			// transaction, and only the unit's savepoint rollback
+			// (which an error triggers) makes it usable again.
+			return errLeaseHeld
 		}
 		held = err == nil
 		return err
 	})
+	if errors.Is(err, errLeaseHeld) {
+		return false, nil
+	}
 	return held, err
 }
+
+var errLeaseHeld = errors.New("lease held by another owner")
 
 // ReleaseLease gives up owner's lease, so another replica takes the work
 // over at once.
