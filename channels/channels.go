@@ -70,6 +70,10 @@ type Descriptor struct {
 	// connection the app was installed for. Nil when the channel has
 	// none.
 	Session AppSession
+	// Shared is set for a channel on the operator's own lines shared among
+	// projects (hosted WhatsApp numbers, iMessage relays); see SharedApp.
+	// Its App verifies the app-level webhook.
+	Shared SharedApp
 }
 
 // AppSession is the operator's app's own long-lived inbound session: one
@@ -114,6 +118,15 @@ type Connection struct {
 	// gateway has no public base URL; an adapter that can poll instead
 	// polls then.
 	WebhookURL string
+	// Line is the ID of the operator's line the gateway gave the
+	// connection, on a channel with Descriptor.Shared; empty otherwise.
+	Line string
+	// Credentials stores what the adapter rotates (OAuth tokens) in the
+	// connection's sealed configuration. Nil before the connection is
+	// stored (in New and Provision of a new connection: return the
+	// configuration from Provision instead) and in unit tests that do not
+	// set one.
+	Credentials Credentials
 }
 
 // Adapter is a provisioned connection of one provider.

@@ -431,7 +431,8 @@ func (s *Service) provision(ctx context.Context, c *ent.Connection) (channels.Ad
 	if err != nil {
 		return nil, err
 	}
-	a, err := d.New(ctx, channels.Connection{ID: c.ID, ProjectID: c.ProjectID, Config: config, WebhookURL: s.webhookURL(c.Channel, c.ID)})
+	a, err := d.New(ctx, channels.Connection{ID: c.ID, ProjectID: c.ProjectID, Config: config, WebhookURL: s.webhookURL(c.Channel, c.ID),
+		Credentials: s.credentials(c.ProjectID, c.ID)})
 	if err != nil {
 		return nil, fmt.Errorf("connection %s: provision: %w", c.ID, err)
 	}
