@@ -30,11 +30,22 @@ type Service struct {
 	svc  *messaging.Service
 	log  *stream.Log
 	read *ent.Client
+
+	prices       Prices
+	lowThreshold Micros
+	owners       accountCache
 }
 
-// New returns the accounts feature served by svc.
-func New(svc *messaging.Service) *Service {
-	return &Service{svc: svc, log: svc.Log(), read: svc.Ent()}
+// New returns the accounts feature served by svc. It charges paid
+// messages once the caller hands it to svc.SetBilling.
+func New(svc *messaging.Service, opts Options) *Service {
+	if opts.Prices == nil {
+		opts.Prices = DefaultPrices()
+	}
+	if opts.LowThreshold == 0 {
+		opts.LowThreshold = DefaultLowThreshold
+	}
+	return &Service{svc: svc, log: svc.Log(), read: svc.Ent(), prices: opts.Prices, lowThreshold: opts.LowThreshold}
 }
 
 func (s *Service) now() time.Time { return s.svc.Now() }
@@ -45,10 +56,6 @@ func nonEmpty(s string) *string {
 	}
 	return &s
 }
-
-// SignUpCreditCents is the credit granted once per account, at its first
-// sign-in: 100 US dollars.
-const SignUpCreditCents = 100_00
 
 // signUpKey is the ledger key of the sign-up grant; the unique (account,
 // key) index makes it once per account.
@@ -78,7 +85,7 @@ func accountOf(a *ent.Account) *Account {
 }
 
 // SignIn records a sign-in: it finds the account of the identity, or makes
-// it and grants SignUpCreditCents, once.
+// it and grants SignUpCredit, once.
 func (s *Service) SignIn(ctx context.Context, id Identity) (*SignedIn, error) {
 	if id.Issuer == "" || id.Subject == "" {
 		return nil, fmt.Errorf("sign-in: the identity has no issuer or subject")
@@ -112,13 +119,13 @@ func (s *Service) SignIn(ctx context.Context, id Identity) (*SignedIn, error) {
 		}
 		var err error
 		out, err = cl.Account.Create().SetID(acctID).SetIssuer(id.Issuer).SetSubject(id.Subject).
-			SetEmail(id.Email).SetName(id.Name).SetLastSignInAt(now).SetCreatedAt(now).Save(tctx)
+			SetEmail(id.Email).SetName(id.Name).SetLastSignInAt(now).SetBalanceMicros(SignUpCredit).SetCreatedAt(now).Save(tctx)
 		if err != nil {
 			return err
 		}
 		created = true
 		return cl.CreditEntry.Create().SetID(ident.New(ident.CreditEntry)).SetAccountID(acctID).
-			SetKind(entcredit.KindGrant).SetAmountCents(SignUpCreditCents).SetKey(signUpKey).
+			SetKind(entcredit.KindGrant).SetAmountMicros(SignUpCredit).SetAmountCents(SignUpCredit / 10_000).SetKey(signUpKey).
 			SetDescription("Welcome credit for signing in").SetCreatedAt(now).Exec(tctx)
 	})
 	if ent.IsConstraintError(err) && existing == nil {
@@ -202,17 +209,19 @@ type CreditLine = api.CreditEntry
 // credit and its projects.
 type AccountView = api.AccountView
 
-// dollars renders cents as "100.00" (or "-0.25").
-func dollars(cents int64) string {
-	sign := ""
-	if cents < 0 {
-		sign, cents = "-", -cents
-	}
-	return fmt.Sprintf("%s%d.%02d", sign, cents/100, cents%100)
+// LedgerPreview is how many of the newest ledger entries GET /v1/account
+// shows; GET /v1/account/ledger pages through all of them.
+const LedgerPreview = 100
+
+func lineOf(l *ent.CreditEntry) CreditLine {
+	m := microsOf(l.AmountMicros, l.AmountCents)
+	return CreditLine{ID: l.ID, Kind: string(l.Kind), AmountMicros: m, Amount: FormatDollars(m),
+		Description: l.Description, ProjectID: nonEmpty(l.ProjectIDRef), CreatedAt: l.CreatedAt.UTC()}
 }
 
 // AccountOf returns the account owning the caller's project, with its
-// balance (the sum of the ledger) and its projects. A sandbox key answers
+// balance (the sum of the ledger), its newest ledger entries and its
+// projects. A sandbox key answers
 // ErrForbidden: the account is for signed-in keys.
 func (s *Service) AccountOf(ctx context.Context) (*AccountView, error) {
 	p, err := messaging.PrincipalFrom(ctx)
@@ -234,17 +243,22 @@ func (s *Service) AccountOf(ctx context.Context) (*AccountView, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines, err := s.read.CreditEntry.Query().Where(entcredit.AccountID(a.ID)).Order(ent.Asc(entcredit.FieldID)).All(sys)
+	lines, err := s.read.CreditEntry.Query().Where(entcredit.AccountID(a.ID)).Order(ent.Desc(entcredit.FieldID)).
+		Limit(LedgerPreview + 1).All(sys)
 	if err != nil {
 		return nil, err
 	}
 	v := &AccountView{Account: *accountOf(a), Currency: "USD", Ledger: []CreditLine{}, Projects: []ProjectSummary{}}
-	for _, l := range lines {
-		v.BalanceCents += l.AmountCents
-		v.Ledger = append(v.Ledger, CreditLine{ID: l.ID, Kind: string(l.Kind), AmountCents: l.AmountCents,
-			Amount: dollars(l.AmountCents), Description: l.Description, ProjectID: nonEmpty(l.ProjectIDRef), CreatedAt: l.CreatedAt.UTC()})
+	if len(lines) > LedgerPreview {
+		lines, v.LedgerMore = lines[:LedgerPreview], true
 	}
-	v.Balance = dollars(v.BalanceCents)
+	for _, l := range lines {
+		v.Ledger = append(v.Ledger, lineOf(l))
+	}
+	if v.BalanceMicros, err = s.balance(ctx, a); err != nil {
+		return nil, err
+	}
+	v.Balance = FormatDollars(v.BalanceMicros)
 	prs, err := s.read.Project.Query().Where(entproject.AccountID(a.ID)).Order(ent.Asc(entproject.FieldID)).All(sys)
 	if err != nil {
 		return nil, err
@@ -257,4 +271,61 @@ func (s *Service) AccountOf(ctx context.Context) (*AccountView, error) {
 		v.Projects = append(v.Projects, *ps)
 	}
 	return v, nil
+}
+
+// balance is an account's balance: the one kept on its row, or the sum of
+// its ledger for an account made before it was kept.
+func (s *Service) balance(ctx context.Context, a *ent.Account) (Micros, error) {
+	if a.BalanceMicros != nil {
+		return *a.BalanceMicros, nil
+	}
+	lines, err := s.read.CreditEntry.Query().Where(entcredit.AccountID(a.ID)).All(tenant.System(ctx))
+	if err != nil {
+		return 0, err
+	}
+	var sum Micros
+	for _, l := range lines {
+		sum += microsOf(l.AmountMicros, l.AmountCents)
+	}
+	return sum, nil
+}
+
+// Ledger pages through the ledger of the account owning the caller's
+// project, oldest first.
+func (s *Service) Ledger(ctx context.Context, pg messaging.Page) ([]CreditLine, bool, error) {
+	p, err := messaging.PrincipalFrom(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if !p.SignedIn() {
+		return nil, false, fault.Forbidden("a sandbox key has no account: run `comm login` (or POST /v1/auth/device/start with this key) and use the signed-in key")
+	}
+	if err := pg.Validate(ident.CreditEntry); err != nil {
+		return nil, false, err
+	}
+	sys := tenant.System(ctx)
+	pr, err := s.read.Project.Get(sys, p.ProjectID)
+	if err != nil {
+		return nil, false, err
+	}
+	if pr.AccountID == nil {
+		return nil, false, fault.Forbidden("this project belongs to no account")
+	}
+	q := s.read.CreditEntry.Query().Where(entcredit.AccountID(*pr.AccountID))
+	if pg.After != "" {
+		q.Where(entcredit.IDGT(pg.After))
+	}
+	rows, err := q.Order(ent.Asc(entcredit.FieldID)).Limit(pg.Limit + 1).All(sys)
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(rows) > pg.Limit
+	if more {
+		rows = rows[:pg.Limit]
+	}
+	out := make([]CreditLine, 0, len(rows))
+	for _, l := range rows {
+		out = append(out, lineOf(l))
+	}
+	return out, more, nil
 }

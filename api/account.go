@@ -7,8 +7,9 @@ const (
 	KeySandbox  = "sandbox"
 	KeySignedIn = "signed_in"
 
-	CreditGrant = "grant"
-	CreditDebit = "debit"
+	CreditGrant  = "grant"
+	CreditDebit  = "debit"
+	CreditRefund = "refund"
 )
 
 // Account is who signed in (comm login): the owner of signed-in projects.
@@ -31,12 +32,16 @@ type AccountView struct {
 	Account Account `json:"account"`
 	// Currency is the currency of the amounts ("USD").
 	Currency string `json:"currency"`
-	// BalanceCents is the sum of the ledger; Balance is the same in the
-	// currency's units ("100.00").
-	BalanceCents int64  `json:"balance_cents"`
-	Balance      string `json:"balance"`
-	// Ledger lists the credit entries, oldest first.
-	Ledger []CreditEntry `json:"ledger"`
+	// BalanceMicros is the sum of the ledger in millionths of the
+	// currency (prices such as 0.005 USD are not whole cents); Balance is
+	// the same in the currency's units ("100.00", "99.995").
+	BalanceMicros int64  `json:"balance_micros"`
+	Balance       string `json:"balance"`
+	// Ledger lists the newest credit entries (at most 100), newest first;
+	// LedgerMore says there are older ones (GET /v1/account/ledger pages
+	// through all).
+	Ledger     []CreditEntry `json:"ledger"`
+	LedgerMore bool          `json:"ledger_more"`
 	// Projects lists the account's projects, oldest first.
 	Projects []ProjectSummary `json:"projects"`
 }
@@ -44,13 +49,14 @@ type AccountView struct {
 // CreditEntry is one entry of an account's ledger.
 type CreditEntry struct {
 	ID string `json:"id"`
-	// Kind is "grant" or "debit".
+	// Kind is "grant", "debit" (a paid message) or "refund" (of a paid
+	// message that failed).
 	Kind string `json:"kind"`
-	// AmountCents is signed (negative for a debit); Amount is the same in
-	// the currency's units ("100.00", "-0.25").
-	AmountCents int64  `json:"amount_cents"`
-	Amount      string `json:"amount"`
-	Description string `json:"description"`
+	// AmountMicros is signed (negative for a debit), in millionths of the
+	// currency; Amount is the same in its units ("100.00", "-0.005").
+	AmountMicros int64  `json:"amount_micros"`
+	Amount       string `json:"amount"`
+	Description  string `json:"description"`
 	// ProjectID is the project the entry is for; nil for an account-wide
 	// entry.
 	ProjectID *string   `json:"project_id"`
@@ -92,4 +98,14 @@ type Key struct {
 type NewKey struct {
 	Key
 	APIKey string `json:"api_key"`
+}
+
+// BalanceLowEvent is the data of account.balance_low: the account's
+// balance went under the operator's threshold (once per crossing).
+type BalanceLowEvent struct {
+	AccountID       string `json:"account_id"`
+	BalanceMicros   int64  `json:"balance_micros"`
+	Balance         string `json:"balance"`
+	ThresholdMicros int64  `json:"threshold_micros"`
+	Threshold       string `json:"threshold"`
 }

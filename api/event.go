@@ -29,6 +29,9 @@ type ReceivedMessage struct {
 	// or subject cut to the gateway's cap, or details left out; GET
 	// /v1/messages/{id} has all.
 	Truncated bool `json:"truncated,omitempty"`
+	// Unbilled is set on a paid channel's message stored while the
+	// account's credit did not cover its price.
+	Unbilled bool `json:"unbilled,omitempty"`
 }
 
 // SentMessage is the message object of message.sent and message.failed:
@@ -71,6 +74,8 @@ type EventMessage struct {
 	Details     json.RawMessage  `json:"details,omitempty"`
 	// Truncated is as on ReceivedMessage.
 	Truncated bool `json:"truncated,omitempty"`
+	// Unbilled is as on ReceivedMessage.
+	Unbilled bool `json:"unbilled,omitempty"`
 	// The fields below are set on message.sent and message.failed.
 	Recipient *string    `json:"recipient,omitempty"`
 	InReplyTo *string    `json:"in_reply_to,omitempty"`

@@ -64,6 +64,9 @@ type Message struct {
 	// the message: text, html or subject cut to the gateway's cap, or
 	// details left out. GET /v1/messages/{id} never sets it.
 	Truncated bool `json:"truncated,omitempty"`
+	// Unbilled is set on an inbound message of a paid channel that was
+	// stored while the account's credit did not cover its price.
+	Unbilled bool `json:"unbilled,omitempty"`
 }
 
 // Delivery states.

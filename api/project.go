@@ -40,6 +40,7 @@ const (
 	EventDomainUnverified     = "domain.unverified"
 	EventWebhookDisabled      = "webhook.disabled"
 	EventWebhookEnabled       = "webhook.enabled"
+	EventAccountBalanceLow    = "account.balance_low"
 )
 
 // Event is one entry of the project's stream: GET /v1/events, the GraphQL

@@ -18,6 +18,18 @@ func (c *Client) Account(ctx context.Context) (*AccountView, error) {
 	return &v, nil
 }
 
+// Ledger pages through the credit ledger of the key's account, oldest
+// first (GET /v1/account/ledger): entries after the entry id after, at
+// most limit (0: the server's default).
+func (c *Client) Ledger(ctx context.Context, after string, limit int) ([]CreditEntry, error) {
+	out := []CreditEntry{}
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/account/ledger", query: page(url.Values{}, after, limit), out: &out})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Keys lists the API keys of the project, oldest first, revoked ones
 // included (GET /v1/keys). The listing never holds the keys themselves;
 // Current marks the client's own key.

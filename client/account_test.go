@@ -73,10 +73,10 @@ func TestAccount(t *testing.T) {
 		}
 		if !strings.HasPrefix(a.Account.ID, "acct_") || a.Account.Issuer != "https://idp.test" || a.Account.Subject != "ann" ||
 			a.Account.Email != "ann@example.com" || a.Account.Name != "Person ann" || a.Account.CreatedAt.IsZero() ||
-			a.Currency != "USD" || a.BalanceCents != 100_00 || a.Balance != "100.00" {
+			a.Currency != "USD" || a.BalanceMicros != 100_000_000 || a.Balance != "100.00" {
 			t.Errorf("Account: %+v", a)
 		}
-		if len(a.Ledger) != 1 || a.Ledger[0].Kind != client.CreditGrant || a.Ledger[0].AmountCents != 100_00 ||
+		if len(a.Ledger) != 1 || a.Ledger[0].Kind != client.CreditGrant || a.Ledger[0].AmountMicros != 100_000_000 ||
 			a.Ledger[0].Amount != "100.00" || a.Ledger[0].ProjectID != nil || a.Ledger[0].Description == "" {
 			t.Errorf("ledger: %+v", a.Ledger)
 		}

@@ -19,6 +19,7 @@ const (
 	EventDomainUnverified     = api.EventDomainUnverified
 	EventWebhookDisabled      = api.EventWebhookDisabled
 	EventWebhookEnabled       = api.EventWebhookEnabled
+	EventAccountBalanceLow    = api.EventAccountBalanceLow
 )
 
 // Sandbox is a new anonymous project and its key (shown once).
@@ -190,9 +191,13 @@ const (
 	KeySandbox  = api.KeySandbox
 	KeySignedIn = api.KeySignedIn
 
-	CreditGrant = api.CreditGrant
-	CreditDebit = api.CreditDebit
+	CreditGrant  = api.CreditGrant
+	CreditDebit  = api.CreditDebit
+	CreditRefund = api.CreditRefund
 )
+
+// BalanceLowEvent is the data of account.balance_low.
+type BalanceLowEvent = api.BalanceLowEvent
 
 // Account is who signed in (comm login): the owner of signed-in projects.
 type Account = api.Account

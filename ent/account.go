@@ -29,7 +29,9 @@ type Account struct {
 	Name string `json:"name,omitempty"`
 	// LastSignInAt holds the value of the "last_sign_in_at" field.
 	LastSignInAt *time.Time `json:"last_sign_in_at,omitempty"`
-	selectValues sql.SelectValues
+	// the sum of the ledger, kept with every entry; null on accounts made before it was kept (computed at their first debit)
+	BalanceMicros *int64 `json:"balance_micros,omitempty"`
+	selectValues  sql.SelectValues
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -37,6 +39,8 @@ func (*Account) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case account.FieldBalanceMicros:
+			values[i] = new(sql.NullInt64)
 		case account.FieldID, account.FieldIssuer, account.FieldSubject, account.FieldEmail, account.FieldName:
 			values[i] = new(sql.NullString)
 		case account.FieldCreatedAt, account.FieldLastSignInAt:
@@ -99,6 +103,13 @@ func (_m *Account) assignValues(columns []string, values []any) error {
 				_m.LastSignInAt = new(time.Time)
 				*_m.LastSignInAt = value.Time
 			}
+		case account.FieldBalanceMicros:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field balance_micros", values[i])
+			} else if value.Valid {
+				_m.BalanceMicros = new(int64)
+				*_m.BalanceMicros = value.Int64
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -153,6 +164,11 @@ func (_m *Account) String() string {
 	if v := _m.LastSignInAt; v != nil {
 		builder.WriteString("last_sign_in_at=")
 		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.BalanceMicros; v != nil {
+		builder.WriteString("balance_micros=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
 	builder.WriteByte(')')
 	return builder.String()

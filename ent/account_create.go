@@ -91,6 +91,20 @@ func (_c *AccountCreate) SetNillableLastSignInAt(v *time.Time) *AccountCreate {
 	return _c
 }
 
+// SetBalanceMicros sets the "balance_micros" field.
+func (_c *AccountCreate) SetBalanceMicros(v int64) *AccountCreate {
+	_c.mutation.SetBalanceMicros(v)
+	return _c
+}
+
+// SetNillableBalanceMicros sets the "balance_micros" field if the given value is not nil.
+func (_c *AccountCreate) SetNillableBalanceMicros(v *int64) *AccountCreate {
+	if v != nil {
+		_c.SetBalanceMicros(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *AccountCreate) SetID(v string) *AccountCreate {
 	_c.mutation.SetID(v)
@@ -226,6 +240,10 @@ func (_c *AccountCreate) createSpec() (*Account, *sqlgraph.CreateSpec) {
 		_spec.SetField(account.FieldLastSignInAt, field.TypeTime, value)
 		_node.LastSignInAt = &value
 	}
+	if value, ok := _c.mutation.BalanceMicros(); ok {
+		_spec.SetField(account.FieldBalanceMicros, field.TypeInt64, value)
+		_node.BalanceMicros = &value
+	}
 	return _node, _spec
 }
 
@@ -329,6 +347,30 @@ func (u *AccountUpsert) UpdateLastSignInAt() *AccountUpsert {
 // ClearLastSignInAt clears the value of the "last_sign_in_at" field.
 func (u *AccountUpsert) ClearLastSignInAt() *AccountUpsert {
 	u.SetNull(account.FieldLastSignInAt)
+	return u
+}
+
+// SetBalanceMicros sets the "balance_micros" field.
+func (u *AccountUpsert) SetBalanceMicros(v int64) *AccountUpsert {
+	u.Set(account.FieldBalanceMicros, v)
+	return u
+}
+
+// UpdateBalanceMicros sets the "balance_micros" field to the value that was provided on create.
+func (u *AccountUpsert) UpdateBalanceMicros() *AccountUpsert {
+	u.SetExcluded(account.FieldBalanceMicros)
+	return u
+}
+
+// AddBalanceMicros adds v to the "balance_micros" field.
+func (u *AccountUpsert) AddBalanceMicros(v int64) *AccountUpsert {
+	u.Add(account.FieldBalanceMicros, v)
+	return u
+}
+
+// ClearBalanceMicros clears the value of the "balance_micros" field.
+func (u *AccountUpsert) ClearBalanceMicros() *AccountUpsert {
+	u.SetNull(account.FieldBalanceMicros)
 	return u
 }
 
@@ -449,6 +491,34 @@ func (u *AccountUpsertOne) UpdateLastSignInAt() *AccountUpsertOne {
 func (u *AccountUpsertOne) ClearLastSignInAt() *AccountUpsertOne {
 	return u.Update(func(s *AccountUpsert) {
 		s.ClearLastSignInAt()
+	})
+}
+
+// SetBalanceMicros sets the "balance_micros" field.
+func (u *AccountUpsertOne) SetBalanceMicros(v int64) *AccountUpsertOne {
+	return u.Update(func(s *AccountUpsert) {
+		s.SetBalanceMicros(v)
+	})
+}
+
+// AddBalanceMicros adds v to the "balance_micros" field.
+func (u *AccountUpsertOne) AddBalanceMicros(v int64) *AccountUpsertOne {
+	return u.Update(func(s *AccountUpsert) {
+		s.AddBalanceMicros(v)
+	})
+}
+
+// UpdateBalanceMicros sets the "balance_micros" field to the value that was provided on create.
+func (u *AccountUpsertOne) UpdateBalanceMicros() *AccountUpsertOne {
+	return u.Update(func(s *AccountUpsert) {
+		s.UpdateBalanceMicros()
+	})
+}
+
+// ClearBalanceMicros clears the value of the "balance_micros" field.
+func (u *AccountUpsertOne) ClearBalanceMicros() *AccountUpsertOne {
+	return u.Update(func(s *AccountUpsert) {
+		s.ClearBalanceMicros()
 	})
 }
 
@@ -736,6 +806,34 @@ func (u *AccountUpsertBulk) UpdateLastSignInAt() *AccountUpsertBulk {
 func (u *AccountUpsertBulk) ClearLastSignInAt() *AccountUpsertBulk {
 	return u.Update(func(s *AccountUpsert) {
 		s.ClearLastSignInAt()
+	})
+}
+
+// SetBalanceMicros sets the "balance_micros" field.
+func (u *AccountUpsertBulk) SetBalanceMicros(v int64) *AccountUpsertBulk {
+	return u.Update(func(s *AccountUpsert) {
+		s.SetBalanceMicros(v)
+	})
+}
+
+// AddBalanceMicros adds v to the "balance_micros" field.
+func (u *AccountUpsertBulk) AddBalanceMicros(v int64) *AccountUpsertBulk {
+	return u.Update(func(s *AccountUpsert) {
+		s.AddBalanceMicros(v)
+	})
+}
+
+// UpdateBalanceMicros sets the "balance_micros" field to the value that was provided on create.
+func (u *AccountUpsertBulk) UpdateBalanceMicros() *AccountUpsertBulk {
+	return u.Update(func(s *AccountUpsert) {
+		s.UpdateBalanceMicros()
+	})
+}
+
+// ClearBalanceMicros clears the value of the "balance_micros" field.
+func (u *AccountUpsertBulk) ClearBalanceMicros() *AccountUpsertBulk {
+	return u.Update(func(s *AccountUpsert) {
+		s.ClearBalanceMicros()
 	})
 }
 

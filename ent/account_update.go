@@ -88,6 +88,33 @@ func (_u *AccountUpdate) ClearLastSignInAt() *AccountUpdate {
 	return _u
 }
 
+// SetBalanceMicros sets the "balance_micros" field.
+func (_u *AccountUpdate) SetBalanceMicros(v int64) *AccountUpdate {
+	_u.mutation.ResetBalanceMicros()
+	_u.mutation.SetBalanceMicros(v)
+	return _u
+}
+
+// SetNillableBalanceMicros sets the "balance_micros" field if the given value is not nil.
+func (_u *AccountUpdate) SetNillableBalanceMicros(v *int64) *AccountUpdate {
+	if v != nil {
+		_u.SetBalanceMicros(*v)
+	}
+	return _u
+}
+
+// AddBalanceMicros adds value to the "balance_micros" field.
+func (_u *AccountUpdate) AddBalanceMicros(v int64) *AccountUpdate {
+	_u.mutation.AddBalanceMicros(v)
+	return _u
+}
+
+// ClearBalanceMicros clears the value of the "balance_micros" field.
+func (_u *AccountUpdate) ClearBalanceMicros() *AccountUpdate {
+	_u.mutation.ClearBalanceMicros()
+	return _u
+}
+
 // Mutation returns the AccountMutation object of the builder.
 func (_u *AccountUpdate) Mutation() *AccountMutation {
 	return _u.mutation
@@ -146,6 +173,15 @@ func (_u *AccountUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.LastSignInAtCleared() {
 		_spec.ClearField(account.FieldLastSignInAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.BalanceMicros(); ok {
+		_spec.SetField(account.FieldBalanceMicros, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedBalanceMicros(); ok {
+		_spec.AddField(account.FieldBalanceMicros, field.TypeInt64, value)
+	}
+	if _u.mutation.BalanceMicrosCleared() {
+		_spec.ClearField(account.FieldBalanceMicros, field.TypeInt64)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -224,6 +260,33 @@ func (_u *AccountUpdateOne) SetNillableLastSignInAt(v *time.Time) *AccountUpdate
 // ClearLastSignInAt clears the value of the "last_sign_in_at" field.
 func (_u *AccountUpdateOne) ClearLastSignInAt() *AccountUpdateOne {
 	_u.mutation.ClearLastSignInAt()
+	return _u
+}
+
+// SetBalanceMicros sets the "balance_micros" field.
+func (_u *AccountUpdateOne) SetBalanceMicros(v int64) *AccountUpdateOne {
+	_u.mutation.ResetBalanceMicros()
+	_u.mutation.SetBalanceMicros(v)
+	return _u
+}
+
+// SetNillableBalanceMicros sets the "balance_micros" field if the given value is not nil.
+func (_u *AccountUpdateOne) SetNillableBalanceMicros(v *int64) *AccountUpdateOne {
+	if v != nil {
+		_u.SetBalanceMicros(*v)
+	}
+	return _u
+}
+
+// AddBalanceMicros adds value to the "balance_micros" field.
+func (_u *AccountUpdateOne) AddBalanceMicros(v int64) *AccountUpdateOne {
+	_u.mutation.AddBalanceMicros(v)
+	return _u
+}
+
+// ClearBalanceMicros clears the value of the "balance_micros" field.
+func (_u *AccountUpdateOne) ClearBalanceMicros() *AccountUpdateOne {
+	_u.mutation.ClearBalanceMicros()
 	return _u
 }
 
@@ -315,6 +378,15 @@ func (_u *AccountUpdateOne) sqlSave(ctx context.Context) (_node *Account, err er
 	}
 	if _u.mutation.LastSignInAtCleared() {
 		_spec.ClearField(account.FieldLastSignInAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.BalanceMicros(); ok {
+		_spec.SetField(account.FieldBalanceMicros, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedBalanceMicros(); ok {
+		_spec.AddField(account.FieldBalanceMicros, field.TypeInt64, value)
+	}
+	if _u.mutation.BalanceMicrosCleared() {
+		_spec.ClearField(account.FieldBalanceMicros, field.TypeInt64)
 	}
 	_node = &Account{config: _u.config}
 	_spec.Assign = _node.assignValues

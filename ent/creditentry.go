@@ -23,8 +23,10 @@ type CreditEntry struct {
 	AccountID string `json:"account_id,omitempty"`
 	// Kind holds the value of the "kind" field.
 	Kind creditentry.Kind `json:"kind,omitempty"`
-	// positive for grants, negative for debits
+	// the amount rounded toward zero to cents; rows written before amount_micros have only this
 	AmountCents int64 `json:"amount_cents,omitempty"`
+	// positive for grants and refunds, negative for debits
+	AmountMicros *int64 `json:"amount_micros,omitempty"`
 	// idempotency key, unique per account
 	Key string `json:"key,omitempty"`
 	// Description holds the value of the "description" field.
@@ -39,7 +41,7 @@ func (*CreditEntry) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case creditentry.FieldAmountCents:
+		case creditentry.FieldAmountCents, creditentry.FieldAmountMicros:
 			values[i] = new(sql.NullInt64)
 		case creditentry.FieldID, creditentry.FieldAccountID, creditentry.FieldKind, creditentry.FieldKey, creditentry.FieldDescription, creditentry.FieldProjectIDRef:
 			values[i] = new(sql.NullString)
@@ -89,6 +91,13 @@ func (_m *CreditEntry) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field amount_cents", values[i])
 			} else if value.Valid {
 				_m.AmountCents = value.Int64
+			}
+		case creditentry.FieldAmountMicros:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field amount_micros", values[i])
+			} else if value.Valid {
+				_m.AmountMicros = new(int64)
+				*_m.AmountMicros = value.Int64
 			}
 		case creditentry.FieldKey:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -155,6 +164,11 @@ func (_m *CreditEntry) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("amount_cents=")
 	builder.WriteString(fmt.Sprintf("%v", _m.AmountCents))
+	builder.WriteString(", ")
+	if v := _m.AmountMicros; v != nil {
+		builder.WriteString("amount_micros=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("key=")
 	builder.WriteString(_m.Key)

@@ -55,6 +55,20 @@ func (_c *CreditEntryCreate) SetAmountCents(v int64) *CreditEntryCreate {
 	return _c
 }
 
+// SetAmountMicros sets the "amount_micros" field.
+func (_c *CreditEntryCreate) SetAmountMicros(v int64) *CreditEntryCreate {
+	_c.mutation.SetAmountMicros(v)
+	return _c
+}
+
+// SetNillableAmountMicros sets the "amount_micros" field if the given value is not nil.
+func (_c *CreditEntryCreate) SetNillableAmountMicros(v *int64) *CreditEntryCreate {
+	if v != nil {
+		_c.SetAmountMicros(*v)
+	}
+	return _c
+}
+
 // SetKey sets the "key" field.
 func (_c *CreditEntryCreate) SetKey(v string) *CreditEntryCreate {
 	_c.mutation.SetKey(v)
@@ -222,6 +236,10 @@ func (_c *CreditEntryCreate) createSpec() (*CreditEntry, *sqlgraph.CreateSpec) {
 		_spec.SetField(creditentry.FieldAmountCents, field.TypeInt64, value)
 		_node.AmountCents = value
 	}
+	if value, ok := _c.mutation.AmountMicros(); ok {
+		_spec.SetField(creditentry.FieldAmountMicros, field.TypeInt64, value)
+		_node.AmountMicros = &value
+	}
 	if value, ok := _c.mutation.Key(); ok {
 		_spec.SetField(creditentry.FieldKey, field.TypeString, value)
 		_node.Key = value
@@ -314,6 +332,9 @@ func (u *CreditEntryUpsertOne) UpdateNewValues() *CreditEntryUpsertOne {
 		}
 		if _, exists := u.create.mutation.AmountCents(); exists {
 			s.SetIgnore(creditentry.FieldAmountCents)
+		}
+		if _, exists := u.create.mutation.AmountMicros(); exists {
+			s.SetIgnore(creditentry.FieldAmountMicros)
 		}
 		if _, exists := u.create.mutation.Key(); exists {
 			s.SetIgnore(creditentry.FieldKey)
@@ -549,6 +570,9 @@ func (u *CreditEntryUpsertBulk) UpdateNewValues() *CreditEntryUpsertBulk {
 			}
 			if _, exists := b.mutation.AmountCents(); exists {
 				s.SetIgnore(creditentry.FieldAmountCents)
+			}
+			if _, exists := b.mutation.AmountMicros(); exists {
+				s.SetIgnore(creditentry.FieldAmountMicros)
 			}
 			if _, exists := b.mutation.Key(); exists {
 				s.SetIgnore(creditentry.FieldKey)

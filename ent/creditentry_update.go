@@ -68,6 +68,9 @@ func (_u *CreditEntryUpdate) sqlSave(ctx context.Context) (_node int, err error)
 			}
 		}
 	}
+	if _u.mutation.AmountMicrosCleared() {
+		_spec.ClearField(creditentry.FieldAmountMicros, field.TypeInt64)
+	}
 	if _u.mutation.ProjectIDRefCleared() {
 		_spec.ClearField(creditentry.FieldProjectIDRef, field.TypeString)
 	}
@@ -161,6 +164,9 @@ func (_u *CreditEntryUpdateOne) sqlSave(ctx context.Context) (_node *CreditEntry
 				ps[i](selector)
 			}
 		}
+	}
+	if _u.mutation.AmountMicrosCleared() {
+		_spec.ClearField(creditentry.FieldAmountMicros, field.TypeInt64)
 	}
 	if _u.mutation.ProjectIDRefCleared() {
 		_spec.ClearField(creditentry.FieldProjectIDRef, field.TypeString)

@@ -362,6 +362,11 @@ func (_q *MessageQuery) collectField(ctx context.Context, oneNode bool, opCtx *g
 				selectedFields = append(selectedFields, message.FieldAttempts)
 				fieldSeen[message.FieldAttempts] = struct{}{}
 			}
+		case "unbilled":
+			if _, ok := fieldSeen[message.FieldUnbilled]; !ok {
+				selectedFields = append(selectedFields, message.FieldUnbilled)
+				fieldSeen[message.FieldUnbilled] = struct{}{}
+			}
 		case "nextAttemptAt":
 			if _, ok := fieldSeen[message.FieldNextAttemptAt]; !ok {
 				selectedFields = append(selectedFields, message.FieldNextAttemptAt)

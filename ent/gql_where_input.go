@@ -1408,6 +1408,10 @@ type MessageWhereInput struct {
 	AttemptsLT    *int  `json:"attemptsLT,omitempty"`
 	AttemptsLTE   *int  `json:"attemptsLTE,omitempty"`
 
+	// "unbilled" field predicates.
+	Unbilled    *bool `json:"unbilled,omitempty"`
+	UnbilledNEQ *bool `json:"unbilledNEQ,omitempty"`
+
 	// "next_attempt_at" field predicates.
 	NextAttemptAt       *time.Time  `json:"nextAttemptAt,omitempty"`
 	NextAttemptAtNEQ    *time.Time  `json:"nextAttemptAtNEQ,omitempty"`
@@ -2070,6 +2074,12 @@ func (i *MessageWhereInput) P() (predicate.Message, error) {
 	}
 	if i.AttemptsLTE != nil {
 		predicates = append(predicates, message.AttemptsLTE(*i.AttemptsLTE))
+	}
+	if i.Unbilled != nil {
+		predicates = append(predicates, message.UnbilledEQ(*i.Unbilled))
+	}
+	if i.UnbilledNEQ != nil {
+		predicates = append(predicates, message.UnbilledNEQ(*i.UnbilledNEQ))
 	}
 	if i.NextAttemptAt != nil {
 		predicates = append(predicates, message.NextAttemptAtEQ(*i.NextAttemptAt))

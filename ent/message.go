@@ -56,6 +56,8 @@ type Message struct {
 	Error *string `json:"error,omitempty"`
 	// Attempts holds the value of the "attempts" field.
 	Attempts int `json:"attempts,omitempty"`
+	// an inbound message on a paid channel stored while the account's credit did not cover it
+	Unbilled bool `json:"unbilled,omitempty"`
 	// NextAttemptAt holds the value of the "next_attempt_at" field.
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
 	// SentAt holds the value of the "sent_at" field.
@@ -80,6 +82,8 @@ func (*Message) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case message.FieldReferences, message.FieldAttachments, message.FieldDetails:
 			values[i] = new([]byte)
+		case message.FieldUnbilled:
+			values[i] = new(sql.NullBool)
 		case message.FieldAttempts:
 			values[i] = new(sql.NullInt64)
 		case message.FieldID, message.FieldProjectID, message.FieldConversationID, message.FieldConnectionID, message.FieldChannel, message.FieldDirection, message.FieldStatus, message.FieldProviderMessageID, message.FieldSender, message.FieldRecipient, message.FieldSubject, message.FieldText, message.FieldHTML, message.FieldInReplyTo, message.FieldError, message.FieldDeliveryState, message.FieldDeliveryCode, message.FieldDeliveryReason:
@@ -232,6 +236,12 @@ func (_m *Message) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Attempts = int(value.Int64)
 			}
+		case message.FieldUnbilled:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field unbilled", values[i])
+			} else if value.Valid {
+				_m.Unbilled = value.Bool
+			}
 		case message.FieldNextAttemptAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field next_attempt_at", values[i])
@@ -383,6 +393,9 @@ func (_m *Message) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("attempts=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Attempts))
+	builder.WriteString(", ")
+	builder.WriteString("unbilled=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Unbilled))
 	builder.WriteString(", ")
 	if v := _m.NextAttemptAt; v != nil {
 		builder.WriteString("next_attempt_at=")

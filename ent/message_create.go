@@ -202,6 +202,20 @@ func (_c *MessageCreate) SetNillableAttempts(v *int) *MessageCreate {
 	return _c
 }
 
+// SetUnbilled sets the "unbilled" field.
+func (_c *MessageCreate) SetUnbilled(v bool) *MessageCreate {
+	_c.mutation.SetUnbilled(v)
+	return _c
+}
+
+// SetNillableUnbilled sets the "unbilled" field if the given value is not nil.
+func (_c *MessageCreate) SetNillableUnbilled(v *bool) *MessageCreate {
+	if v != nil {
+		_c.SetUnbilled(*v)
+	}
+	return _c
+}
+
 // SetNextAttemptAt sets the "next_attempt_at" field.
 func (_c *MessageCreate) SetNextAttemptAt(v time.Time) *MessageCreate {
 	_c.mutation.SetNextAttemptAt(v)
@@ -362,6 +376,10 @@ func (_c *MessageCreate) defaults() error {
 		v := message.DefaultAttempts
 		_c.mutation.SetAttempts(v)
 	}
+	if _, ok := _c.mutation.Unbilled(); !ok {
+		v := message.DefaultUnbilled
+		_c.mutation.SetUnbilled(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if message.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized message.DefaultID (forgotten import ent/runtime?)")
@@ -418,6 +436,9 @@ func (_c *MessageCreate) check() error {
 	}
 	if _, ok := _c.mutation.Attempts(); !ok {
 		return &ValidationError{Name: "attempts", err: errors.New(`ent: missing required field "Message.attempts"`)}
+	}
+	if _, ok := _c.mutation.Unbilled(); !ok {
+		return &ValidationError{Name: "unbilled", err: errors.New(`ent: missing required field "Message.unbilled"`)}
 	}
 	if v, ok := _c.mutation.DeliveryState(); ok {
 		if err := message.DeliveryStateValidator(v); err != nil {
@@ -540,6 +561,10 @@ func (_c *MessageCreate) createSpec() (*Message, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Attempts(); ok {
 		_spec.SetField(message.FieldAttempts, field.TypeInt, value)
 		_node.Attempts = value
+	}
+	if value, ok := _c.mutation.Unbilled(); ok {
+		_spec.SetField(message.FieldUnbilled, field.TypeBool, value)
+		_node.Unbilled = value
 	}
 	if value, ok := _c.mutation.NextAttemptAt(); ok {
 		_spec.SetField(message.FieldNextAttemptAt, field.TypeTime, value)
@@ -834,6 +859,18 @@ func (u *MessageUpsert) UpdateAttempts() *MessageUpsert {
 // AddAttempts adds v to the "attempts" field.
 func (u *MessageUpsert) AddAttempts(v int) *MessageUpsert {
 	u.Add(message.FieldAttempts, v)
+	return u
+}
+
+// SetUnbilled sets the "unbilled" field.
+func (u *MessageUpsert) SetUnbilled(v bool) *MessageUpsert {
+	u.Set(message.FieldUnbilled, v)
+	return u
+}
+
+// UpdateUnbilled sets the "unbilled" field to the value that was provided on create.
+func (u *MessageUpsert) UpdateUnbilled() *MessageUpsert {
+	u.SetExcluded(message.FieldUnbilled)
 	return u
 }
 
@@ -1278,6 +1315,20 @@ func (u *MessageUpsertOne) AddAttempts(v int) *MessageUpsertOne {
 func (u *MessageUpsertOne) UpdateAttempts() *MessageUpsertOne {
 	return u.Update(func(s *MessageUpsert) {
 		s.UpdateAttempts()
+	})
+}
+
+// SetUnbilled sets the "unbilled" field.
+func (u *MessageUpsertOne) SetUnbilled(v bool) *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetUnbilled(v)
+	})
+}
+
+// UpdateUnbilled sets the "unbilled" field to the value that was provided on create.
+func (u *MessageUpsertOne) UpdateUnbilled() *MessageUpsertOne {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateUnbilled()
 	})
 }
 
@@ -1910,6 +1961,20 @@ func (u *MessageUpsertBulk) AddAttempts(v int) *MessageUpsertBulk {
 func (u *MessageUpsertBulk) UpdateAttempts() *MessageUpsertBulk {
 	return u.Update(func(s *MessageUpsert) {
 		s.UpdateAttempts()
+	})
+}
+
+// SetUnbilled sets the "unbilled" field.
+func (u *MessageUpsertBulk) SetUnbilled(v bool) *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.SetUnbilled(v)
+	})
+}
+
+// UpdateUnbilled sets the "unbilled" field to the value that was provided on create.
+func (u *MessageUpsertBulk) UpdateUnbilled() *MessageUpsertBulk {
+	return u.Update(func(s *MessageUpsert) {
+		s.UpdateUnbilled()
 	})
 }
 

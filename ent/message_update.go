@@ -267,6 +267,20 @@ func (_u *MessageUpdate) AddAttempts(v int) *MessageUpdate {
 	return _u
 }
 
+// SetUnbilled sets the "unbilled" field.
+func (_u *MessageUpdate) SetUnbilled(v bool) *MessageUpdate {
+	_u.mutation.SetUnbilled(v)
+	return _u
+}
+
+// SetNillableUnbilled sets the "unbilled" field if the given value is not nil.
+func (_u *MessageUpdate) SetNillableUnbilled(v *bool) *MessageUpdate {
+	if v != nil {
+		_u.SetUnbilled(*v)
+	}
+	return _u
+}
+
 // SetNextAttemptAt sets the "next_attempt_at" field.
 func (_u *MessageUpdate) SetNextAttemptAt(v time.Time) *MessageUpdate {
 	_u.mutation.SetNextAttemptAt(v)
@@ -549,6 +563,9 @@ func (_u *MessageUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AddedAttempts(); ok {
 		_spec.AddField(message.FieldAttempts, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.Unbilled(); ok {
+		_spec.SetField(message.FieldUnbilled, field.TypeBool, value)
 	}
 	if value, ok := _u.mutation.NextAttemptAt(); ok {
 		_spec.SetField(message.FieldNextAttemptAt, field.TypeTime, value)
@@ -846,6 +863,20 @@ func (_u *MessageUpdateOne) SetNillableAttempts(v *int) *MessageUpdateOne {
 // AddAttempts adds value to the "attempts" field.
 func (_u *MessageUpdateOne) AddAttempts(v int) *MessageUpdateOne {
 	_u.mutation.AddAttempts(v)
+	return _u
+}
+
+// SetUnbilled sets the "unbilled" field.
+func (_u *MessageUpdateOne) SetUnbilled(v bool) *MessageUpdateOne {
+	_u.mutation.SetUnbilled(v)
+	return _u
+}
+
+// SetNillableUnbilled sets the "unbilled" field if the given value is not nil.
+func (_u *MessageUpdateOne) SetNillableUnbilled(v *bool) *MessageUpdateOne {
+	if v != nil {
+		_u.SetUnbilled(*v)
+	}
 	return _u
 }
 
@@ -1161,6 +1192,9 @@ func (_u *MessageUpdateOne) sqlSave(ctx context.Context) (_node *Message, err er
 	}
 	if value, ok := _u.mutation.AddedAttempts(); ok {
 		_spec.AddField(message.FieldAttempts, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.Unbilled(); ok {
+		_spec.SetField(message.FieldUnbilled, field.TypeBool, value)
 	}
 	if value, ok := _u.mutation.NextAttemptAt(); ok {
 		_spec.SetField(message.FieldNextAttemptAt, field.TypeTime, value)

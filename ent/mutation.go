@@ -833,19 +833,21 @@ func (m *APIKeyMutation) ResetEdge(name string) error {
 // AccountMutation represents an operation that mutates the Account nodes in the graph.
 type AccountMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *string
-	created_at      *time.Time
-	issuer          *string
-	subject         *string
-	email           *string
-	name            *string
-	last_sign_in_at *time.Time
-	clearedFields   map[string]struct{}
-	done            bool
-	oldValue        func(context.Context) (*Account, error)
-	predicates      []predicate.Account
+	op                Op
+	typ               string
+	id                *string
+	created_at        *time.Time
+	issuer            *string
+	subject           *string
+	email             *string
+	name              *string
+	last_sign_in_at   *time.Time
+	balance_micros    *int64
+	addbalance_micros *int64
+	clearedFields     map[string]struct{}
+	done              bool
+	oldValue          func(context.Context) (*Account, error)
+	predicates        []predicate.Account
 }
 
 var _ ent.Mutation = (*AccountMutation)(nil)
@@ -1207,6 +1209,76 @@ func (m *AccountMutation) ResetLastSignInAt() {
 	delete(m.clearedFields, account.FieldLastSignInAt)
 }
 
+// SetBalanceMicros sets the "balance_micros" field.
+func (m *AccountMutation) SetBalanceMicros(i int64) {
+	m.balance_micros = &i
+	m.addbalance_micros = nil
+}
+
+// BalanceMicros returns the value of the "balance_micros" field in the mutation.
+func (m *AccountMutation) BalanceMicros() (r int64, exists bool) {
+	v := m.balance_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBalanceMicros returns the old "balance_micros" field's value of the Account entity.
+// If the Account object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AccountMutation) OldBalanceMicros(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBalanceMicros is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBalanceMicros requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBalanceMicros: %w", err)
+	}
+	return oldValue.BalanceMicros, nil
+}
+
+// AddBalanceMicros adds i to the "balance_micros" field.
+func (m *AccountMutation) AddBalanceMicros(i int64) {
+	if m.addbalance_micros != nil {
+		*m.addbalance_micros += i
+	} else {
+		m.addbalance_micros = &i
+	}
+}
+
+// AddedBalanceMicros returns the value that was added to the "balance_micros" field in this mutation.
+func (m *AccountMutation) AddedBalanceMicros() (r int64, exists bool) {
+	v := m.addbalance_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearBalanceMicros clears the value of the "balance_micros" field.
+func (m *AccountMutation) ClearBalanceMicros() {
+	m.balance_micros = nil
+	m.addbalance_micros = nil
+	m.clearedFields[account.FieldBalanceMicros] = struct{}{}
+}
+
+// BalanceMicrosCleared returns if the "balance_micros" field was cleared in this mutation.
+func (m *AccountMutation) BalanceMicrosCleared() bool {
+	_, ok := m.clearedFields[account.FieldBalanceMicros]
+	return ok
+}
+
+// ResetBalanceMicros resets all changes to the "balance_micros" field.
+func (m *AccountMutation) ResetBalanceMicros() {
+	m.balance_micros = nil
+	m.addbalance_micros = nil
+	delete(m.clearedFields, account.FieldBalanceMicros)
+}
+
 // Where appends a list predicates to the AccountMutation builder.
 func (m *AccountMutation) Where(ps ...predicate.Account) {
 	m.predicates = append(m.predicates, ps...)
@@ -1241,7 +1313,7 @@ func (m *AccountMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AccountMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 7)
 	if m.created_at != nil {
 		fields = append(fields, account.FieldCreatedAt)
 	}
@@ -1259,6 +1331,9 @@ func (m *AccountMutation) Fields() []string {
 	}
 	if m.last_sign_in_at != nil {
 		fields = append(fields, account.FieldLastSignInAt)
+	}
+	if m.balance_micros != nil {
+		fields = append(fields, account.FieldBalanceMicros)
 	}
 	return fields
 }
@@ -1280,6 +1355,8 @@ func (m *AccountMutation) Field(name string) (ent.Value, bool) {
 		return m.Name()
 	case account.FieldLastSignInAt:
 		return m.LastSignInAt()
+	case account.FieldBalanceMicros:
+		return m.BalanceMicros()
 	}
 	return nil, false
 }
@@ -1301,6 +1378,8 @@ func (m *AccountMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldName(ctx)
 	case account.FieldLastSignInAt:
 		return m.OldLastSignInAt(ctx)
+	case account.FieldBalanceMicros:
+		return m.OldBalanceMicros(ctx)
 	}
 	return nil, fmt.Errorf("unknown Account field %s", name)
 }
@@ -1352,6 +1431,13 @@ func (m *AccountMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetLastSignInAt(v)
 		return nil
+	case account.FieldBalanceMicros:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBalanceMicros(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Account field %s", name)
 }
@@ -1359,13 +1445,21 @@ func (m *AccountMutation) SetField(name string, value ent.Value) error {
 // AddedFields returns all numeric fields that were incremented/decremented during
 // this mutation.
 func (m *AccountMutation) AddedFields() []string {
-	return nil
+	var fields []string
+	if m.addbalance_micros != nil {
+		fields = append(fields, account.FieldBalanceMicros)
+	}
+	return fields
 }
 
 // AddedField returns the numeric value that was incremented/decremented on a field
 // with the given name. The second boolean return value indicates that this field
 // was not set, or was not defined in the schema.
 func (m *AccountMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case account.FieldBalanceMicros:
+		return m.AddedBalanceMicros()
+	}
 	return nil, false
 }
 
@@ -1374,6 +1468,13 @@ func (m *AccountMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *AccountMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case account.FieldBalanceMicros:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddBalanceMicros(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Account numeric field %s", name)
 }
@@ -1390,6 +1491,9 @@ func (m *AccountMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(account.FieldLastSignInAt) {
 		fields = append(fields, account.FieldLastSignInAt)
+	}
+	if m.FieldCleared(account.FieldBalanceMicros) {
+		fields = append(fields, account.FieldBalanceMicros)
 	}
 	return fields
 }
@@ -1413,6 +1517,9 @@ func (m *AccountMutation) ClearField(name string) error {
 		return nil
 	case account.FieldLastSignInAt:
 		m.ClearLastSignInAt()
+		return nil
+	case account.FieldBalanceMicros:
+		m.ClearBalanceMicros()
 		return nil
 	}
 	return fmt.Errorf("unknown Account nullable field %s", name)
@@ -1439,6 +1546,9 @@ func (m *AccountMutation) ResetField(name string) error {
 		return nil
 	case account.FieldLastSignInAt:
 		m.ResetLastSignInAt()
+		return nil
+	case account.FieldBalanceMicros:
+		m.ResetBalanceMicros()
 		return nil
 	}
 	return fmt.Errorf("unknown Account field %s", name)
@@ -5209,21 +5319,23 @@ func (m *ConversationMutation) ResetEdge(name string) error {
 // CreditEntryMutation represents an operation that mutates the CreditEntry nodes in the graph.
 type CreditEntryMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *string
-	created_at      *time.Time
-	account_id      *string
-	kind            *creditentry.Kind
-	amount_cents    *int64
-	addamount_cents *int64
-	key             *string
-	description     *string
-	project_id_ref  *string
-	clearedFields   map[string]struct{}
-	done            bool
-	oldValue        func(context.Context) (*CreditEntry, error)
-	predicates      []predicate.CreditEntry
+	op               Op
+	typ              string
+	id               *string
+	created_at       *time.Time
+	account_id       *string
+	kind             *creditentry.Kind
+	amount_cents     *int64
+	addamount_cents  *int64
+	amount_micros    *int64
+	addamount_micros *int64
+	key              *string
+	description      *string
+	project_id_ref   *string
+	clearedFields    map[string]struct{}
+	done             bool
+	oldValue         func(context.Context) (*CreditEntry, error)
+	predicates       []predicate.CreditEntry
 }
 
 var _ ent.Mutation = (*CreditEntryMutation)(nil)
@@ -5494,6 +5606,76 @@ func (m *CreditEntryMutation) ResetAmountCents() {
 	m.addamount_cents = nil
 }
 
+// SetAmountMicros sets the "amount_micros" field.
+func (m *CreditEntryMutation) SetAmountMicros(i int64) {
+	m.amount_micros = &i
+	m.addamount_micros = nil
+}
+
+// AmountMicros returns the value of the "amount_micros" field in the mutation.
+func (m *CreditEntryMutation) AmountMicros() (r int64, exists bool) {
+	v := m.amount_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAmountMicros returns the old "amount_micros" field's value of the CreditEntry entity.
+// If the CreditEntry object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CreditEntryMutation) OldAmountMicros(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAmountMicros is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAmountMicros requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAmountMicros: %w", err)
+	}
+	return oldValue.AmountMicros, nil
+}
+
+// AddAmountMicros adds i to the "amount_micros" field.
+func (m *CreditEntryMutation) AddAmountMicros(i int64) {
+	if m.addamount_micros != nil {
+		*m.addamount_micros += i
+	} else {
+		m.addamount_micros = &i
+	}
+}
+
+// AddedAmountMicros returns the value that was added to the "amount_micros" field in this mutation.
+func (m *CreditEntryMutation) AddedAmountMicros() (r int64, exists bool) {
+	v := m.addamount_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearAmountMicros clears the value of the "amount_micros" field.
+func (m *CreditEntryMutation) ClearAmountMicros() {
+	m.amount_micros = nil
+	m.addamount_micros = nil
+	m.clearedFields[creditentry.FieldAmountMicros] = struct{}{}
+}
+
+// AmountMicrosCleared returns if the "amount_micros" field was cleared in this mutation.
+func (m *CreditEntryMutation) AmountMicrosCleared() bool {
+	_, ok := m.clearedFields[creditentry.FieldAmountMicros]
+	return ok
+}
+
+// ResetAmountMicros resets all changes to the "amount_micros" field.
+func (m *CreditEntryMutation) ResetAmountMicros() {
+	m.amount_micros = nil
+	m.addamount_micros = nil
+	delete(m.clearedFields, creditentry.FieldAmountMicros)
+}
+
 // SetKey sets the "key" field.
 func (m *CreditEntryMutation) SetKey(s string) {
 	m.key = &s
@@ -5649,7 +5831,7 @@ func (m *CreditEntryMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *CreditEntryMutation) Fields() []string {
-	fields := make([]string, 0, 7)
+	fields := make([]string, 0, 8)
 	if m.created_at != nil {
 		fields = append(fields, creditentry.FieldCreatedAt)
 	}
@@ -5661,6 +5843,9 @@ func (m *CreditEntryMutation) Fields() []string {
 	}
 	if m.amount_cents != nil {
 		fields = append(fields, creditentry.FieldAmountCents)
+	}
+	if m.amount_micros != nil {
+		fields = append(fields, creditentry.FieldAmountMicros)
 	}
 	if m.key != nil {
 		fields = append(fields, creditentry.FieldKey)
@@ -5687,6 +5872,8 @@ func (m *CreditEntryMutation) Field(name string) (ent.Value, bool) {
 		return m.Kind()
 	case creditentry.FieldAmountCents:
 		return m.AmountCents()
+	case creditentry.FieldAmountMicros:
+		return m.AmountMicros()
 	case creditentry.FieldKey:
 		return m.Key()
 	case creditentry.FieldDescription:
@@ -5710,6 +5897,8 @@ func (m *CreditEntryMutation) OldField(ctx context.Context, name string) (ent.Va
 		return m.OldKind(ctx)
 	case creditentry.FieldAmountCents:
 		return m.OldAmountCents(ctx)
+	case creditentry.FieldAmountMicros:
+		return m.OldAmountMicros(ctx)
 	case creditentry.FieldKey:
 		return m.OldKey(ctx)
 	case creditentry.FieldDescription:
@@ -5753,6 +5942,13 @@ func (m *CreditEntryMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetAmountCents(v)
 		return nil
+	case creditentry.FieldAmountMicros:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAmountMicros(v)
+		return nil
 	case creditentry.FieldKey:
 		v, ok := value.(string)
 		if !ok {
@@ -5785,6 +5981,9 @@ func (m *CreditEntryMutation) AddedFields() []string {
 	if m.addamount_cents != nil {
 		fields = append(fields, creditentry.FieldAmountCents)
 	}
+	if m.addamount_micros != nil {
+		fields = append(fields, creditentry.FieldAmountMicros)
+	}
 	return fields
 }
 
@@ -5795,6 +5994,8 @@ func (m *CreditEntryMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case creditentry.FieldAmountCents:
 		return m.AddedAmountCents()
+	case creditentry.FieldAmountMicros:
+		return m.AddedAmountMicros()
 	}
 	return nil, false
 }
@@ -5811,6 +6012,13 @@ func (m *CreditEntryMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddAmountCents(v)
 		return nil
+	case creditentry.FieldAmountMicros:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAmountMicros(v)
+		return nil
 	}
 	return fmt.Errorf("unknown CreditEntry numeric field %s", name)
 }
@@ -5819,6 +6027,9 @@ func (m *CreditEntryMutation) AddField(name string, value ent.Value) error {
 // mutation.
 func (m *CreditEntryMutation) ClearedFields() []string {
 	var fields []string
+	if m.FieldCleared(creditentry.FieldAmountMicros) {
+		fields = append(fields, creditentry.FieldAmountMicros)
+	}
 	if m.FieldCleared(creditentry.FieldProjectIDRef) {
 		fields = append(fields, creditentry.FieldProjectIDRef)
 	}
@@ -5836,6 +6047,9 @@ func (m *CreditEntryMutation) FieldCleared(name string) bool {
 // error if the field is not defined in the schema.
 func (m *CreditEntryMutation) ClearField(name string) error {
 	switch name {
+	case creditentry.FieldAmountMicros:
+		m.ClearAmountMicros()
+		return nil
 	case creditentry.FieldProjectIDRef:
 		m.ClearProjectIDRef()
 		return nil
@@ -5858,6 +6072,9 @@ func (m *CreditEntryMutation) ResetField(name string) error {
 		return nil
 	case creditentry.FieldAmountCents:
 		m.ResetAmountCents()
+		return nil
+	case creditentry.FieldAmountMicros:
+		m.ResetAmountMicros()
 		return nil
 	case creditentry.FieldKey:
 		m.ResetKey()
@@ -8585,6 +8802,7 @@ type MessageMutation struct {
 	error               *string
 	attempts            *int
 	addattempts         *int
+	unbilled            *bool
 	next_attempt_at     *time.Time
 	sent_at             *time.Time
 	delivery_state      *message.DeliveryState
@@ -9571,6 +9789,42 @@ func (m *MessageMutation) ResetAttempts() {
 	m.addattempts = nil
 }
 
+// SetUnbilled sets the "unbilled" field.
+func (m *MessageMutation) SetUnbilled(b bool) {
+	m.unbilled = &b
+}
+
+// Unbilled returns the value of the "unbilled" field in the mutation.
+func (m *MessageMutation) Unbilled() (r bool, exists bool) {
+	v := m.unbilled
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUnbilled returns the old "unbilled" field's value of the Message entity.
+// If the Message object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MessageMutation) OldUnbilled(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUnbilled is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUnbilled requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUnbilled: %w", err)
+	}
+	return oldValue.Unbilled, nil
+}
+
+// ResetUnbilled resets all changes to the "unbilled" field.
+func (m *MessageMutation) ResetUnbilled() {
+	m.unbilled = nil
+}
+
 // SetNextAttemptAt sets the "next_attempt_at" field.
 func (m *MessageMutation) SetNextAttemptAt(t time.Time) {
 	m.next_attempt_at = &t
@@ -9948,7 +10202,7 @@ func (m *MessageMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *MessageMutation) Fields() []string {
-	fields := make([]string, 0, 26)
+	fields := make([]string, 0, 27)
 	if m.created_at != nil {
 		fields = append(fields, message.FieldCreatedAt)
 	}
@@ -10005,6 +10259,9 @@ func (m *MessageMutation) Fields() []string {
 	}
 	if m.attempts != nil {
 		fields = append(fields, message.FieldAttempts)
+	}
+	if m.unbilled != nil {
+		fields = append(fields, message.FieldUnbilled)
 	}
 	if m.next_attempt_at != nil {
 		fields = append(fields, message.FieldNextAttemptAt)
@@ -10073,6 +10330,8 @@ func (m *MessageMutation) Field(name string) (ent.Value, bool) {
 		return m.Error()
 	case message.FieldAttempts:
 		return m.Attempts()
+	case message.FieldUnbilled:
+		return m.Unbilled()
 	case message.FieldNextAttemptAt:
 		return m.NextAttemptAt()
 	case message.FieldSentAt:
@@ -10134,6 +10393,8 @@ func (m *MessageMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldError(ctx)
 	case message.FieldAttempts:
 		return m.OldAttempts(ctx)
+	case message.FieldUnbilled:
+		return m.OldUnbilled(ctx)
 	case message.FieldNextAttemptAt:
 		return m.OldNextAttemptAt(ctx)
 	case message.FieldSentAt:
@@ -10289,6 +10550,13 @@ func (m *MessageMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetAttempts(v)
+		return nil
+	case message.FieldUnbilled:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUnbilled(v)
 		return nil
 	case message.FieldNextAttemptAt:
 		v, ok := value.(time.Time)
@@ -10558,6 +10826,9 @@ func (m *MessageMutation) ResetField(name string) error {
 		return nil
 	case message.FieldAttempts:
 		m.ResetAttempts()
+		return nil
+	case message.FieldUnbilled:
+		m.ResetUnbilled()
 		return nil
 	case message.FieldNextAttemptAt:
 		m.ResetNextAttemptAt()

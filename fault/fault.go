@@ -55,11 +55,14 @@ var (
 	ErrInvalid         = &Error{Code: "invalid_parameter"}
 	ErrUnauthenticated = &Error{Code: "unauthenticated"}
 	ErrPaymentRequired = &Error{Code: "payment_required"}
-	ErrForbidden       = &Error{Code: "forbidden"}
-	ErrNotFound        = &Error{Code: "not_found"}
-	ErrConflict        = &Error{Code: "conflict"}
-	ErrRateLimited     = &Error{Code: "rate_limited"}
-	ErrNotImplemented  = &Error{Code: "not_implemented"}
+	// ErrInsufficientCredit: the account's balance does not cover a paid
+	// message (402, like payment_required).
+	ErrInsufficientCredit = &Error{Code: "insufficient_credit"}
+	ErrForbidden          = &Error{Code: "forbidden"}
+	ErrNotFound           = &Error{Code: "not_found"}
+	ErrConflict           = &Error{Code: "conflict"}
+	ErrRateLimited        = &Error{Code: "rate_limited"}
+	ErrNotImplemented     = &Error{Code: "not_implemented"}
 	// ErrProviderUnavailable: a provider did not answer (a connection's
 	// set-up could not reach it, a webhook's media could not be fetched);
 	// retrying later may succeed.
@@ -106,6 +109,12 @@ func Unauthenticated(format string, args ...any) *Error {
 // cover.
 func PaymentRequired(format string, args ...any) *Error {
 	return newf(ErrPaymentRequired, "", format, args...)
+}
+
+// InsufficientCredit reports a paid message the account's balance does
+// not cover.
+func InsufficientCredit(format string, args ...any) *Error {
+	return newf(ErrInsufficientCredit, "", format, args...)
 }
 
 // Forbidden reports something the caller's credential may not do.

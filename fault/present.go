@@ -13,6 +13,7 @@ var statusOf = map[string]int{
 	ErrInvalid.Code:             http.StatusBadRequest,
 	ErrUnauthenticated.Code:     http.StatusUnauthorized,
 	ErrPaymentRequired.Code:     http.StatusPaymentRequired,
+	ErrInsufficientCredit.Code:  http.StatusPaymentRequired,
 	ErrForbidden.Code:           http.StatusForbidden,
 	ErrNotFound.Code:            http.StatusNotFound,
 	ErrConflict.Code:            http.StatusConflict,

@@ -57,6 +57,9 @@ type Config struct {
 	// Twilio configures SMS and WhatsApp through customers' own Twilio
 	// accounts (the REST API's URLs).
 	Twilio twilio.Options
+	// Credit configures the accounts' credit: the prices of the paid
+	// channels and the low-balance threshold.
+	Credit account.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -135,7 +138,14 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	}
 	mail := mailhost.New(svc, mo)
 	ch.Bind(mail)
-	accounts := account.New(svc)
+	if cfg.Credit.Prices != nil {
+		if err := cfg.Credit.Prices.Check(reg); err != nil {
+			svc.Close()
+			return nil, err
+		}
+	}
+	accounts := account.New(svc, cfg.Credit)
+	svc.SetBilling(accounts)
 	hooks := webhook.New(svc, cfg.Webhook)
 	fo := cfg.Server
 	fo.Mail, fo.Accounts, fo.Webhooks = mail, accounts, hooks

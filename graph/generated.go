@@ -58,17 +58,18 @@ type ComplexityRoot struct {
 	}
 
 	Account struct {
-		Balance      func(childComplexity int) int
-		BalanceCents func(childComplexity int) int
-		CreatedAt    func(childComplexity int) int
-		Currency     func(childComplexity int) int
-		Email        func(childComplexity int) int
-		ID           func(childComplexity int) int
-		Issuer       func(childComplexity int) int
-		Ledger       func(childComplexity int) int
-		Name         func(childComplexity int) int
-		Projects     func(childComplexity int) int
-		Subject      func(childComplexity int) int
+		Balance       func(childComplexity int) int
+		BalanceMicros func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		Currency      func(childComplexity int) int
+		Email         func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Issuer        func(childComplexity int) int
+		Ledger        func(childComplexity int) int
+		LedgerMore    func(childComplexity int) int
+		Name          func(childComplexity int) int
+		Projects      func(childComplexity int) int
+		Subject       func(childComplexity int) int
 	}
 
 	Attachment struct {
@@ -129,13 +130,13 @@ type ComplexityRoot struct {
 	}
 
 	CreditEntry struct {
-		Amount      func(childComplexity int) int
-		AmountCents func(childComplexity int) int
-		CreatedAt   func(childComplexity int) int
-		Description func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Kind        func(childComplexity int) int
-		ProjectID   func(childComplexity int) int
+		Amount       func(childComplexity int) int
+		AmountMicros func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		Description  func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Kind         func(childComplexity int) int
+		ProjectID    func(childComplexity int) int
 	}
 
 	Delivery struct {
@@ -220,6 +221,7 @@ type ComplexityRoot struct {
 		Status            func(childComplexity int) int
 		Subject           func(childComplexity int) int
 		Text              func(childComplexity int) int
+		Unbilled          func(childComplexity int) int
 	}
 
 	MessageConnection struct {
@@ -493,12 +495,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Account.Balance(childComplexity), true
-	case "Account.balanceCents":
-		if e.ComplexityRoot.Account.BalanceCents == nil {
+	case "Account.balanceMicros":
+		if e.ComplexityRoot.Account.BalanceMicros == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Account.BalanceCents(childComplexity), true
+		return e.ComplexityRoot.Account.BalanceMicros(childComplexity), true
 	case "Account.createdAt":
 		if e.ComplexityRoot.Account.CreatedAt == nil {
 			break
@@ -535,6 +537,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Account.Ledger(childComplexity), true
+	case "Account.ledgerMore":
+		if e.ComplexityRoot.Account.LedgerMore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.LedgerMore(childComplexity), true
 	case "Account.name":
 		if e.ComplexityRoot.Account.Name == nil {
 			break
@@ -783,12 +791,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreditEntry.Amount(childComplexity), true
-	case "CreditEntry.amountCents":
-		if e.ComplexityRoot.CreditEntry.AmountCents == nil {
+	case "CreditEntry.amountMicros":
+		if e.ComplexityRoot.CreditEntry.AmountMicros == nil {
 			break
 		}
 
-		return e.ComplexityRoot.CreditEntry.AmountCents(childComplexity), true
+		return e.ComplexityRoot.CreditEntry.AmountMicros(childComplexity), true
 	case "CreditEntry.createdAt":
 		if e.ComplexityRoot.CreditEntry.CreatedAt == nil {
 			break
@@ -1170,6 +1178,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.Text(childComplexity), true
+	case "Message.unbilled":
+		if e.ComplexityRoot.Message.Unbilled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Unbilled(childComplexity), true
 
 	case "MessageConnection.edges":
 		if e.ComplexityRoot.MessageConnection.Edges == nil {
@@ -2320,12 +2334,14 @@ type Account {
   createdAt: Time!
   "The currency of the amounts: USD."
   currency: String!
-  "The balance (the sum of the ledger) in cents."
-  balanceCents: Int!
-  "The balance in the currency's units, as 100.00."
+  "The balance (the sum of the ledger) in millionths of the currency (prices such as 0.005 USD are not whole cents)."
+  balanceMicros: Int!
+  "The balance in the currency's units, as 100.00 or 99.995."
   balance: String!
-  "The credit entries, oldest first."
+  "The newest credit entries (at most 100), newest first."
   ledger: [CreditEntry!]!
+  "There are older entries than ledger shows (GET /v1/account/ledger pages through all)."
+  ledgerMore: Boolean!
   "The account's projects, oldest first."
   projects: [ProjectSummary!]!
 }
@@ -2333,11 +2349,11 @@ type Account {
 "One entry of an account's ledger."
 type CreditEntry {
   id: ID!
-  "grant (credit added) or debit (credit used)"
+  "grant (credit added), debit (a paid message) or refund (of a paid message that failed)"
   kind: String!
-  "Signed: negative for a debit."
-  amountCents: Int!
-  "amountCents in the currency's units, as 100.00 or -0.25."
+  "Signed (negative for a debit), in millionths of the currency."
+  amountMicros: Int!
+  "amountMicros in the currency's units, as 100.00 or -0.005."
   amount: String!
   description: String!
   "The project the entry is for; null for an account-wide entry."
@@ -2895,6 +2911,10 @@ type Message implements Node {
   """
   error: String
   attempts: Int!
+  """
+  an inbound message on a paid channel stored while the account's credit did not cover it
+  """
+  unbilled: Boolean!
   nextAttemptAt: Time
   sentAt: Time
 }
@@ -3209,6 +3229,11 @@ input MessageWhereInput {
   attemptsGTE: Int
   attemptsLT: Int
   attemptsLTE: Int
+  """
+  unbilled field predicates
+  """
+  unbilled: Boolean
+  unbilledNEQ: Boolean
   """
   next_attempt_at field predicates
   """
@@ -3590,12 +3615,14 @@ func (ec *executionContext) childFields_Account(ctx context.Context, field graph
 		return ec.fieldContext_Account_createdAt(ctx, field)
 	case "currency":
 		return ec.fieldContext_Account_currency(ctx, field)
-	case "balanceCents":
-		return ec.fieldContext_Account_balanceCents(ctx, field)
+	case "balanceMicros":
+		return ec.fieldContext_Account_balanceMicros(ctx, field)
 	case "balance":
 		return ec.fieldContext_Account_balance(ctx, field)
 	case "ledger":
 		return ec.fieldContext_Account_ledger(ctx, field)
+	case "ledgerMore":
+		return ec.fieldContext_Account_ledgerMore(ctx, field)
 	case "projects":
 		return ec.fieldContext_Account_projects(ctx, field)
 	}
@@ -3722,8 +3749,8 @@ func (ec *executionContext) childFields_CreditEntry(ctx context.Context, field g
 		return ec.fieldContext_CreditEntry_id(ctx, field)
 	case "kind":
 		return ec.fieldContext_CreditEntry_kind(ctx, field)
-	case "amountCents":
-		return ec.fieldContext_CreditEntry_amountCents(ctx, field)
+	case "amountMicros":
+		return ec.fieldContext_CreditEntry_amountMicros(ctx, field)
 	case "amount":
 		return ec.fieldContext_CreditEntry_amount(ctx, field)
 	case "description":
@@ -3890,6 +3917,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_error(ctx, field)
 	case "attempts":
 		return ec.fieldContext_Message_attempts(ctx, field)
+	case "unbilled":
+		return ec.fieldContext_Message_unbilled(ctx, field)
 	case "nextAttemptAt":
 		return ec.fieldContext_Message_nextAttemptAt(ctx, field)
 	case "sentAt":
@@ -5171,16 +5200,16 @@ func (ec *executionContext) fieldContext_Account_currency(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Account", field, false, false, "String")
 }
 
-func (ec *executionContext) _Account_balanceCents(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
+func (ec *executionContext) _Account_balanceMicros(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Account_balanceCents(ctx, field)
+			return ec.fieldContext_Account_balanceMicros(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.BalanceCents, nil
+			return obj.BalanceMicros, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
@@ -5190,7 +5219,7 @@ func (ec *executionContext) _Account_balanceCents(ctx context.Context, field gra
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Account_balanceCents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Account_balanceMicros(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Account", field, false, false, "Int")
 }
 
@@ -5247,6 +5276,29 @@ func (ec *executionContext) fieldContext_Account_ledger(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Account_ledgerMore(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_ledgerMore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LedgerMore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_ledgerMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Account_projects(ctx context.Context, field graphql.CollectedField, obj *api.AccountView) (ret graphql.Marshaler) {
@@ -6209,16 +6261,16 @@ func (ec *executionContext) fieldContext_CreditEntry_kind(_ context.Context, fie
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "String")
 }
 
-func (ec *executionContext) _CreditEntry_amountCents(ctx context.Context, field graphql.CollectedField, obj *api.CreditEntry) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreditEntry_amountMicros(ctx context.Context, field graphql.CollectedField, obj *api.CreditEntry) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_CreditEntry_amountCents(ctx, field)
+			return ec.fieldContext_CreditEntry_amountMicros(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.AmountCents, nil
+			return obj.AmountMicros, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
@@ -6228,7 +6280,7 @@ func (ec *executionContext) _CreditEntry_amountCents(ctx context.Context, field 
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_CreditEntry_amountCents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_CreditEntry_amountMicros(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CreditEntry", field, false, false, "Int")
 }
 
@@ -7563,6 +7615,29 @@ func (ec *executionContext) _Message_attempts(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Message_attempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Message", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Message_unbilled(ctx context.Context, field graphql.CollectedField, obj *ent.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_unbilled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Unbilled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_unbilled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Message_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *ent.Message) (ret graphql.Marshaler) {
@@ -13464,7 +13539,7 @@ func (ec *executionContext) unmarshalInputMessageWhereInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "conversationID", "conversationIDNEQ", "conversationIDIn", "conversationIDNotIn", "conversationIDGT", "conversationIDGTE", "conversationIDLT", "conversationIDLTE", "conversationIDContains", "conversationIDHasPrefix", "conversationIDHasSuffix", "conversationIDEqualFold", "conversationIDContainsFold", "connectionID", "connectionIDNEQ", "connectionIDIn", "connectionIDNotIn", "connectionIDGT", "connectionIDGTE", "connectionIDLT", "connectionIDLTE", "connectionIDContains", "connectionIDHasPrefix", "connectionIDHasSuffix", "connectionIDEqualFold", "connectionIDContainsFold", "channel", "channelNEQ", "channelIn", "channelNotIn", "channelGT", "channelGTE", "channelLT", "channelLTE", "channelContains", "channelHasPrefix", "channelHasSuffix", "channelEqualFold", "channelContainsFold", "direction", "directionNEQ", "directionIn", "directionNotIn", "status", "statusNEQ", "statusIn", "statusNotIn", "providerMessageID", "providerMessageIDNEQ", "providerMessageIDIn", "providerMessageIDNotIn", "providerMessageIDGT", "providerMessageIDGTE", "providerMessageIDLT", "providerMessageIDLTE", "providerMessageIDContains", "providerMessageIDHasPrefix", "providerMessageIDHasSuffix", "providerMessageIDIsNil", "providerMessageIDNotNil", "providerMessageIDEqualFold", "providerMessageIDContainsFold", "sender", "senderNEQ", "senderIn", "senderNotIn", "senderGT", "senderGTE", "senderLT", "senderLTE", "senderContains", "senderHasPrefix", "senderHasSuffix", "senderEqualFold", "senderContainsFold", "recipient", "recipientNEQ", "recipientIn", "recipientNotIn", "recipientGT", "recipientGTE", "recipientLT", "recipientLTE", "recipientContains", "recipientHasPrefix", "recipientHasSuffix", "recipientIsNil", "recipientNotNil", "recipientEqualFold", "recipientContainsFold", "subject", "subjectNEQ", "subjectIn", "subjectNotIn", "subjectGT", "subjectGTE", "subjectLT", "subjectLTE", "subjectContains", "subjectHasPrefix", "subjectHasSuffix", "subjectIsNil", "subjectNotNil", "subjectEqualFold", "subjectContainsFold", "text", "textNEQ", "textIn", "textNotIn", "textGT", "textGTE", "textLT", "textLTE", "textContains", "textHasPrefix", "textHasSuffix", "textEqualFold", "textContainsFold", "html", "htmlNEQ", "htmlIn", "htmlNotIn", "htmlGT", "htmlGTE", "htmlLT", "htmlLTE", "htmlContains", "htmlHasPrefix", "htmlHasSuffix", "htmlIsNil", "htmlNotNil", "htmlEqualFold", "htmlContainsFold", "inReplyTo", "inReplyToNEQ", "inReplyToIn", "inReplyToNotIn", "inReplyToGT", "inReplyToGTE", "inReplyToLT", "inReplyToLTE", "inReplyToContains", "inReplyToHasPrefix", "inReplyToHasSuffix", "inReplyToIsNil", "inReplyToNotNil", "inReplyToEqualFold", "inReplyToContainsFold", "error", "errorNEQ", "errorIn", "errorNotIn", "errorGT", "errorGTE", "errorLT", "errorLTE", "errorContains", "errorHasPrefix", "errorHasSuffix", "errorIsNil", "errorNotNil", "errorEqualFold", "errorContainsFold", "attempts", "attemptsNEQ", "attemptsIn", "attemptsNotIn", "attemptsGT", "attemptsGTE", "attemptsLT", "attemptsLTE", "nextAttemptAt", "nextAttemptAtNEQ", "nextAttemptAtIn", "nextAttemptAtNotIn", "nextAttemptAtGT", "nextAttemptAtGTE", "nextAttemptAtLT", "nextAttemptAtLTE", "nextAttemptAtIsNil", "nextAttemptAtNotNil", "sentAt", "sentAtNEQ", "sentAtIn", "sentAtNotIn", "sentAtGT", "sentAtGTE", "sentAtLT", "sentAtLTE", "sentAtIsNil", "sentAtNotNil"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "conversationID", "conversationIDNEQ", "conversationIDIn", "conversationIDNotIn", "conversationIDGT", "conversationIDGTE", "conversationIDLT", "conversationIDLTE", "conversationIDContains", "conversationIDHasPrefix", "conversationIDHasSuffix", "conversationIDEqualFold", "conversationIDContainsFold", "connectionID", "connectionIDNEQ", "connectionIDIn", "connectionIDNotIn", "connectionIDGT", "connectionIDGTE", "connectionIDLT", "connectionIDLTE", "connectionIDContains", "connectionIDHasPrefix", "connectionIDHasSuffix", "connectionIDEqualFold", "connectionIDContainsFold", "channel", "channelNEQ", "channelIn", "channelNotIn", "channelGT", "channelGTE", "channelLT", "channelLTE", "channelContains", "channelHasPrefix", "channelHasSuffix", "channelEqualFold", "channelContainsFold", "direction", "directionNEQ", "directionIn", "directionNotIn", "status", "statusNEQ", "statusIn", "statusNotIn", "providerMessageID", "providerMessageIDNEQ", "providerMessageIDIn", "providerMessageIDNotIn", "providerMessageIDGT", "providerMessageIDGTE", "providerMessageIDLT", "providerMessageIDLTE", "providerMessageIDContains", "providerMessageIDHasPrefix", "providerMessageIDHasSuffix", "providerMessageIDIsNil", "providerMessageIDNotNil", "providerMessageIDEqualFold", "providerMessageIDContainsFold", "sender", "senderNEQ", "senderIn", "senderNotIn", "senderGT", "senderGTE", "senderLT", "senderLTE", "senderContains", "senderHasPrefix", "senderHasSuffix", "senderEqualFold", "senderContainsFold", "recipient", "recipientNEQ", "recipientIn", "recipientNotIn", "recipientGT", "recipientGTE", "recipientLT", "recipientLTE", "recipientContains", "recipientHasPrefix", "recipientHasSuffix", "recipientIsNil", "recipientNotNil", "recipientEqualFold", "recipientContainsFold", "subject", "subjectNEQ", "subjectIn", "subjectNotIn", "subjectGT", "subjectGTE", "subjectLT", "subjectLTE", "subjectContains", "subjectHasPrefix", "subjectHasSuffix", "subjectIsNil", "subjectNotNil", "subjectEqualFold", "subjectContainsFold", "text", "textNEQ", "textIn", "textNotIn", "textGT", "textGTE", "textLT", "textLTE", "textContains", "textHasPrefix", "textHasSuffix", "textEqualFold", "textContainsFold", "html", "htmlNEQ", "htmlIn", "htmlNotIn", "htmlGT", "htmlGTE", "htmlLT", "htmlLTE", "htmlContains", "htmlHasPrefix", "htmlHasSuffix", "htmlIsNil", "htmlNotNil", "htmlEqualFold", "htmlContainsFold", "inReplyTo", "inReplyToNEQ", "inReplyToIn", "inReplyToNotIn", "inReplyToGT", "inReplyToGTE", "inReplyToLT", "inReplyToLTE", "inReplyToContains", "inReplyToHasPrefix", "inReplyToHasSuffix", "inReplyToIsNil", "inReplyToNotNil", "inReplyToEqualFold", "inReplyToContainsFold", "error", "errorNEQ", "errorIn", "errorNotIn", "errorGT", "errorGTE", "errorLT", "errorLTE", "errorContains", "errorHasPrefix", "errorHasSuffix", "errorIsNil", "errorNotNil", "errorEqualFold", "errorContainsFold", "attempts", "attemptsNEQ", "attemptsIn", "attemptsNotIn", "attemptsGT", "attemptsGTE", "attemptsLT", "attemptsLTE", "unbilled", "unbilledNEQ", "nextAttemptAt", "nextAttemptAtNEQ", "nextAttemptAtIn", "nextAttemptAtNotIn", "nextAttemptAtGT", "nextAttemptAtGTE", "nextAttemptAtLT", "nextAttemptAtLTE", "nextAttemptAtIsNil", "nextAttemptAtNotNil", "sentAt", "sentAtNEQ", "sentAtIn", "sentAtNotIn", "sentAtGT", "sentAtGTE", "sentAtLT", "sentAtLTE", "sentAtIsNil", "sentAtNotNil"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14815,6 +14890,20 @@ func (ec *executionContext) unmarshalInputMessageWhereInput(ctx context.Context,
 				return it, err
 			}
 			it.AttemptsLTE = data
+		case "unbilled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("unbilled"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Unbilled = data
+		case "unbilledNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("unbilledNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UnbilledNEQ = data
 		case "nextAttemptAt":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextAttemptAt"))
 			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
@@ -16166,8 +16255,8 @@ func (ec *executionContext) _Account(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "balanceCents":
-			out.Values[i] = ec._Account_balanceCents(ctx, field, obj)
+		case "balanceMicros":
+			out.Values[i] = ec._Account_balanceMicros(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -16178,6 +16267,11 @@ func (ec *executionContext) _Account(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "ledger":
 			out.Values[i] = ec._Account_ledger(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ledgerMore":
+			out.Values[i] = ec._Account_ledgerMore(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -16606,8 +16700,8 @@ func (ec *executionContext) _CreditEntry(ctx context.Context, sel ast.SelectionS
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "amountCents":
-			out.Values[i] = ec._CreditEntry_amountCents(ctx, field, obj)
+		case "amountMicros":
+			out.Values[i] = ec._CreditEntry_amountMicros(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -17144,6 +17238,11 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "attempts":
 			out.Values[i] = ec._Message_attempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "unbilled":
+			out.Values[i] = ec._Message_unbilled(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

@@ -50,7 +50,7 @@ func messageOf(m *ent.Message) *Message {
 		Direction: string(m.Direction), Status: string(m.Status), Sender: m.Sender, Recipient: nonEmpty(m.Recipient),
 		Subject: m.Subject, Text: m.Text, HTML: m.HTML, InReplyTo: m.InReplyTo, Error: m.Error,
 		Attempts: m.Attempts, CreatedAt: m.CreatedAt.UTC(), Delivery: DeliveryOf(m),
-		Attachments: AttachmentsOf(m.Attachments), Details: m.Details,
+		Attachments: AttachmentsOf(m.Attachments), Details: m.Details, Unbilled: m.Unbilled,
 	}
 	if m.SentAt != nil {
 		t := m.SentAt.UTC()
@@ -302,13 +302,22 @@ func (s *Service) storeInbound(tx *stream.Tx, c *ent.Connection, in channels.Inb
 		j, _ := json.Marshal(atts)
 		create.SetAttachments(j)
 	}
+	// A paid channel's message is charged; one the credit does not cover
+	// is stored all the same (nothing is lost), marked unbilled.
+	billed, err := s.chargeInbound(tx, c, msgID)
+	if err != nil {
+		return nil, "", err
+	}
+	if !billed {
+		create.SetUnbilled(true)
+	}
 	stored, err := create.Save(tctx)
 	if err != nil {
 		return nil, "", err
 	}
 	ev := api.ReceivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
 		Sender: in.Sender, Subject: in.Subject, Text: in.Text, HTML: in.HTML,
-		Attachments: atts, Details: in.Details}
+		Attachments: atts, Details: in.Details, Unbilled: !billed}
 	s.envelope(&ev)
 	return stored, conv, tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID, Message: ev})
 }
@@ -691,8 +700,16 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 	if sender == "" {
 		sender = c.ID
 	}
+	msgID := ident.New(ident.Message)
 	_, err := s.write(ctx, func(tx *stream.Tx) error {
 		cl, tctx := tx.Client(), tx.Context()
+		// A paid message is charged first: a balance that does not cover
+		// it refuses the send (402) with nothing written.
+		if b, ch := s.charge(c, ChargeOut, msgID); b != nil {
+			if err := b.Charge(tx, *ch); err != nil {
+				return err
+			}
+		}
 		var convID string
 		var err error
 		if conv != nil {
@@ -703,7 +720,7 @@ func (s *Service) enqueue(ctx context.Context, p *Principal, c *ent.Connection, 
 		if err != nil {
 			return err
 		}
-		create := cl.Message.Create().SetConversationID(convID).SetConnectionID(c.ID).SetChannel(c.Channel).
+		create := cl.Message.Create().SetID(msgID).SetConversationID(convID).SetConnectionID(c.ID).SetChannel(c.Channel).
 			SetDirection(entmsg.DirectionOutbound).SetStatus(entmsg.StatusQueued).SetNextAttemptAt(now).
 			SetSender(sender).SetRecipient(to).SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).
 			SetCreatedAt(now)

@@ -210,6 +210,9 @@ func (s *Service) fail(ctx context.Context, m *ent.Message, conn *ent.Connection
 		if err != nil {
 			return err
 		}
+		if err := s.refund(tx, conn, m.ID); err != nil {
+			return err
+		}
 		ev := messageEvent{Message: s.outboundEvent(done)}
 		if conn != nil {
 			ev.CustomerID, ev.AgentID = conn.CustomerID, conn.AgentID

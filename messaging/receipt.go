@@ -312,6 +312,9 @@ func (s *Service) record(tx *stream.Tx, c *ent.Connection, m *ent.Message, r cha
 			if err := tx.Append(stream.MessageFailed, ev); err != nil {
 				return m, 0, err
 			}
+			if err := s.refund(tx, c, m.ID); err != nil {
+				return m, 0, err
+			}
 		}
 		return m, ReceiptApplied, nil
 	}

@@ -51,6 +51,8 @@ type Service struct {
 	// unrouted counts app-level webhook events for routing keys no live
 	// connection holds (UnroutedEvents).
 	unrouted atomic.Int64
+
+	billing billingBox
 }
 
 // UnroutedEvents is how many app-level webhook routing keys (a Page, a

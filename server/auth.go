@@ -174,6 +174,23 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (s *Server) listLedger(w http.ResponseWriter, r *http.Request) error {
+	q := newQuery(r)
+	pg := page(q)
+	if err := q.done(); err != nil {
+		return err
+	}
+	lines, more, err := s.acct.Ledger(r.Context(), pg)
+	if err != nil {
+		return err
+	}
+	if more && len(lines) > 0 {
+		setNextLink(w, r, lines[len(lines)-1].ID, pg.Limit)
+	}
+	writeJSON(w, http.StatusOK, lines)
+	return nil
+}
+
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	ks, err := s.svc.Keys(r.Context())
 	if err != nil {

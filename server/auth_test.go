@@ -146,7 +146,7 @@ func TestDeviceFlow(t *testing.T) {
 		var a api.AccountView
 		r := g.do(t, request{Path: "/v1/account", Key: tok.APIKey})
 		decodeJSON(t, r.Body, &a)
-		if r.Status != 200 || a.Balance != "100.00" || a.BalanceCents != 10000 || len(a.Ledger) != 1 || a.Ledger[0].Kind != "grant" ||
+		if r.Status != 200 || a.Balance != "100.00" || a.BalanceMicros != 100_000_000 || len(a.Ledger) != 1 || a.Ledger[0].Kind != "grant" ||
 			a.Account.Email != "ann@example.com" || len(a.Projects) != 1 || a.Projects[0].ID != sb.ProjectID {
 			t.Fatalf("account: %d %s", r.Status, r.Body)
 		}

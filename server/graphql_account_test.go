@@ -19,31 +19,32 @@ import (
 // GET /v1/account and /v1/keys, checked against the REST answers.
 
 const (
-	gqlAccountFields = `id issuer subject email name createdAt currency balanceCents balance
-		ledger { id kind amountCents amount description projectID createdAt }
+	gqlAccountFields = `id issuer subject email name createdAt currency balanceMicros balance ledgerMore
+		ledger { id kind amountMicros amount description projectID createdAt }
 		projects { id name connections lastSeq createdAt }`
 	gqlKeyFields = `id kind display name current createdAt lastUsedAt revokedAt`
 )
 
 // gqlAccount is an Account as GraphQL shows it.
 type gqlAccount struct {
-	ID           string    `json:"id"`
-	Issuer       string    `json:"issuer"`
-	Subject      string    `json:"subject"`
-	Email        string    `json:"email"`
-	Name         string    `json:"name"`
-	CreatedAt    time.Time `json:"createdAt"`
-	Currency     string    `json:"currency"`
-	BalanceCents int64     `json:"balanceCents"`
-	Balance      string    `json:"balance"`
-	Ledger       []struct {
-		ID          string    `json:"id"`
-		Kind        string    `json:"kind"`
-		AmountCents int64     `json:"amountCents"`
-		Amount      string    `json:"amount"`
-		Description string    `json:"description"`
-		ProjectID   *string   `json:"projectID"`
-		CreatedAt   time.Time `json:"createdAt"`
+	ID            string    `json:"id"`
+	Issuer        string    `json:"issuer"`
+	Subject       string    `json:"subject"`
+	Email         string    `json:"email"`
+	Name          string    `json:"name"`
+	CreatedAt     time.Time `json:"createdAt"`
+	Currency      string    `json:"currency"`
+	BalanceMicros int64     `json:"balanceMicros"`
+	Balance       string    `json:"balance"`
+	LedgerMore    bool      `json:"ledgerMore"`
+	Ledger        []struct {
+		ID           string    `json:"id"`
+		Kind         string    `json:"kind"`
+		AmountMicros int64     `json:"amountMicros"`
+		Amount       string    `json:"amount"`
+		Description  string    `json:"description"`
+		ProjectID    *string   `json:"projectID"`
+		CreatedAt    time.Time `json:"createdAt"`
 	} `json:"ledger"`
 	Projects []struct {
 		ID          string    `json:"id"`
@@ -114,10 +115,10 @@ func TestGraphQLAccount(t *testing.T) {
 		g.gqlOK(t, key, `{ account { `+gqlAccountFields+` } }`, nil, &data)
 		a := data.Account
 		if a == nil || !strings.HasPrefix(a.ID, "acct_") || a.Issuer != "i" || a.Subject != "s" || a.Email != "a@b.c" || a.Name != "Ann" ||
-			a.CreatedAt.IsZero() || a.Currency != "USD" || a.BalanceCents != 10000 || a.Balance != "100.00" {
+			a.CreatedAt.IsZero() || a.Currency != "USD" || a.BalanceMicros != 100_000_000 || a.Balance != "100.00" {
 			t.Fatalf("account: %+v", a)
 		}
-		if len(a.Ledger) != 1 || a.Ledger[0].Kind != "grant" || a.Ledger[0].AmountCents != 10000 || a.Ledger[0].Amount != "100.00" ||
+		if len(a.Ledger) != 1 || a.Ledger[0].Kind != "grant" || a.Ledger[0].AmountMicros != 100_000_000 || a.Ledger[0].Amount != "100.00" ||
 			a.Ledger[0].ProjectID != nil || a.Ledger[0].Description == "" || a.Ledger[0].ID == "" {
 			t.Errorf("ledger: %+v", a.Ledger)
 		}
@@ -135,13 +136,13 @@ func TestGraphQLAccount(t *testing.T) {
 		decodeJSON(t, r.Body, &rest)
 		if rest.Account.ID != a.ID || rest.Account.Issuer != a.Issuer || rest.Account.Subject != a.Subject ||
 			rest.Account.Email != a.Email || rest.Account.Name != a.Name || !rest.Account.CreatedAt.Equal(a.CreatedAt) ||
-			rest.Currency != a.Currency || rest.BalanceCents != a.BalanceCents || rest.Balance != a.Balance ||
+			rest.Currency != a.Currency || rest.BalanceMicros != a.BalanceMicros || rest.Balance != a.Balance ||
 			len(rest.Ledger) != len(a.Ledger) || len(rest.Projects) != len(a.Projects) {
 			t.Fatalf("GraphQL %+v\nREST %s", a, r.Body)
 		}
 		for i, l := range rest.Ledger {
 			gl := a.Ledger[i]
-			if l.ID != gl.ID || l.Kind != gl.Kind || l.AmountCents != gl.AmountCents || l.Amount != gl.Amount ||
+			if l.ID != gl.ID || l.Kind != gl.Kind || l.AmountMicros != gl.AmountMicros || l.Amount != gl.Amount ||
 				l.Description != gl.Description || (l.ProjectID == nil) != (gl.ProjectID == nil) || !l.CreatedAt.Equal(gl.CreatedAt) {
 				t.Errorf("ledger %d: GraphQL %+v, REST %+v", i, gl, l)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/comm-gateway/comm/account"
 	"net/http"
 	"strconv"
 	"testing"
@@ -88,6 +89,8 @@ type setup struct {
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
 	channels []channels.Descriptor
+	// credit are the prices and the low-balance threshold.
+	credit account.Options
 }
 
 // startGateway serves the gateway (gatewaytest.Start); BaseURL, when the
@@ -106,7 +109,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, Channels: su.channels},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, Channels: su.channels, Credit: su.credit},
 		Workers: workers,
 	})}
 }

@@ -71,7 +71,7 @@ type Options struct {
 	// answer not_implemented without it.
 	Mail graph.Domains
 	// Accounts serves accounts, sign-in and the device page (REST and
-	// GraphQL); account.New(svc) when nil.
+	// GraphQL); account.New(svc, account.Options{}) when nil.
 	Accounts *account.Service
 	// Webhooks serves /v1/webhook (and GraphQL's); webhook.New(svc) with
 	// no private targets when nil. Give the delivery worker the same one,
@@ -144,7 +144,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 	}
 	opts.GraphQL.Writes = s.writeLimit
 	if opts.Accounts == nil {
-		opts.Accounts = account.New(svc)
+		opts.Accounts = account.New(svc, account.Options{})
 	}
 	if opts.Webhooks == nil {
 		opts.Webhooks = webhook.New(svc, webhook.Options{})
@@ -237,6 +237,7 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /oauth/device/code", s.public(s.oauthDeviceCode))
 	s.mux.Handle("POST /oauth/token", s.public(s.oauthToken))
 	s.mux.Handle("GET /v1/account", s.authed(s.getAccount))
+	s.mux.Handle("GET /v1/account/ledger", s.authed(s.listLedger))
 	s.mux.Handle("GET /v1/keys", s.authed(s.listKeys))
 	s.mux.Handle("POST /v1/keys", s.writing(s.createKey))
 	s.mux.Handle("DELETE /v1/keys/{id}", s.writing(s.revokeKey))

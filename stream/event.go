@@ -65,11 +65,12 @@ const (
 	DomainUnverified     = api.EventDomainUnverified
 	WebhookDisabled      = api.EventWebhookDisabled
 	WebhookEnabled       = api.EventWebhookEnabled
+	AccountBalanceLow    = api.EventAccountBalanceLow
 )
 
 // Types lists every event type, sorted.
 var Types = []string{
-	ConnectionActive, ConnectionAuthorized, ConnectionDegraded, ConnectionRevoked, DomainUnverified, DomainVerified,
+	AccountBalanceLow, ConnectionActive, ConnectionAuthorized, ConnectionDegraded, ConnectionRevoked, DomainUnverified, DomainVerified,
 	MessageFailed, MessageReceived, MessageSent,
 	WebhookDisabled, WebhookEnabled,
 }

@@ -3,6 +3,8 @@ package stream
 import (
 	"context"
 	"database/sql"
+	"strconv"
+	"strings"
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
@@ -37,6 +39,30 @@ func (t *Tx) Client() *ent.Client {
 // Exec runs a raw statement in the transaction.
 func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 	return t.conn.ExecContext(t.ctx, query, args...)
+}
+
+// Query runs a raw query in the transaction (in the dialect's placeholders;
+// see Rebind). Close the rows before the next statement.
+func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
+	return t.conn.QueryContext(t.ctx, query, args...)
+}
+
+// Rebind turns a query written with ? placeholders into the dialect's.
+func (t *Tx) Rebind(query string) string {
+	if t.dialect != dialect.Postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Append adds an event to the write's project; its seq is assigned at

@@ -165,9 +165,9 @@ func TestCLIKeys(t *testing.T) {
 // accountAnswer is GET /v1/account of a signed-in key, as the gateway
 // answers it.
 const accountAnswer = `{"account":{"id":"acct_1","issuer":"https://idp.test","subject":"u1","email":"ann@example.com","name":"Ann",
-	"created_at":"2026-01-02T03:04:05Z"},"currency":"USD","balance_cents":9975,"balance":"99.75",
-	"ledger":[{"id":"cre_1","kind":"grant","amount_cents":10000,"amount":"100.00","description":"Welcome credit for signing in",
-	"project_id":null,"created_at":"2026-01-02T03:04:05Z"},{"id":"cre_2","kind":"debit","amount_cents":-25,"amount":"-0.25",
+	"created_at":"2026-01-02T03:04:05Z"},"currency":"USD","balance_micros":99750000,"balance":"99.75",
+	"ledger":[{"id":"cre_1","kind":"grant","amount_micros":100000000,"amount":"100.00","description":"Welcome credit for signing in",
+	"project_id":null,"created_at":"2026-01-02T03:04:05Z"},{"id":"cre_2","kind":"debit","amount_micros":-250000,"amount":"-0.25",
 	"description":"SMS to +15550100","project_id":"proj_x","created_at":"2026-01-03T00:00:00Z"}],
 	"projects":[{"id":"proj_x","name":"carried over","connections":2,"last_seq":41,"created_at":"2026-01-01T00:00:00Z"}]}`
 
@@ -251,10 +251,10 @@ func TestCLIAccount(t *testing.T) {
 		Account struct {
 			Email string `json:"email"`
 		} `json:"account"`
-		BalanceCents int64             `json:"balance_cents"`
-		Ledger       []json.RawMessage `json:"ledger"`
+		BalanceMicros int64             `json:"balance_micros"`
+		Ledger        []json.RawMessage `json:"ledger"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &a) != nil || a.Account.Email != "ann@example.com" || a.BalanceCents != 9975 || len(a.Ledger) != 2 {
+	if code != 0 || json.Unmarshal([]byte(out), &a) != nil || a.Account.Email != "ann@example.com" || a.BalanceMicros != 99750000 || len(a.Ledger) != 2 {
 		t.Errorf("account --json: %d %s", code, out)
 	}
 }

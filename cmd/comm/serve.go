@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/account"
 	"log/slog"
 	"net"
 	"net/http"
@@ -121,7 +122,13 @@ func serve(s *flagSet, args []string) error {
 	wsPerKey := s.String("ws-max-per-key", "COMM_WS_MAX_PER_KEY", "50", "most open websockets of one API key (per replica); more are closed at connection_init with 4429")
 	wsPerIP := s.String("ws-max-per-ip", "COMM_WS_MAX_PER_IP", "200", "most open websockets from one client IP (per replica); more are refused at the upgrade with 429")
 	wsKeyCheck := s.String("ws-key-check-interval", "COMM_WS_KEY_CHECK_INTERVAL", "5s", "how often the keys of open websockets are checked against the database (a revoked key's sockets close; a revocation's NOTIFY closes them at once)")
+	prices := s.String("prices", "COMM_PRICES", account.DefaultPricesJSON, "USD per message of the paid channels by channel (or channel/provider) and direction, a JSON object; each paid message debits the account's credit when it is recorded, a failed send is refunded, a send the balance does not cover answers 402 insufficient_credit")
+	lowCredit := s.String("credit-low-threshold", "COMM_CREDIT_LOW_THRESHOLD", "5", "balance in USD under which account.balance_low is appended to the project's stream (once per crossing); 0 disables")
 	if err := s.parse(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	credit, err := parseCredit(*prices, *lowCredit)
+	if err != nil {
 		return err
 	}
 	limits, err := parseLimits(*sandboxesPerHour, *writesPerSecond, *writeBurst, *sandboxConns)
@@ -289,7 +296,7 @@ func serve(s *flagSet, args []string) error {
 		base = "http://" + ln.Addr().String()
 	}
 	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
-	g, err := gateway.New(log, gateway.Config{Logger: logger,
+	g, err := gateway.New(log, gateway.Config{Logger: logger, Credit: credit,
 		Telegram: telegram.Options{APIURL: *telegramURL},
 		Slack:    slack.Options{APIURL: *slackURL, ClientID: *slackID, ClientSecret: *slackSecret, SigningSecret: *slackSigning},
 		Discord:  discord.Options{APIURL: *discordURL, ClientID: *discordID, ClientSecret: *discordSecret, BotToken: *discordBot},
@@ -542,4 +549,20 @@ func signInOptions(issuer, clientID, secret, password string, allowRemote bool, 
 	}
 	o.LocalToken = rand.Text()
 	return o, fmt.Sprintf("comm: local sign-in token for /device: %s (no identity provider configured; valid until this process exits)\n", o.LocalToken)
+}
+
+// parseCredit reads --prices and --credit-low-threshold.
+func parseCredit(prices, low string) (account.Options, error) {
+	p, err := account.ParsePrices(prices)
+	if err != nil {
+		return account.Options{}, fmt.Errorf("--prices (COMM_PRICES): %v", err)
+	}
+	t, err := account.ParseDollars(low)
+	if err != nil {
+		return account.Options{}, fmt.Errorf("--credit-low-threshold (COMM_CREDIT_LOW_THRESHOLD): %v", err)
+	}
+	if t == 0 {
+		t = -1 // none
+	}
+	return account.Options{Prices: p, LowThreshold: t}, nil
 }

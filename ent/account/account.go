@@ -25,6 +25,8 @@ const (
 	FieldName = "name"
 	// FieldLastSignInAt holds the string denoting the last_sign_in_at field in the database.
 	FieldLastSignInAt = "last_sign_in_at"
+	// FieldBalanceMicros holds the string denoting the balance_micros field in the database.
+	FieldBalanceMicros = "balance_micros"
 	// Table holds the table name of the account in the database.
 	Table = "accounts"
 )
@@ -38,6 +40,7 @@ var Columns = []string{
 	FieldEmail,
 	FieldName,
 	FieldLastSignInAt,
+	FieldBalanceMicros,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -95,4 +98,9 @@ func ByName(opts ...sql.OrderTermOption) OrderOption {
 // ByLastSignInAt orders the results by the last_sign_in_at field.
 func ByLastSignInAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldLastSignInAt, opts...).ToFunc()
+}
+
+// ByBalanceMicros orders the results by the balance_micros field.
+func ByBalanceMicros(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldBalanceMicros, opts...).ToFunc()
 }

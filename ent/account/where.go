@@ -94,6 +94,11 @@ func LastSignInAt(v time.Time) predicate.Account {
 	return predicate.Account(sql.FieldEQ(FieldLastSignInAt, v))
 }
 
+// BalanceMicros applies equality check predicate on the "balance_micros" field. It's identical to BalanceMicrosEQ.
+func BalanceMicros(v int64) predicate.Account {
+	return predicate.Account(sql.FieldEQ(FieldBalanceMicros, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Account {
 	return predicate.Account(sql.FieldEQ(FieldCreatedAt, v))
@@ -462,6 +467,56 @@ func LastSignInAtIsNil() predicate.Account {
 // LastSignInAtNotNil applies the NotNil predicate on the "last_sign_in_at" field.
 func LastSignInAtNotNil() predicate.Account {
 	return predicate.Account(sql.FieldNotNull(FieldLastSignInAt))
+}
+
+// BalanceMicrosEQ applies the EQ predicate on the "balance_micros" field.
+func BalanceMicrosEQ(v int64) predicate.Account {
+	return predicate.Account(sql.FieldEQ(FieldBalanceMicros, v))
+}
+
+// BalanceMicrosNEQ applies the NEQ predicate on the "balance_micros" field.
+func BalanceMicrosNEQ(v int64) predicate.Account {
+	return predicate.Account(sql.FieldNEQ(FieldBalanceMicros, v))
+}
+
+// BalanceMicrosIn applies the In predicate on the "balance_micros" field.
+func BalanceMicrosIn(vs ...int64) predicate.Account {
+	return predicate.Account(sql.FieldIn(FieldBalanceMicros, vs...))
+}
+
+// BalanceMicrosNotIn applies the NotIn predicate on the "balance_micros" field.
+func BalanceMicrosNotIn(vs ...int64) predicate.Account {
+	return predicate.Account(sql.FieldNotIn(FieldBalanceMicros, vs...))
+}
+
+// BalanceMicrosGT applies the GT predicate on the "balance_micros" field.
+func BalanceMicrosGT(v int64) predicate.Account {
+	return predicate.Account(sql.FieldGT(FieldBalanceMicros, v))
+}
+
+// BalanceMicrosGTE applies the GTE predicate on the "balance_micros" field.
+func BalanceMicrosGTE(v int64) predicate.Account {
+	return predicate.Account(sql.FieldGTE(FieldBalanceMicros, v))
+}
+
+// BalanceMicrosLT applies the LT predicate on the "balance_micros" field.
+func BalanceMicrosLT(v int64) predicate.Account {
+	return predicate.Account(sql.FieldLT(FieldBalanceMicros, v))
+}
+
+// BalanceMicrosLTE applies the LTE predicate on the "balance_micros" field.
+func BalanceMicrosLTE(v int64) predicate.Account {
+	return predicate.Account(sql.FieldLTE(FieldBalanceMicros, v))
+}
+
+// BalanceMicrosIsNil applies the IsNil predicate on the "balance_micros" field.
+func BalanceMicrosIsNil() predicate.Account {
+	return predicate.Account(sql.FieldIsNull(FieldBalanceMicros))
+}
+
+// BalanceMicrosNotNil applies the NotNil predicate on the "balance_micros" field.
+func BalanceMicrosNotNil() predicate.Account {
+	return predicate.Account(sql.FieldNotNull(FieldBalanceMicros))
 }
 
 // And groups predicates with the AND operator between them.

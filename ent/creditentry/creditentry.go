@@ -24,6 +24,8 @@ const (
 	FieldKind = "kind"
 	// FieldAmountCents holds the string denoting the amount_cents field in the database.
 	FieldAmountCents = "amount_cents"
+	// FieldAmountMicros holds the string denoting the amount_micros field in the database.
+	FieldAmountMicros = "amount_micros"
 	// FieldKey holds the string denoting the key field in the database.
 	FieldKey = "key"
 	// FieldDescription holds the string denoting the description field in the database.
@@ -41,6 +43,7 @@ var Columns = []string{
 	FieldAccountID,
 	FieldKind,
 	FieldAmountCents,
+	FieldAmountMicros,
 	FieldKey,
 	FieldDescription,
 	FieldProjectIDRef,
@@ -70,8 +73,9 @@ type Kind string
 
 // Kind values.
 const (
-	KindGrant Kind = "grant"
-	KindDebit Kind = "debit"
+	KindGrant  Kind = "grant"
+	KindDebit  Kind = "debit"
+	KindRefund Kind = "refund"
 )
 
 func (k Kind) String() string {
@@ -81,7 +85,7 @@ func (k Kind) String() string {
 // KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
 func KindValidator(k Kind) error {
 	switch k {
-	case KindGrant, KindDebit:
+	case KindGrant, KindDebit, KindRefund:
 		return nil
 	default:
 		return fmt.Errorf("creditentry: invalid enum value for kind field: %q", k)
@@ -114,6 +118,11 @@ func ByKind(opts ...sql.OrderTermOption) OrderOption {
 // ByAmountCents orders the results by the amount_cents field.
 func ByAmountCents(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAmountCents, opts...).ToFunc()
+}
+
+// ByAmountMicros orders the results by the amount_micros field.
+func ByAmountMicros(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAmountMicros, opts...).ToFunc()
 }
 
 // ByKey orders the results by the key field.

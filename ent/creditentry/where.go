@@ -79,6 +79,11 @@ func AmountCents(v int64) predicate.CreditEntry {
 	return predicate.CreditEntry(sql.FieldEQ(FieldAmountCents, v))
 }
 
+// AmountMicros applies equality check predicate on the "amount_micros" field. It's identical to AmountMicrosEQ.
+func AmountMicros(v int64) predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldEQ(FieldAmountMicros, v))
+}
+
 // Key applies equality check predicate on the "key" field. It's identical to KeyEQ.
 func Key(v string) predicate.CreditEntry {
 	return predicate.CreditEntry(sql.FieldEQ(FieldKey, v))
@@ -257,6 +262,56 @@ func AmountCentsLT(v int64) predicate.CreditEntry {
 // AmountCentsLTE applies the LTE predicate on the "amount_cents" field.
 func AmountCentsLTE(v int64) predicate.CreditEntry {
 	return predicate.CreditEntry(sql.FieldLTE(FieldAmountCents, v))
+}
+
+// AmountMicrosEQ applies the EQ predicate on the "amount_micros" field.
+func AmountMicrosEQ(v int64) predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldEQ(FieldAmountMicros, v))
+}
+
+// AmountMicrosNEQ applies the NEQ predicate on the "amount_micros" field.
+func AmountMicrosNEQ(v int64) predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldNEQ(FieldAmountMicros, v))
+}
+
+// AmountMicrosIn applies the In predicate on the "amount_micros" field.
+func AmountMicrosIn(vs ...int64) predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldIn(FieldAmountMicros, vs...))
+}
+
+// AmountMicrosNotIn applies the NotIn predicate on the "amount_micros" field.
+func AmountMicrosNotIn(vs ...int64) predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldNotIn(FieldAmountMicros, vs...))
+}
+
+// AmountMicrosGT applies the GT predicate on the "amount_micros" field.
+func AmountMicrosGT(v int64) predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldGT(FieldAmountMicros, v))
+}
+
+// AmountMicrosGTE applies the GTE predicate on the "amount_micros" field.
+func AmountMicrosGTE(v int64) predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldGTE(FieldAmountMicros, v))
+}
+
+// AmountMicrosLT applies the LT predicate on the "amount_micros" field.
+func AmountMicrosLT(v int64) predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldLT(FieldAmountMicros, v))
+}
+
+// AmountMicrosLTE applies the LTE predicate on the "amount_micros" field.
+func AmountMicrosLTE(v int64) predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldLTE(FieldAmountMicros, v))
+}
+
+// AmountMicrosIsNil applies the IsNil predicate on the "amount_micros" field.
+func AmountMicrosIsNil() predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldIsNull(FieldAmountMicros))
+}
+
+// AmountMicrosNotNil applies the NotNil predicate on the "amount_micros" field.
+func AmountMicrosNotNil() predicate.CreditEntry {
+	return predicate.CreditEntry(sql.FieldNotNull(FieldAmountMicros))
 }
 
 // KeyEQ applies the EQ predicate on the "key" field.

@@ -55,6 +55,8 @@ const (
 	FieldError = "error"
 	// FieldAttempts holds the string denoting the attempts field in the database.
 	FieldAttempts = "attempts"
+	// FieldUnbilled holds the string denoting the unbilled field in the database.
+	FieldUnbilled = "unbilled"
 	// FieldNextAttemptAt holds the string denoting the next_attempt_at field in the database.
 	FieldNextAttemptAt = "next_attempt_at"
 	// FieldSentAt holds the string denoting the sent_at field in the database.
@@ -95,6 +97,7 @@ var Columns = []string{
 	FieldDetails,
 	FieldError,
 	FieldAttempts,
+	FieldUnbilled,
 	FieldNextAttemptAt,
 	FieldSentAt,
 	FieldDeliveryState,
@@ -128,6 +131,8 @@ var (
 	ProjectIDValidator func(string) error
 	// DefaultAttempts holds the default value on creation for the "attempts" field.
 	DefaultAttempts int
+	// DefaultUnbilled holds the default value on creation for the "unbilled" field.
+	DefaultUnbilled bool
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -294,6 +299,11 @@ func ByError(opts ...sql.OrderTermOption) OrderOption {
 // ByAttempts orders the results by the attempts field.
 func ByAttempts(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAttempts, opts...).ToFunc()
+}
+
+// ByUnbilled orders the results by the unbilled field.
+func ByUnbilled(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldUnbilled, opts...).ToFunc()
 }
 
 // ByNextAttemptAt orders the results by the next_attempt_at field.

@@ -134,6 +134,11 @@ func Attempts(v int) predicate.Message {
 	return predicate.Message(sql.FieldEQ(FieldAttempts, v))
 }
 
+// Unbilled applies equality check predicate on the "unbilled" field. It's identical to UnbilledEQ.
+func Unbilled(v bool) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldUnbilled, v))
+}
+
 // NextAttemptAt applies equality check predicate on the "next_attempt_at" field. It's identical to NextAttemptAtEQ.
 func NextAttemptAt(v time.Time) predicate.Message {
 	return predicate.Message(sql.FieldEQ(FieldNextAttemptAt, v))
@@ -1152,6 +1157,16 @@ func AttemptsLT(v int) predicate.Message {
 // AttemptsLTE applies the LTE predicate on the "attempts" field.
 func AttemptsLTE(v int) predicate.Message {
 	return predicate.Message(sql.FieldLTE(FieldAttempts, v))
+}
+
+// UnbilledEQ applies the EQ predicate on the "unbilled" field.
+func UnbilledEQ(v bool) predicate.Message {
+	return predicate.Message(sql.FieldEQ(FieldUnbilled, v))
+}
+
+// UnbilledNEQ applies the NEQ predicate on the "unbilled" field.
+func UnbilledNEQ(v bool) predicate.Message {
+	return predicate.Message(sql.FieldNEQ(FieldUnbilled, v))
 }
 
 // NextAttemptAtEQ applies the EQ predicate on the "next_attempt_at" field.

@@ -48,6 +48,7 @@ var (
 		{Name: "email", Type: field.TypeString, Nullable: true},
 		{Name: "name", Type: field.TypeString, Nullable: true},
 		{Name: "last_sign_in_at", Type: field.TypeTime, Nullable: true},
+		{Name: "balance_micros", Type: field.TypeInt64, Nullable: true},
 	}
 	// AccountsTable holds the schema information for the "accounts" table.
 	AccountsTable = &schema.Table{
@@ -188,8 +189,9 @@ var (
 		{Name: "id", Type: field.TypeString},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "account_id", Type: field.TypeString},
-		{Name: "kind", Type: field.TypeEnum, Enums: []string{"grant", "debit"}},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"grant", "debit", "refund"}},
 		{Name: "amount_cents", Type: field.TypeInt64},
+		{Name: "amount_micros", Type: field.TypeInt64, Nullable: true},
 		{Name: "key", Type: field.TypeString},
 		{Name: "description", Type: field.TypeString},
 		{Name: "project_id_ref", Type: field.TypeString, Nullable: true},
@@ -203,7 +205,7 @@ var (
 			{
 				Name:    "creditentry_account_id_key",
 				Unique:  true,
-				Columns: []*schema.Column{CreditEntriesColumns[2], CreditEntriesColumns[5]},
+				Columns: []*schema.Column{CreditEntriesColumns[2], CreditEntriesColumns[6]},
 			},
 		},
 	}
@@ -310,6 +312,7 @@ var (
 		{Name: "details", Type: field.TypeJSON, Nullable: true},
 		{Name: "error", Type: field.TypeString, Nullable: true},
 		{Name: "attempts", Type: field.TypeInt, Default: 0},
+		{Name: "unbilled", Type: field.TypeBool, Default: false},
 		{Name: "next_attempt_at", Type: field.TypeTime, Nullable: true},
 		{Name: "sent_at", Type: field.TypeTime, Nullable: true},
 		{Name: "delivery_state", Type: field.TypeEnum, Nullable: true, Enums: []string{"sent", "delivered", "read", "failed"}},
@@ -342,7 +345,7 @@ var (
 			{
 				Name:    "message_status_next_attempt_at",
 				Unique:  false,
-				Columns: []*schema.Column{MessagesColumns[7], MessagesColumns[20]},
+				Columns: []*schema.Column{MessagesColumns[7], MessagesColumns[21]},
 			},
 			{
 				Name:    "message_in_flight",

@@ -351,6 +351,10 @@ func init() {
 	messageDescAttempts := messageFields[16].Descriptor()
 	// message.DefaultAttempts holds the default value on creation for the attempts field.
 	message.DefaultAttempts = messageDescAttempts.Default.(int)
+	// messageDescUnbilled is the schema descriptor for unbilled field.
+	messageDescUnbilled := messageFields[17].Descriptor()
+	// message.DefaultUnbilled holds the default value on creation for the unbilled field.
+	message.DefaultUnbilled = messageDescUnbilled.Default.(bool)
 	// messageDescID is the schema descriptor for id field.
 	messageDescID := messageMixinFields0[0].Descriptor()
 	// message.DefaultID holds the default value on creation for the id field.

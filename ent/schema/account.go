@@ -33,6 +33,8 @@ func (Account) Fields() []ent.Field {
 		field.String("email").Optional().Comment("for display; not an identity"),
 		field.String("name").Optional(),
 		field.Time("last_sign_in_at").Optional().Nillable(),
+		field.Int64("balance_micros").Optional().Nillable().
+			Comment("the sum of the ledger, kept with every entry; null on accounts made before it was kept (computed at their first debit)"),
 	}
 }
 

@@ -10,10 +10,14 @@ import (
 	"github.com/comm-gateway/comm/ident"
 )
 
-// CreditEntry is one line of an account's credit ledger: a grant (positive)
-// or a debit (negative), in US cents. The balance is their sum; no mutable
-// balance is kept. The key makes an entry idempotent: the sign-up grant is
-// "grant:signup", a paid send's debit names its message.
+// CreditEntry is one line of an account's credit ledger: a grant or a
+// refund (positive) or a debit (negative), in millionths of a US dollar
+// (prices such as 0.005 USD per message are not whole cents). The balance
+// is their sum; the account row keeps it too, updated in the same
+// transaction as each entry, so that a debit is one conditional update
+// that can never overdraw. The key makes an entry idempotent: the sign-up
+// grant is "grant:signup", a paid message's debit "debit:<message id>",
+// its refund "refund:<message id>".
 type CreditEntry struct{ ent.Schema }
 
 // Annotations of the CreditEntry: exposed through hand-written GraphQL
@@ -31,8 +35,9 @@ func (CreditEntry) Mixin() []ent.Mixin {
 func (CreditEntry) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("account_id").Immutable(),
-		field.Enum("kind").Values("grant", "debit").Immutable(),
-		field.Int64("amount_cents").Immutable().Comment("positive for grants, negative for debits"),
+		field.Enum("kind").Values("grant", "debit", "refund").Immutable(),
+		field.Int64("amount_cents").Immutable().Comment("the amount rounded toward zero to cents; rows written before amount_micros have only this"),
+		field.Int64("amount_micros").Optional().Nillable().Immutable().Comment("positive for grants and refunds, negative for debits"),
 		field.String("key").Immutable().Comment("idempotency key, unique per account"),
 		field.String("description").Immutable(),
 		field.String("project_id_ref").Optional().Immutable().Comment("the project a debit was for"),

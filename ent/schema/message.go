@@ -58,6 +58,8 @@ func (Message) Fields() []ent.Field {
 			Comment("channel-specific details (email: headers, full text, sender authentication)"),
 		field.String("error").Optional().Nillable().Comment("why delivery failed"),
 		field.Int("attempts").Default(0),
+		field.Bool("unbilled").Default(false).
+			Comment("an inbound message on a paid channel stored while the account's credit did not cover it"),
 		field.Time("next_attempt_at").Optional().Nillable(),
 		field.Time("sent_at").Optional().Nillable(),
 		// What the provider reported after the send (channels.Receipt):
