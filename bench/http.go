@@ -185,3 +185,30 @@ func checkStored(ctx context.Context, a *API, keys []string, heads int64, want i
 	}
 	return nil
 }
+
+// Replies runs `workers` clients replying (POST /v1/messages/{id}/reply)
+// for d on the connection connID of key's project, each to an inbound
+// message of its own (a conversation per client), with the outbox
+// delivering meanwhile. It counts accepted replies (202).
+func Replies(ctx context.Context, a *API, key, connID string, workers int, d time.Duration) (Result, error) {
+	ids := make([]string, workers)
+	for w := range ids {
+		var m struct {
+			ID string `json:"id"`
+		}
+		if _, err := a.Do(ctx, "POST", "/v1/connections/"+connID+"/inbound", key,
+			map[string]string{"sender": fmt.Sprintf("replies-%d@example.com", w), "text": "ping"}, &m); err != nil {
+			return Result{}, err
+		}
+		ids[w] = m.ID
+	}
+	r, err := load(workers, d, func(w int) func() error {
+		path := "/v1/messages/" + ids[w] + "/reply"
+		return func() error {
+			_, err := a.Do(ctx, "POST", path, key, map[string]string{"text": "Your order ships on Thursday."}, nil)
+			return err
+		}
+	})
+	r.Note = fmt.Sprintf("%d concurrent clients, outbox delivering", workers)
+	return r, err
+}

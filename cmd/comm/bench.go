@@ -22,7 +22,7 @@ import (
 func runBench(s *flagSet, args []string) error {
 	dbURL := s.String("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack), meta (signed, batched Messenger webhooks at /hooks/facebook -> message.received, and reply -> Send API latency at a fake Graph API), discord (Discord gateway dispatch -> message.received through one session, and sends under its rate limit), telnyx (Telnyx Ed25519-signed webhook ingress -> message.received at /hooks/sms/{id}, and reply -> POST /v2/messages at a fake Telnyx), twilio (signed Twilio SMS webhook ingress -> message.received, and reply -> Messages.json at a fake Twilio)")
+	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), credit (replies on a paid channel, each debited, against the free test channel's, alternately), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack), meta (signed, batched Messenger webhooks at /hooks/facebook -> message.received, and reply -> Send API latency at a fake Graph API), discord (Discord gateway dispatch -> message.received through one session, and sends under its rate limit), telnyx (Telnyx Ed25519-signed webhook ingress -> message.received at /hooks/sms/{id}, and reply -> POST /v2/messages at a fake Telnyx), twilio (signed Twilio SMS webhook ingress -> message.received, and reply -> Messages.json at a fake Twilio)")
 	dur := s.String("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.String("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.String("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -173,6 +173,19 @@ func runBench(s *flagSet, args []string) error {
 			results = append(results, got...)
 		case "mail":
 			got, err := benchMail(ctx, open, d)
+			if err != nil {
+				return err
+			}
+			for i := range got {
+				got[i].Engine = engine
+			}
+			results = append(results, got...)
+		case "credit":
+			nHTTP, err := parseInt("--http-clients", *httpClients)
+			if err != nil {
+				return err
+			}
+			got, err := benchCredit(ctx, open, nHTTP, d)
 			if err != nil {
 				return err
 			}
