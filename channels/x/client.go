@@ -271,6 +271,10 @@ func (a *Adapter) token(ctx context.Context, op string, form url.Values) (tokens
 			te.err = channels.Transient(retryAfter(resp.Header, time.Now()), "x: %s: rate limited (429)", op)
 		case resp.StatusCode >= 500:
 			te.err = channels.Transient(0, "x: %s: X failed (%d)", op, resp.StatusCode)
+		case te.code == "invalid_client" || te.code == "unauthorized_client":
+			// The operator's app credentials, not the person's grant: no
+			// connection is revoked for it.
+			te.err = channels.Permanent("x: %s: X refused the gateway's app credentials (%s); check COMM_X_CLIENT_ID and COMM_X_CLIENT_SECRET", op, te.reason())
 		default:
 			te.err = channels.Revoked("x: %s: X refused (%d %s); connect the account again", op, resp.StatusCode, te.reason())
 		}

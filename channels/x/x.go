@@ -358,7 +358,7 @@ func (a *Adapter) Install(ctx context.Context, code, redirectURL string) (channe
 		"code_verifier": {PKCEVerifier(a.opts.ClientSecret, a.conn.ID)}, "client_id": {a.opts.ClientID}}
 	tok, err := a.token(ctx, "install", form)
 	var te *tokenError
-	if errors.As(err, &te) && te.status < 500 && te.status != http.StatusTooManyRequests {
+	if errors.As(err, &te) && te.status < 500 && te.status != http.StatusTooManyRequests && errors.Is(err, channels.ErrRevoked) {
 		return channels.Provisioned{}, &channels.ConfigError{Field: "code", Msg: "x: X refused the install code: " + te.reason()}
 	}
 	if err != nil {

@@ -372,3 +372,22 @@ func TestRateLimitReset(t *testing.T) {
 		t.Errorf("429: %v (retry after %s), want transient, about 30 s", err, d)
 	}
 }
+
+// TestAppCredentialsRefused: X refusing the operator's client credentials
+// is the operator's to fix: the install fails permanently (not a bad
+// code), and a refresh does not revoke the connection.
+func TestAppCredentialsRefused(t *testing.T) {
+	t.Parallel()
+	srv := xtest.NewServer()
+	t.Cleanup(srv.Close)
+	u := srv.NewUser("agent")
+	opts := options(srv)
+	opts.ClientSecret = "not-the-secret"
+	a := newAdapter(t, opts, "conn_c", userConfig(t, srv, u), nil)
+	_, err := a.Install(t.Context(), "code-1", "https://comm.example/oauth/x/callback")
+	var ce *channels.ConfigError
+	if errors.As(err, &ce) || !errors.Is(err, channels.ErrPermanent) || errors.Is(err, channels.ErrRevoked) ||
+		!strings.Contains(err.Error(), "COMM_X_CLIENT_SECRET") {
+		t.Errorf("install with wrong app credentials: %v", err)
+	}
+}
