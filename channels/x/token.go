@@ -33,9 +33,7 @@ func (a *Adapter) refresh(ctx context.Context) error {
 		return err
 	}
 	a.mu.Lock()
-	if a.cfg.RefreshToken == cfg.RefreshToken {
-		tok.apply(&a.cfg, a.opts.Now())
-	}
+	tok.apply(&a.cfg, a.opts.Now()) // the newest tokens: the old refresh token is spent
 	a.mu.Unlock()
 	// The old refresh token is spent: the new one must be stored, or the
 	// connection is lost at the next restart. A failed save is retried
@@ -82,10 +80,12 @@ func (a *Adapter) reload(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-// withToken runs f with the current access token; when X answers 401 it
+// withToken runs f with the current access token. When X answers 401 it
 // loads the stored credentials and, when another process refreshed them,
-// runs f once more with the new token. A token still refused is
-// channels.ErrRevoked.
+// runs f once more with the new token. A token that merely expired (the
+// session has not refreshed it yet) is a transient failure; one X refuses
+// while the stored credentials stay the same (after a short wait for a
+// refresh another replica may be saving) is channels.ErrRevoked.
 func (a *Adapter) withToken(ctx context.Context, f func(token string) error) error {
 	err := f(a.config().AccessToken)
 	var ae *apiError
@@ -93,8 +93,42 @@ func (a *Adapter) withToken(ctx context.Context, f func(token string) error) err
 		return err
 	}
 	changed, lerr := a.reload(ctx)
-	if lerr != nil || !changed {
+	if lerr != nil {
+		return channels.Transient(0, "x: load the stored tokens after a 401: %v", lerr)
+	}
+	if !changed {
+		if exp := a.config().ExpiresAt; !exp.IsZero() && !a.opts.Now().Before(exp) {
+			return channels.Transient(0, "x: the access token expired and is not refreshed yet (the connection's session refreshes it)")
+		}
+		changed = a.awaitRefresh(ctx)
+	}
+	if !changed {
 		return err
 	}
 	return f(a.config().AccessToken)
+}
+
+// refreshWait is how long a 401 waits for a refresh another replica may
+// be saving before the token counts as revoked.
+const refreshWait = 2 * time.Second
+
+// awaitRefresh loads the stored credentials a few times within
+// refreshWait and reports whether the access token changed.
+func (a *Adapter) awaitRefresh(ctx context.Context) bool {
+	if a.conn.Credentials == nil {
+		return false
+	}
+	t := time.NewTicker(refreshWait / 5)
+	defer t.Stop()
+	for range 5 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if changed, err := a.reload(ctx); err == nil && changed {
+			return true
+		}
+	}
+	return false
 }

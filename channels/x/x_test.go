@@ -391,3 +391,21 @@ func TestAppCredentialsRefused(t *testing.T) {
 		t.Errorf("install with wrong app credentials: %v", err)
 	}
 }
+
+// TestExpiredToken: a send with an access token that expired before the
+// session refreshed it fails transiently (the outbox retries), and does
+// not revoke the connection.
+func TestExpiredToken(t *testing.T) {
+	t.Parallel()
+	srv := xtest.NewServer()
+	t.Cleanup(srv.Close)
+	srv.SetExpiresIn(1)
+	u := srv.NewUser("agent")
+	creds := &memCredentials{raw: userConfig(t, srv, u)}
+	a := newAdapter(t, options(srv), "conn_e", creds.raw, creds)
+	time.Sleep(1100 * time.Millisecond)
+	_, err := a.Send(t.Context(), channels.Outbound{To: peer, ThreadKey: peer, Text: "late"})
+	if !errors.Is(err, channels.ErrTransient) || errors.Is(err, channels.ErrRevoked) {
+		t.Fatalf("send with an expired token: %v, want transient", err)
+	}
+}
