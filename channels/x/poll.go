@@ -38,6 +38,8 @@ func (a *Adapter) Poll(ctx context.Context, emit channels.Emit) error {
 			if err := a.pollOnce(ctx, emit); err != nil {
 				return err
 			}
+		} else if err := a.checkWebhook(ctx); err != nil {
+			a.opts.Logger.Warn("x: check the app's webhook", "connection", a.conn.ID, "err", err)
 		}
 		wait := a.opts.PollInterval
 		if a.webhookMode() {

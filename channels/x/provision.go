@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -98,6 +100,27 @@ func (a *Adapter) webhook(ctx context.Context) (string, error) {
 		return "", channels.Transient(0, "x: register the webhook: the answer has no webhook id")
 	}
 	return made.Data.ID, nil
+}
+
+// healthEvery is how often a process checks that X still holds the
+// app's webhook valid (X marks it invalid after failed hourly CRCs and
+// then stops delivering).
+const healthEvery = time.Hour
+
+// checked is when this process last checked each app webhook URL.
+var checked sync.Map // app URL -> time.Time
+
+// checkWebhook revalidates the app's webhook when X marked it invalid
+// (PUT /2/webhooks/{id} makes X run a CRC again), at most once per
+// healthEvery per process for all connections of the app.
+func (a *Adapter) checkWebhook(ctx context.Context) error {
+	now := a.opts.Now()
+	if last, ok := checked.Load(a.appURL()); ok && now.Sub(last.(time.Time)) < healthEvery {
+		return nil
+	}
+	checked.Store(a.appURL(), now)
+	_, err := a.webhook(ctx)
+	return err
 }
 
 // appError says that a failure with the app's bearer token is the

@@ -409,3 +409,45 @@ func TestExpiredToken(t *testing.T) {
 		t.Fatalf("send with an expired token: %v, want transient", err)
 	}
 }
+
+// TestWebhookHealth: in webhook mode the session revalidates the app's
+// webhook when X marked it invalid (a CRC the gateway answers).
+func TestWebhookHealth(t *testing.T) {
+	t.Parallel()
+	srv := xtest.NewServer()
+	t.Cleanup(srv.Close)
+	opts := options(srv)
+	opts.BearerToken = srv.BearerToken
+	d := x.Descriptor(opts)
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, resp, err := d.App.Route(r, nil); err == nil && resp != nil {
+			w.Write(resp.Body)
+			return
+		}
+		http.Error(w, "no", http.StatusBadRequest)
+	}))
+	t.Cleanup(gw.Close)
+	u := srv.NewUser("agent")
+	a, err := x.New(t.Context(), opts, channels.Connection{ID: "conn_h", Config: userConfig(t, srv, u), WebhookURL: gw.URL + "/hooks/x/conn_h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.(*x.Adapter).Close() })
+	if _, err := a.(channels.Provisioner).Provision(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	hooks := srv.Webhooks()
+	if len(hooks) != 1 || hooks[0].URL != gw.URL+"/hooks/x" {
+		t.Fatalf("webhooks %+v", hooks)
+	}
+	srv.Invalidate(hooks[0].ID)
+	_, stop := poll(t, a.(*x.Adapter))
+	deadline := time.Now().Add(10 * time.Second)
+	for !srv.Webhooks()[0].Valid && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if !srv.Webhooks()[0].Valid {
+		t.Fatal("the invalid webhook was not revalidated")
+	}
+}
