@@ -19,6 +19,7 @@ import (
 	"github.com/comm-gateway/comm/channels/telnyx"
 	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/x"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/stream"
@@ -60,6 +61,9 @@ type Config struct {
 	// Credit configures the accounts' credit: the prices of the paid
 	// channels and the low-balance threshold.
 	Credit account.Options
+	// X configures the X direct-message channel (the API URL, the
+	// operator's X app).
+	X x.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -116,6 +120,9 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Twilio.Logger == nil {
 		cfg.Twilio.Logger = logger
 	}
+	if cfg.X.Logger == nil {
+		cfg.X.Logger = logger
+	}
 	reg := registry(ch, cfg)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
@@ -171,6 +178,7 @@ func registry(mail *email.Channel, cfg Config) *channels.Registry {
 	for _, d := range twilio.Descriptors(cfg.Twilio) {
 		r.Add(d)
 	}
+	r.Add(x.Descriptor(cfg.X))
 	return r
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/x"
 
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels/email"
@@ -85,6 +86,8 @@ type setup struct {
 	meta meta.Options
 	// twilio configures SMS and WhatsApp through Twilio (its API URLs).
 	twilio twilio.Options
+	// x configures the X channel (its API URL, the operator's X app).
+	x x.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
@@ -109,7 +112,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, Channels: su.channels, Credit: su.credit},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, X: su.x, Channels: su.channels, Credit: su.credit},
 		Workers: workers,
 	})}
 }

@@ -314,7 +314,7 @@ func connectCmd(f *flagSet, args []string) error {
 	provider := f.String("provider", "", "", "provider, where a channel has several")
 	name := f.String("name", "", "", "a name for the connection")
 	config := f.String("config", "", "", "the channel's configuration as a JSON object")
-	wait := f.Duration("wait", "", 10*time.Minute, "how long to wait for an install of the operator's app (Slack, Discord) to be approved; 0: do not wait")
+	wait := f.Duration("wait", "", 10*time.Minute, "how long to wait for an install of the operator's app (Slack, Discord, X) to be approved; 0: do not wait")
 	if err := f.parse(args, 1, "one channel"); err != nil {
 		return err
 	}

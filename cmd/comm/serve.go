@@ -27,6 +27,7 @@ import (
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telnyx"
 	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/x"
 	"github.com/comm-gateway/comm/gateway"
 
 	"github.com/comm-gateway/comm/channels/email"
@@ -94,6 +95,13 @@ func serve(s *flagSet, args []string) error {
 	twilioURL := s.String("twilio-api-url", "COMM_TWILIO_API_URL", twilio.DefaultAPIURL, "Twilio REST API base URL (SMS and WhatsApp through customers' own Twilio accounts; a fake in tests)")
 	twilioMsgURL := s.String("twilio-messaging-url", "COMM_TWILIO_MESSAGING_URL", twilio.DefaultMessagingURL, "Twilio Messaging API base URL (Messaging Services, WhatsApp typing indicators)")
 	twilioMedia := s.String("twilio-max-media-bytes", "COMM_TWILIO_MAX_MEDIA_BYTES", fmt.Sprint(twilio.DefaultMaxAttachment), "largest MMS or WhatsApp media file downloaded into an inbound message, in bytes (larger ones are left out and listed in the message's details)")
+	xURL := s.String("x-api-url", "COMM_X_API_URL", x.DefaultAPIURL, "X API base URL (X direct messages)")
+	xAuthorize := s.String("x-authorize-url", "COMM_X_AUTHORIZE_URL", x.DefaultAuthorizeURL, "where people approve the operator's X app (OAuth 2.0 with PKCE)")
+	xID := s.String("x-client-id", "COMM_X_CLIENT_ID", "", "OAuth 2.0 client id of the operator's X app (with its secret, signed-in customers can connect their X account: POST /v1/connections {\"channel\":\"x\"}); register <base-url>/oauth/x/callback as its callback URL")
+	xSecret := s.String("x-client-secret", "COMM_X_CLIENT_SECRET", "", "OAuth 2.0 client secret of the operator's X app (also verifies x-twitter-webhooks-signature-oauth2)")
+	xConsumer := s.String("x-consumer-secret", "COMM_X_CONSUMER_SECRET", "", "OAuth 1.0 consumer secret (API secret key) of the operator's X app: answers webhook CRCs and verifies x-twitter-webhooks-signature; empty: the client secret answers CRCs")
+	xBearer := s.String("x-bearer-token", "COMM_X_BEARER_TOKEN", "", "app-only bearer token of the operator's X app, which registers the webhook <base-url>/hooks/x (https, no port); empty: connections poll GET /2/dm_events instead")
+	xPoll := s.String("x-poll-interval", "COMM_X_POLL_INTERVAL", x.DefaultPollInterval.String(), "how often X connections without webhooks read GET /2/dm_events (X bills each DM event read)")
 	dnsResolver := s.String("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.String("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
 	spfInclude := s.String("spf-include", "COMM_SPF_INCLUDE", "", "host whose SPF record lists the relay; custom domains add include:<it>; default spf.<mail domain>")
@@ -269,7 +277,8 @@ func serve(s *flagSet, args []string) error {
 		mx = *mailDomain
 	}
 	for _, f := range []struct{ flag, v string }{{"--telegram-api-url", *telegramURL}, {"--slack-api-url", *slackURL}, {"--discord-api-url", *discordURL}, {"--telnyx-api-url", *telnyxURL}, {"--meta-api-url", *metaURL}, {"--meta-dialog-url", *metaDialog},
-		{"--twilio-api-url", *twilioURL}, {"--twilio-messaging-url", *twilioMsgURL}} {
+		{"--twilio-api-url", *twilioURL}, {"--twilio-messaging-url", *twilioMsgURL},
+		{"--x-api-url", *xURL}, {"--x-authorize-url", *xAuthorize}} {
 		if u, err := url.Parse(f.v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s must be an http(s) URL, not %q", f.flag, f.v)
 		}
@@ -282,6 +291,13 @@ func serve(s *flagSet, args []string) error {
 	}
 	if n := len(slices.DeleteFunc([]string{*metaID, *metaSecret, *metaVerify}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
 		return errors.New("--meta-app-id, --meta-app-secret and --meta-verify-token go together")
+	}
+	if (*xID == "") != (*xSecret == "") {
+		return errors.New("--x-client-id and --x-client-secret go together")
+	}
+	xPollD, err := time.ParseDuration(*xPoll)
+	if err != nil || xPollD < time.Second {
+		return fmt.Errorf("--x-poll-interval must be a duration of at least 1s, not %q", *xPoll)
 	}
 	twilioMediaN, err := strconv.ParseInt(*twilioMedia, 10, 64)
 	if err != nil || twilioMediaN <= 0 {
@@ -303,7 +319,9 @@ func serve(s *flagSet, args []string) error {
 		Telnyx:   telnyx.Options{APIURL: *telnyxURL},
 		Meta: meta.Options{APIURL: *metaURL, DialogURL: *metaDialog, AppID: *metaID, AppSecret: *metaSecret,
 			VerifyToken: *metaVerify, LoginConfigID: *metaConfigID},
-		Twilio:  twilio.Options{APIURL: *twilioURL, MessagingURL: *twilioMsgURL, MaxAttachment: twilioMediaN},
+		Twilio: twilio.Options{APIURL: *twilioURL, MessagingURL: *twilioMsgURL, MaxAttachment: twilioMediaN},
+		X: x.Options{APIURL: *xURL, AuthorizeURL: *xAuthorize, ClientID: *xID, ClientSecret: *xSecret,
+			ConsumerSecret: *xConsumer, BearerToken: *xBearer, PollInterval: xPollD},
 		Webhook: webhook.Options{AllowPrivate: private},
 		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
