@@ -165,7 +165,7 @@ func (s *Service) checkLineFree(tx *stream.Tx, d channels.Descriptor, place *lin
 	// transaction and then sees its connection (READ COMMITTED reads
 	// each statement afresh; SQLite has one writer anyway).
 	ctx := tenant.System(tx.Context())
-	err := tx.Client().Lease.Create().SetID("line:"+hashKey(d.Channel, d.Provider, place.line.ID)).SetOwner(connID).
+	err := tx.Client().Lease.Create().SetID("line:" + hashKey(d.Channel, d.Provider, place.line.ID)).SetOwner(connID).
 		SetUntil(s.now()).OnConflictColumns(entlease.FieldID).UpdateOwner().UpdateUntil().Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("lock line %s: %w", place.line.ID, err)
