@@ -19,6 +19,7 @@ import (
 	"github.com/comm-gateway/comm/channels/telnyx"
 	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/wacloud"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/stream"
@@ -57,6 +58,10 @@ type Config struct {
 	// Twilio configures SMS and WhatsApp through customers' own Twilio
 	// accounts (the REST API's URLs).
 	Twilio twilio.Options
+	// WhatsAppHosted configures WhatsApp on the operator's own Cloud API
+	// numbers (channel whatsapp, provider hosted): the numbers, the
+	// Graph API URL and the Meta app that signs their webhooks.
+	WhatsAppHosted wacloud.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -113,6 +118,9 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Twilio.Logger == nil {
 		cfg.Twilio.Logger = logger
 	}
+	if cfg.WhatsAppHosted.Logger == nil {
+		cfg.WhatsAppHosted.Logger = logger
+	}
 	reg := registry(ch, cfg)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
@@ -161,6 +169,7 @@ func registry(mail *email.Channel, cfg Config) *channels.Registry {
 	for _, d := range twilio.Descriptors(cfg.Twilio) {
 		r.Add(d)
 	}
+	r.Add(wacloud.Descriptor(cfg.WhatsAppHosted))
 	return r
 }
 

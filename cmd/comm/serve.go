@@ -26,6 +26,7 @@ import (
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telnyx"
 	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/wacloud"
 	"github.com/comm-gateway/comm/gateway"
 
 	"github.com/comm-gateway/comm/channels/email"
@@ -84,11 +85,13 @@ func serve(s *flagSet, args []string) error {
 	discordSecret := s.String("discord-client-secret", "COMM_DISCORD_CLIENT_SECRET", "", "client secret of the operator's Discord application")
 	discordBot := s.String("discord-bot-token", "COMM_DISCORD_BOT_TOKEN", "", "bot token of the operator's Discord application (one gateway session serves every guild it is installed in)")
 	telnyxURL := s.String("telnyx-api-url", "COMM_TELNYX_API_URL", telnyx.DefaultAPIURL, "Telnyx API v2 base URL, with /v2 (SMS through the customer's own Telnyx account: POST /v1/connections {\"channel\":\"sms\",\"provider\":\"telnyx\"})")
-	metaURL := s.String("meta-api-url", "COMM_META_API_URL", meta.DefaultAPIURL, "Meta Graph API base URL with its version (facebook and instagram channels)")
+	metaURL := s.String("meta-api-url", "COMM_META_API_URL", meta.DefaultAPIURL, "Meta Graph API base URL with its version (facebook, instagram and hosted whatsapp channels)")
+	s.EnvAlias("meta-api-url", "COMM_META_GRAPH_URL")
 	metaDialog := s.String("meta-dialog-url", "COMM_META_DIALOG_URL", meta.DefaultDialogURL, "Facebook Login dialog URL the operator's Meta app sends people to")
 	metaID := s.String("meta-app-id", "COMM_META_APP_ID", "", "app id of the operator's Meta app (with its secret and verify token, customers can connect their Pages by logging in: POST /v1/connections {\"channel\":\"facebook\"}; serving other people's Pages needs Meta App Review)")
 	metaSecret := s.String("meta-app-secret", "COMM_META_APP_SECRET", "", "app secret of the operator's Meta app (verifies /hooks/facebook and /hooks/instagram)")
-	metaVerify := s.String("meta-verify-token", "COMM_META_VERIFY_TOKEN", "", "verify token entered with the callback URLs /hooks/facebook and /hooks/instagram in the Meta app's webhook settings")
+	metaVerify := s.String("meta-verify-token", "COMM_META_VERIFY_TOKEN", "", "verify token entered with the callback URLs /hooks/facebook, /hooks/instagram and /hooks/whatsapp in the Meta app's webhook settings")
+	waNumbers := s.String("whatsapp-hosted-numbers", "COMM_WHATSAPP_HOSTED_NUMBERS", "", `the operator's WhatsApp Cloud API numbers, shared among projects by join codes (channel whatsapp, provider hosted, signed-in keys): a JSON array of {"phone_number_id","display_number","access_token"} (a system-user token with whatsapp_business_messaging); their webhooks come to /hooks/whatsapp, verified with --meta-app-secret`)
 	metaConfigID := s.String("meta-login-config-id", "COMM_META_LOGIN_CONFIG_ID", "", "Facebook Login for Business configuration id (config_id) to use instead of the default permissions")
 	twilioURL := s.String("twilio-api-url", "COMM_TWILIO_API_URL", twilio.DefaultAPIURL, "Twilio REST API base URL (SMS and WhatsApp through customers' own Twilio accounts; a fake in tests)")
 	twilioMsgURL := s.String("twilio-messaging-url", "COMM_TWILIO_MESSAGING_URL", twilio.DefaultMessagingURL, "Twilio Messaging API base URL (Messaging Services, WhatsApp typing indicators)")
@@ -280,6 +283,10 @@ func serve(s *flagSet, args []string) error {
 	if err != nil || twilioMediaN <= 0 {
 		return fmt.Errorf("--twilio-max-media-bytes must be a positive number of bytes, not %q", *twilioMedia)
 	}
+	waOpts, err := whatsAppHosted(*waNumbers, *metaURL, *metaSecret, *metaVerify)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -296,8 +303,9 @@ func serve(s *flagSet, args []string) error {
 		Telnyx:   telnyx.Options{APIURL: *telnyxURL},
 		Meta: meta.Options{APIURL: *metaURL, DialogURL: *metaDialog, AppID: *metaID, AppSecret: *metaSecret,
 			VerifyToken: *metaVerify, LoginConfigID: *metaConfigID},
-		Twilio:  twilio.Options{APIURL: *twilioURL, MessagingURL: *twilioMsgURL, MaxAttachment: twilioMediaN},
-		Webhook: webhook.Options{AllowPrivate: private},
+		Twilio:         twilio.Options{APIURL: *twilioURL, MessagingURL: *twilioMsgURL, MaxAttachment: twilioMediaN},
+		WhatsAppHosted: waOpts,
+		Webhook:        webhook.Options{AllowPrivate: private},
 		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
 			SandboxConnections: limits.sandboxConns,
@@ -542,4 +550,20 @@ func signInOptions(issuer, clientID, secret, password string, allowRemote bool, 
 	}
 	o.LocalToken = rand.Text()
 	return o, fmt.Sprintf("comm: local sign-in token for /device: %s (no identity provider configured; valid until this process exits)\n", o.LocalToken)
+}
+
+// whatsAppHosted is hosted WhatsApp's configuration from
+// --whatsapp-hosted-numbers (COMM_WHATSAPP_HOSTED_NUMBERS), the Graph API
+// URL and the operator's Meta app. A bad value is an error naming the
+// variable and the element.
+func whatsAppHosted(numbers, graphURL, secret, verify string) (wacloud.Options, error) {
+	ns, err := wacloud.ParseNumbers(numbers)
+	if err != nil {
+		return wacloud.Options{}, fmt.Errorf("--whatsapp-hosted-numbers (COMM_WHATSAPP_HOSTED_NUMBERS): %w", err)
+	}
+	opts := wacloud.Options{GraphURL: graphURL, AppSecret: secret, VerifyToken: verify, Numbers: ns}
+	if err := opts.Check(); err != nil {
+		return wacloud.Options{}, fmt.Errorf("--whatsapp-hosted-numbers (COMM_WHATSAPP_HOSTED_NUMBERS): %w", err)
+	}
+	return opts, nil
 }
