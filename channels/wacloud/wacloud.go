@@ -279,18 +279,22 @@ func Descriptor(opts Options) channels.Descriptor {
 	return d
 }
 
-// Config is a hosted WhatsApp connection's configuration.
+// Config is a hosted WhatsApp connection's configuration. Both fields are
+// the gateway's (it places the connection on a line); the adapter only
+// checks that nothing else is given.
 type Config struct {
 	// Dedicated asks for a number of the connection's own (no join
-	// step), where the operator has one to spare; the gateway decides.
+	// step), where the operator has one to spare.
 	Dedicated bool `json:"dedicated,omitempty"`
+	// Line names the number (its phone_number_id or display number).
+	Line string `json:"line,omitempty"`
 }
 
 // ParseConfig decodes and checks a connection's configuration. Errors are
 // *channels.ConfigError values naming the field.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var cfg Config
-	err := channels.DecodeConfig(raw, &cfg, "whatsapp (hosted)", "dedicated", `{} or {"dedicated":true}`)
+	err := channels.DecodeConfig(raw, &cfg, "whatsapp (hosted)", "dedicated, line", `{}, {"dedicated":true} or {"line":"+15550001111"}`)
 	return cfg, err
 }
 
