@@ -17,6 +17,7 @@ import (
 
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/wacloud"
 
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels/email"
@@ -84,6 +85,9 @@ type setup struct {
 	meta meta.Options
 	// twilio configures SMS and WhatsApp through Twilio (its API URLs).
 	twilio twilio.Options
+	// whatsAppHosted configures hosted WhatsApp (the operator's numbers,
+	// the Graph API URL, the Meta app).
+	whatsAppHosted wacloud.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
@@ -106,7 +110,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, Channels: su.channels},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, WhatsAppHosted: su.whatsAppHosted, Channels: su.channels},
 		Workers: workers,
 	})}
 }
