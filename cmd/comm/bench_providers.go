@@ -281,35 +281,41 @@ func benchWhatsAppHosted(ctx context.Context, open opener, clients int, d time.D
 	fake := wacloudtest.NewServer()
 	defer fake.Close()
 	numbers := []*wacloudtest.Number{fake.AddNumber("+15550001111"), fake.AddNumber("+15550002222")}
-	opts := wacloud.Options{GraphURL: fake.GraphURL, AppSecret: fake.AppSecret, VerifyToken: fake.VerifyToken}
-	for _, n := range numbers {
-		opts.Numbers = append(opts.Numbers, wacloud.Number{PhoneNumberID: n.PhoneNumberID, DisplayNumber: n.DisplayNumber, AccessToken: n.AccessToken})
-	}
 	var out []bench.Result
 	for _, n := range []int{1, 20} {
-		r, err := onGatewayWith(open, gateway.Config{WhatsAppHosted: opts}, func(_ *stream.Log, g *gateway.Gateway, base string) (bench.Result, error) {
-			keys := make([]string, n)
-			for i := range keys {
-				k, err := benchSignedInKey(ctx, g.Accounts, i)
-				if err != nil {
-					return bench.Result{}, err
-				}
-				keys[i] = k
-			}
-			conns, err := bench.NewWhatsAppHostedConnections(ctx, bench.NewAPI(base, clients), fake.AppSecret, keys, numbers, 50)
-			if err != nil {
-				return bench.Result{}, err
-			}
-			r, err := bench.WhatsAppHostedIngress(ctx, base, fake.AppSecret, conns, clients, 10, d)
-			r.Name = fmt.Sprintf("POST /hooks/whatsapp (signed Cloud API batches) -> message.received, %d connection(s) on 2 shared numbers", n)
-			return r, err
-		})
+		r, err := whatsAppHostedIngress(ctx, open, fake, numbers, n, 50, clients, d)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// whatsAppHostedIngress is one ingress measurement of benchWhatsAppHosted:
+// n signed-in projects connected on fake's numbers, people joined to each.
+func whatsAppHostedIngress(ctx context.Context, open opener, fake *wacloudtest.Server, numbers []*wacloudtest.Number, n, people, clients int, d time.Duration) (bench.Result, error) {
+	opts := wacloud.Options{GraphURL: fake.GraphURL, AppSecret: fake.AppSecret, VerifyToken: fake.VerifyToken}
+	for _, num := range numbers {
+		opts.Numbers = append(opts.Numbers, wacloud.Number{PhoneNumberID: num.PhoneNumberID, DisplayNumber: num.DisplayNumber, AccessToken: num.AccessToken})
+	}
+	return onGatewayWith(open, gateway.Config{WhatsAppHosted: opts}, func(_ *stream.Log, g *gateway.Gateway, base string) (bench.Result, error) {
+		keys := make([]string, n)
+		for i := range keys {
+			k, err := benchSignedInKey(ctx, g.Accounts, i)
+			if err != nil {
+				return bench.Result{}, err
+			}
+			keys[i] = k
+		}
+		conns, err := bench.NewWhatsAppHostedConnections(ctx, bench.NewAPI(base, clients), fake.AppSecret, keys, numbers, people)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		r, err := bench.WhatsAppHostedIngress(ctx, base, fake.AppSecret, conns, clients, 10, d)
+		r.Name = fmt.Sprintf("POST /hooks/whatsapp (signed Cloud API batches) -> message.received, %d connection(s) on %d shared numbers", n, len(numbers))
+		return r, err
+	})
 }
 
 // benchSignedInKey signs a bench account in through the device flow (as
