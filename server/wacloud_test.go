@@ -211,3 +211,58 @@ func TestWhatsAppHosted(t *testing.T) {
 		}
 	})
 }
+
+// TestWhatsAppHostedDedicated: a connection with a number of its own
+// (config.dedicated) takes that number, needs no join step, and gets
+// every message to it; the shared number's connections do not.
+func TestWhatsAppHostedDedicated(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		fake := wacloudtest.NewServer()
+		t.Cleanup(fake.Close)
+		one, two := fake.AddNumber("+15550001111"), fake.AddNumber("+15550002222")
+		opts := wacloud.Options{GraphURL: fake.GraphURL, AppSecret: fake.AppSecret, VerifyToken: fake.VerifyToken}
+		for _, n := range []*wacloudtest.Number{one, two} {
+			opts.Numbers = append(opts.Numbers, wacloud.Number{PhoneNumberID: n.PhoneNumberID, DisplayNumber: n.DisplayNumber, AccessToken: n.AccessToken})
+		}
+		g := startGateway(t, cfg, setup{outbox: true, whatsAppHosted: opts})
+		shared := signedInKey(t, g, g.newSandbox(t, "shared").ProjectID)
+		own := signedInKey(t, g, g.newSandbox(t, "own").ProjectID)
+		var cs, cd connection
+		r := g.post(t, shared, "/v1/connections", `{"channel":"whatsapp","provider":"hosted"}`)
+		decodeJSON(t, r.Body, &cs)
+		r = g.post(t, own, "/v1/connections", `{"channel":"whatsapp","provider":"hosted","config":{"dedicated":true}}`)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("dedicated: %d %s", r.Status, r.Body)
+		}
+		decodeJSON(t, r.Body, &cd)
+		if cd.Line == nil || *cd.Line != two.PhoneNumberID || cd.JoinCode != nil || cd.Address == nil || *cd.Address != "+15550002222" {
+			t.Fatalf("dedicated connection %s, want +15550002222 without a join code", r.Body)
+		}
+		body := wacloudtest.Payload(wacloudtest.Value{Number: two, Messages: []wacloudtest.Message{{From: "4915112345678", Name: "Bo", ID: "wamid.D1", Text: "straight in"}}})
+		if r := postWhatsApp(t, g, fake.AppSecret, body); r.Status != http.StatusOK {
+			t.Fatalf("message: %d %s", r.Status, r.Body)
+		}
+		if got := receivedTexts(t, g, own); len(got) != 1 || got[0] != "straight in" {
+			t.Errorf("dedicated connection received %q", got)
+		}
+		if got := receivedTexts(t, g, shared); len(got) != 0 {
+			t.Errorf("the shared number's connection received %q", got)
+		}
+		r = g.post(t, own, "/v1/messages", `{"connection_id":"`+cd.ID+`","to":"+49 151 12345678","text":"hello Bo"}`)
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("send: %d %s", r.Status, r.Body)
+		}
+		waitFor(t, "the send from the dedicated number", func() bool {
+			s := two.Sent()
+			return len(s) == 1 && s[0].To == "4915112345678" && s[0].Text == "hello Bo"
+		})
+		var m message
+		decodeJSON(t, r.Body, &m)
+		evs := g.events(t, own, "type=message.received")
+		if in := receivedOf(t, evs[0]); in.ConversationID != m.ConversationID {
+			t.Errorf("a send to +49 151 12345678 opened conversation %s, want the person's own %s", m.ConversationID, in.ConversationID)
+		}
+	})
+}
