@@ -89,7 +89,7 @@ func serve(s *flagSet, args []string) error {
 	s.EnvAlias("meta-api-url", "COMM_META_GRAPH_URL")
 	metaDialog := s.String("meta-dialog-url", "COMM_META_DIALOG_URL", meta.DefaultDialogURL, "Facebook Login dialog URL the operator's Meta app sends people to")
 	metaID := s.String("meta-app-id", "COMM_META_APP_ID", "", "app id of the operator's Meta app (with its secret and verify token, customers can connect their Pages by logging in: POST /v1/connections {\"channel\":\"facebook\"}; serving other people's Pages needs Meta App Review)")
-	metaSecret := s.String("meta-app-secret", "COMM_META_APP_SECRET", "", "app secret of the operator's Meta app (verifies /hooks/facebook and /hooks/instagram)")
+	metaSecret := s.String("meta-app-secret", "COMM_META_APP_SECRET", "", "app secret of the operator's Meta app (verifies /hooks/facebook, /hooks/instagram and /hooks/whatsapp)")
 	metaVerify := s.String("meta-verify-token", "COMM_META_VERIFY_TOKEN", "", "verify token entered with the callback URLs /hooks/facebook, /hooks/instagram and /hooks/whatsapp in the Meta app's webhook settings")
 	waNumbers := s.String("whatsapp-hosted-numbers", "COMM_WHATSAPP_HOSTED_NUMBERS", "", `the operator's WhatsApp Cloud API numbers, shared among projects by join codes (channel whatsapp, provider hosted, signed-in keys): a JSON array of {"phone_number_id","display_number","access_token"} (a system-user token with whatsapp_business_messaging); their webhooks come to /hooks/whatsapp, verified with --meta-app-secret`)
 	metaConfigID := s.String("meta-login-config-id", "COMM_META_LOGIN_CONFIG_ID", "", "Facebook Login for Business configuration id (config_id) to use instead of the default permissions")
@@ -276,8 +276,11 @@ func serve(s *flagSet, args []string) error {
 	if n := len(slices.DeleteFunc([]string{*discordID, *discordSecret, *discordBot}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
 		return errors.New("--discord-client-id, --discord-client-secret and --discord-bot-token go together")
 	}
-	if n := len(slices.DeleteFunc([]string{*metaID, *metaSecret, *metaVerify}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
-		return errors.New("--meta-app-id, --meta-app-secret and --meta-verify-token go together")
+	// Hosted WhatsApp needs the Meta app's secret and verify token, not
+	// its id (which only the facebook and instagram login uses).
+	hostedOnly := *metaID == "" && *metaSecret != "" && *metaVerify != "" && strings.TrimSpace(*waNumbers) != ""
+	if n := len(slices.DeleteFunc([]string{*metaID, *metaSecret, *metaVerify}, func(v string) bool { return v == "" })); n != 0 && n != 3 && !hostedOnly {
+		return errors.New("--meta-app-id, --meta-app-secret and --meta-verify-token go together (hosted WhatsApp alone needs only the secret and the verify token)")
 	}
 	twilioMediaN, err := strconv.ParseInt(*twilioMedia, 10, 64)
 	if err != nil || twilioMediaN <= 0 {

@@ -250,4 +250,12 @@ func TestServeConfig(t *testing.T) {
 			}
 		}
 	}
+	// Numbers with the app's secret and verify token (no app id) serve
+	// /hooks/whatsapp.
+	p = start(t, bin, t.TempDir(), `COMM_WHATSAPP_HOSTED_NUMBERS=[`+number+`]`, "COMM_META_APP_SECRET=hostedsecret0123456789",
+		"COMM_META_VERIFY_TOKEN=hosted-verify", "COMM_META_GRAPH_URL=http://127.0.0.1:1/v23.0")
+	if code, body := call(t, "GET", p.base+"/hooks/whatsapp?hub.mode=subscribe&hub.verify_token=hosted-verify&hub.challenge=4711", "", ""); code != http.StatusOK || string(body) != "4711" {
+		t.Errorf("/hooks/whatsapp verification: %d %s", code, body)
+	}
+	p.stop(t)
 }
