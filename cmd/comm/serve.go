@@ -91,6 +91,7 @@ func serve(s *flagSet, args []string) error {
 	metaID := s.String("meta-app-id", "COMM_META_APP_ID", "", "app id of the operator's Meta app (with its secret and verify token, customers can connect their Pages by logging in: POST /v1/connections {\"channel\":\"facebook\"}; serving other people's Pages needs Meta App Review)")
 	metaSecret := s.String("meta-app-secret", "COMM_META_APP_SECRET", "", "app secret of the operator's Meta app (verifies /hooks/facebook, /hooks/instagram and /hooks/whatsapp)")
 	metaVerify := s.String("meta-verify-token", "COMM_META_VERIFY_TOKEN", "", "verify token entered with the callback URLs /hooks/facebook, /hooks/instagram and /hooks/whatsapp in the Meta app's webhook settings")
+	waMedia := s.String("whatsapp-hosted-max-media-bytes", "COMM_WHATSAPP_HOSTED_MAX_MEDIA_BYTES", fmt.Sprint(wacloud.DefaultMaxAttachment), "largest hosted WhatsApp media file downloaded into an inbound message, in bytes (larger ones are left out and listed in the message's details)")
 	waNumbers := s.String("whatsapp-hosted-numbers", "COMM_WHATSAPP_HOSTED_NUMBERS", "", `the operator's WhatsApp Cloud API numbers, shared among projects by join codes (channel whatsapp, provider hosted, signed-in keys): a JSON array of {"phone_number_id","display_number","access_token"} (a system-user token with whatsapp_business_messaging); their webhooks come to /hooks/whatsapp, verified with --meta-app-secret`)
 	metaConfigID := s.String("meta-login-config-id", "COMM_META_LOGIN_CONFIG_ID", "", "Facebook Login for Business configuration id (config_id) to use instead of the default permissions")
 	twilioURL := s.String("twilio-api-url", "COMM_TWILIO_API_URL", twilio.DefaultAPIURL, "Twilio REST API base URL (SMS and WhatsApp through customers' own Twilio accounts; a fake in tests)")
@@ -289,6 +290,9 @@ func serve(s *flagSet, args []string) error {
 	waOpts, err := whatsAppHosted(*waNumbers, *metaURL, *metaSecret, *metaVerify)
 	if err != nil {
 		return err
+	}
+	if waOpts.MaxAttachment, err = strconv.ParseInt(*waMedia, 10, 64); err != nil || waOpts.MaxAttachment <= 0 {
+		return fmt.Errorf("--whatsapp-hosted-max-media-bytes must be a positive number of bytes, not %q", *waMedia)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

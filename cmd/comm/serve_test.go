@@ -212,6 +212,7 @@ func TestServeConfig(t *testing.T) {
 		{"serve", "--meta-api-url", "graph.facebook.com"},
 		{"serve", "--twilio-api-url", "api.twilio.com"},
 		{"serve", "--twilio-max-media-bytes", "0"},
+		{"serve", "--whatsapp-hosted-max-media-bytes", "lots"},
 	} {
 		cmd := exec.Command(bin, bad...)
 		cmd.Dir = t.TempDir()
