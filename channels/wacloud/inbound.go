@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
@@ -230,19 +231,56 @@ func (p *App) change(ctx context.Context, v value) ([]channels.LineInbound, erro
 	if len(v.Messages) > maxItems || len(v.Statuses) > maxItems || len(v.Contacts) > maxItems {
 		return nil, channels.Permanent("%s: a webhook change with over %d messages, statuses or contacts", name, maxItems)
 	}
-	var out []channels.LineInbound
-	for _, m := range v.Messages {
-		in, ok, err := l.message(ctx, m, v.Contacts)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, channels.LineInbound{Line: id, Inbound: in})
-		}
+	out, err := l.messages(ctx, v.Messages, v.Contacts)
+	if err != nil {
+		return nil, err
 	}
 	for _, s := range v.Statuses {
 		if in, ok := receipt(s); ok {
 			out = append(out, channels.LineInbound{Line: id, Inbound: in})
+		}
+	}
+	return out, nil
+}
+
+// parallelMedia bounds the media downloads of one change in flight at
+// once.
+const parallelMedia = 4
+
+// messages turns a change's messages into what comm stores, in order;
+// their media are downloaded up to parallelMedia at a time. The first
+// failure (a download worth retrying) fails them all.
+func (l *line) messages(ctx context.Context, ms []message, contacts []contact) ([]channels.LineInbound, error) {
+	type result struct {
+		in  channels.Inbound
+		ok  bool
+		err error
+	}
+	results := make([]result, len(ms))
+	sem := make(chan struct{}, parallelMedia)
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		if mediaOf(m) == nil {
+			in, ok, err := l.message(ctx, m, contacts)
+			results[i] = result{in, ok, err}
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			in, ok, err := l.message(ctx, m, contacts)
+			results[i] = result{in, ok, err}
+		}()
+	}
+	wg.Wait()
+	var out []channels.LineInbound
+	for _, r := range results {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.ok {
+			out = append(out, channels.LineInbound{Line: l.num.PhoneNumberID, Inbound: r.in})
 		}
 	}
 	return out, nil
