@@ -201,6 +201,26 @@ func TestWhatsAppHosted(t *testing.T) {
 			s := sentTo()
 			return len(s) == 4 && s[3].Template != nil && s[3].Template.Name == "results_ready" && strings.Join(s[3].Template.Params, ",") == "Ada"
 		})
+		var tpl message
+		decodeJSON(t, r.Body, &tpl)
+		waitFor(t, "the template sent", func() bool {
+			g.get(t, key, "/v1/messages/"+tpl.ID, &tpl)
+			return tpl.Status == "sent"
+		})
+		// Meta reports it undeliverable: the delivery fails with the code,
+		// and message.failed is appended.
+		failed := wacloudtest.Status{ID: sentTo()[3].WAMID, Status: "failed", RecipientUserID: person, Code: 131026, Title: "Message undeliverable", Message: "Message failed to send"}
+		if r := postWhatsApp(t, g, fake.AppSecret, wacloudtest.Payload(wacloudtest.Value{Number: num, Statuses: []wacloudtest.Status{failed}})); r.Status != http.StatusOK {
+			t.Fatalf("failed status: %d %s", r.Status, r.Body)
+		}
+		g.get(t, key, "/v1/messages/"+tpl.ID, &tpl)
+		if tpl.Delivery == nil || tpl.Delivery.State != "failed" || tpl.Delivery.Code == nil || *tpl.Delivery.Code != "131026" ||
+			tpl.Delivery.Reason == nil || !strings.Contains(*tpl.Delivery.Reason, "undeliverable") {
+			t.Errorf("delivery after a failed status: %+v", tpl.Delivery)
+		}
+		if n := len(g.events(t, key, "type=message.failed")); n != 2 { // the late text, and the template
+			t.Errorf("%d message.failed events, want 2", n)
+		}
 		wantError(t, g.post(t, key, "/v1/messages", `{"connection_id":"`+conn.ID+`","to":"`+person+`","template":{"content_sid":"HX0123456789abcdef0123456789abcdef"}}`),
 			http.StatusBadRequest, "invalid_parameter", "template.content_sid")
 
