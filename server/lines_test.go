@@ -513,3 +513,37 @@ func TestSharedLineSession(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedLineAnswerEvery: a person bound to nothing is answered again
+// only after an hour, and what the line remembers of answers is pruned
+// after a day.
+func TestSharedLineAnswerEvery(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		f := newLineFake()
+		clock := &readsClock{}
+		g := startGateway(t, cfg, setup{svc: messaging.Options{Now: clock.now},
+			channels: []channels.Descriptor{f.descriptor("linechat", "", channels.Free)}})
+		connectLine(t, g, g.newSandbox(t, "A").APIKey, "A", `{}`)
+		postLine(t, g, lineItem{Line: "L1", ID: "a1", From: "p1", Text: "hi"})
+		clock.advance(59 * time.Minute)
+		postLine(t, g, lineItem{Line: "L1", ID: "a2", From: "p1", Text: "hi?"})
+		if ans := f.answersTo("p1"); len(ans) != 1 {
+			t.Fatalf("within the hour: %d answers, want 1", len(ans))
+		}
+		clock.advance(2 * time.Minute)
+		postLine(t, g, lineItem{Line: "L1", ID: "a3", From: "p1", Text: "hi??"})
+		if ans := f.answersTo("p1"); len(ans) != 2 {
+			t.Fatalf("after the hour: %d answers, want 2", len(ans))
+		}
+		if n := count(t, g.DB, "SELECT COUNT(*) FROM line_answers"); n != 1 {
+			t.Errorf("%d answers remembered, want 1", n)
+		}
+		clock.advance(25 * time.Hour)
+		postLine(t, g, lineItem{Line: "L1", ID: "a4", From: "p2", Text: "hello"})
+		if n := count(t, g.DB, "SELECT COUNT(*) FROM line_answers"); n != 1 {
+			t.Errorf("%d answers remembered after a day, want 1 (p1's pruned)", n)
+		}
+	})
+}
