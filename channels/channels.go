@@ -422,11 +422,18 @@ type Outbound struct {
 }
 
 // Template is a provider-approved message template and the values of its
-// variables (Twilio Content API: ContentSid and ContentVariables). It is
-// the "template" object of POST /v1/messages and of a reply.
+// variables. It is the "template" object of POST /v1/messages and of a
+// reply. A template is named by the provider's way: Twilio's Content API
+// by ContentSID (sent as ContentSid and ContentVariables), the WhatsApp
+// Cloud API (hosted WhatsApp) by Name and Language.
 type Template struct {
-	// ContentSID names the template (Twilio "HX" + 32 hex digits).
-	ContentSID string `json:"content_sid"`
+	// ContentSID names a Twilio template ("HX" + 32 hex digits).
+	ContentSID string `json:"content_sid,omitempty"`
+	// Name is a WhatsApp Cloud API template's name, as Meta approved it
+	// ("order_update").
+	Name string `json:"name,omitempty"`
+	// Language is the Cloud API template's language code ("en_US").
+	Language string `json:"language,omitempty"`
 	// Variables fill the template's placeholders, by name ("1", "2" ...).
 	Variables map[string]string `json:"variables,omitempty"`
 }

@@ -131,11 +131,15 @@ type SendRequest struct {
 }
 
 // Template is a provider-approved message template sent in place of text:
-// on WhatsApp connections through Twilio, a Content SID ("HX...") and the
-// values of its variables. WhatsApp needs one outside the 24 hours after
-// the person's last message.
+// on WhatsApp connections through Twilio, a Content SID ("HX..."); on
+// hosted WhatsApp (the WhatsApp Cloud API), the template's Name and
+// Language ("en_US"); with the values of its variables ("1", "2" ...).
+// WhatsApp needs one outside the 24 hours after the person's last
+// message.
 type Template struct {
-	ContentSID string            `json:"content_sid"`
+	ContentSID string            `json:"content_sid,omitempty"`
+	Name       string            `json:"name,omitempty"`
+	Language   string            `json:"language,omitempty"`
 	Variables  map[string]string `json:"variables,omitempty"`
 }
 

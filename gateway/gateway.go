@@ -19,6 +19,7 @@ import (
 	"github.com/comm-gateway/comm/channels/telnyx"
 	"github.com/comm-gateway/comm/channels/testchan"
 	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/wacloud"
 	"github.com/comm-gateway/comm/channels/x"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
@@ -64,6 +65,10 @@ type Config struct {
 	// X configures the X direct-message channel (the API URL, the
 	// operator's X app).
 	X x.Options
+	// WhatsAppHosted configures WhatsApp on the operator's own Cloud API
+	// numbers (channel whatsapp, provider hosted): the numbers, the
+	// Graph API URL and the Meta app that signs their webhooks.
+	WhatsAppHosted wacloud.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -123,6 +128,9 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.X.Logger == nil {
 		cfg.X.Logger = logger
 	}
+	if cfg.WhatsAppHosted.Logger == nil {
+		cfg.WhatsAppHosted.Logger = logger
+	}
 	reg := registry(ch, cfg)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
@@ -179,6 +187,7 @@ func registry(mail *email.Channel, cfg Config) *channels.Registry {
 		r.Add(d)
 	}
 	r.Add(x.Descriptor(cfg.X))
+	r.Add(wacloud.Descriptor(cfg.WhatsAppHosted))
 	return r
 }
 

@@ -2147,7 +2147,7 @@ input ReplyInput {
   text: String
   html: String
   subject: String
-  "A provider-approved template sent instead of text (WhatsApp through Twilio)."
+  "A provider-approved template sent instead of text (WhatsApp through Twilio, or hosted)."
   template: TemplateInput
 }
 
@@ -2157,14 +2157,18 @@ input SendInput {
   text: String
   html: String
   subject: String
-  "A provider-approved template sent instead of text (WhatsApp through Twilio)."
+  "A provider-approved template sent instead of text (WhatsApp through Twilio, or hosted)."
   template: TemplateInput
 }
 
-"A provider-approved message template (REST: {\"content_sid\", \"variables\"})."
+"A provider-approved message template (REST: {\"content_sid\" or \"name\" and \"language\", \"variables\"})."
 input TemplateInput {
-  "The template's id (Twilio Content SID, HX...)."
-  contentSid: String!
+  "A Twilio template's id (Content SID, HX...): WhatsApp through Twilio."
+  contentSid: String
+  "A WhatsApp Cloud API template's name, as Meta approved it: hosted WhatsApp."
+  name: String
+  "The Cloud API template's language code (en_US): hosted WhatsApp."
+  language: String
   "Values of the template's placeholders."
   variables: [TemplateVariable!]
 }
@@ -16727,7 +16731,7 @@ func (ec *executionContext) unmarshalInputTemplateInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"contentSid", "variables"}
+	fieldsInOrder := [...]string{"contentSid", "name", "language", "variables"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16736,11 +16740,25 @@ func (ec *executionContext) unmarshalInputTemplateInput(ctx context.Context, obj
 		switch k {
 		case "contentSid":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("contentSid"))
-			data, err := ec.unmarshalNString2string(ctx, v)
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.ContentSid = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "language":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("language"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Language = data
 		case "variables":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("variables"))
 			data, err := ec.unmarshalOTemplateVariable2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐTemplateVariableᚄ(ctx, v)

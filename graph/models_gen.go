@@ -89,7 +89,7 @@ type ReplyInput struct {
 	Text    *string `json:"text,omitempty"`
 	HTML    *string `json:"html,omitempty"`
 	Subject *string `json:"subject,omitempty"`
-	// A provider-approved template sent instead of text (WhatsApp through Twilio).
+	// A provider-approved template sent instead of text (WhatsApp through Twilio, or hosted).
 	Template *TemplateInput `json:"template,omitempty"`
 }
 
@@ -99,7 +99,7 @@ type SendInput struct {
 	Text         *string `json:"text,omitempty"`
 	HTML         *string `json:"html,omitempty"`
 	Subject      *string `json:"subject,omitempty"`
-	// A provider-approved template sent instead of text (WhatsApp through Twilio).
+	// A provider-approved template sent instead of text (WhatsApp through Twilio, or hosted).
 	Template *TemplateInput `json:"template,omitempty"`
 }
 
@@ -110,10 +110,14 @@ type SendInput struct {
 type Subscription struct {
 }
 
-// A provider-approved message template (REST: {"content_sid", "variables"}).
+// A provider-approved message template (REST: {"content_sid" or "name" and "language", "variables"}).
 type TemplateInput struct {
-	// The template's id (Twilio Content SID, HX...).
-	ContentSid string `json:"contentSid"`
+	// A Twilio template's id (Content SID, HX...): WhatsApp through Twilio.
+	ContentSid *string `json:"contentSid,omitempty"`
+	// A WhatsApp Cloud API template's name, as Meta approved it: hosted WhatsApp.
+	Name *string `json:"name,omitempty"`
+	// The Cloud API template's language code (en_US): hosted WhatsApp.
+	Language *string `json:"language,omitempty"`
 	// Values of the template's placeholders.
 	Variables []*TemplateVariable `json:"variables,omitempty"`
 }

@@ -146,12 +146,22 @@ type Domains interface {
 }
 
 // templateOf is a GraphQL template input as the core takes it (REST's
-// {"content_sid", "variables"}); nil when none was given.
+// {"content_sid" or "name" and "language", "variables"}); nil when none
+// was given.
 func templateOf(in *TemplateInput) *channels.Template {
 	if in == nil {
 		return nil
 	}
-	t := &channels.Template{ContentSID: in.ContentSid}
+	t := &channels.Template{}
+	if in.ContentSid != nil {
+		t.ContentSID = *in.ContentSid
+	}
+	if in.Name != nil {
+		t.Name = *in.Name
+	}
+	if in.Language != nil {
+		t.Language = *in.Language
+	}
 	if len(in.Variables) > 0 {
 		t.Variables = make(map[string]string, len(in.Variables))
 		for _, v := range in.Variables {

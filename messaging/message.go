@@ -522,7 +522,8 @@ type SendInput struct {
 	HTML         *string `json:"html"`
 	Subject      *string `json:"subject"`
 	// Template is a provider-approved template sent in place of text
-	// (WhatsApp through Twilio: {"content_sid":"HX...","variables":{...}}),
+	// (WhatsApp through Twilio: {"content_sid":"HX...","variables":{...}}; hosted
+	// WhatsApp: {"name":"...","language":"en_US","variables":{...}}),
 	// on connections whose adapter is a channels.TemplateSender.
 	Template *channels.Template `json:"template"`
 }
@@ -557,7 +558,7 @@ func (s *Service) checkTemplate(ctx context.Context, c *ent.Connection, t *chann
 	}
 	ts, ok := a.(channels.TemplateSender)
 	if !ok {
-		return Invalid("template", "templates are for WhatsApp connections through Twilio; %s is a %s connection", c.ID, c.Channel)
+		return Invalid("template", "templates are for WhatsApp connections (through Twilio, or hosted); %s is a %s connection", c.ID, c.Channel)
 	}
 	if err := ts.CheckTemplate(*t); err != nil {
 		var fe *channels.ConfigError

@@ -727,6 +727,8 @@ func TestGraphQLErrorParity(t *testing.T) {
 			{"reply with a template on a channel without templates", request{Method: "POST", Path: "/v1/messages/" + in.ID + "/reply", Body: `{"template":{"content_sid":"HX0123456789abcdef0123456789abcdef","variables":{"1":"Ada"}}}`},
 				400, reply, map[string]any{"m": in.ID, "in": map[string]any{"template": map[string]any{"contentSid": "HX0123456789abcdef0123456789abcdef",
 					"variables": []map[string]any{{"name": "1", "value": "Ada"}}}}}, "reply", "invalid_parameter", "template", "template"},
+			{"reply with a Cloud API template on a channel without templates", request{Method: "POST", Path: "/v1/messages/" + in.ID + "/reply", Body: `{"template":{"name":"order_update","language":"en_US"}}`},
+				400, reply, map[string]any{"m": in.ID, "in": map[string]any{"template": map[string]any{"name": "order_update", "language": "en_US"}}}, "reply", "invalid_parameter", "template", "template"},
 			{"reply with empty text", request{Method: "POST", Path: "/v1/messages/" + in.ID + "/reply", Body: `{"text":""}`},
 				400, reply, map[string]any{"m": in.ID, "in": map[string]any{"text": ""}}, "reply", "invalid_parameter", "text", "text"},
 			{"reply without text", request{Method: "POST", Path: "/v1/messages/" + in.ID + "/reply", Body: `{}`},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/wacloud"
 	"github.com/comm-gateway/comm/channels/x"
 
 	"github.com/comm-gateway/comm/api"
@@ -88,6 +89,9 @@ type setup struct {
 	twilio twilio.Options
 	// x configures the X channel (its API URL, the operator's X app).
 	x x.Options
+	// whatsAppHosted configures hosted WhatsApp (the operator's numbers,
+	// the Graph API URL, the Meta app).
+	whatsAppHosted wacloud.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
@@ -112,7 +116,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, X: su.x, Channels: su.channels, Credit: su.credit},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, WhatsAppHosted: su.whatsAppHosted, X: su.x, Channels: su.channels, Credit: su.credit},
 		Workers: workers,
 	})}
 }
@@ -269,5 +273,17 @@ func revokeKeys(t *testing.T, log *stream.Log, projectID string) {
 	})
 	if err != nil {
 		t.Fatalf("revoke keys of %s: %v", projectID, err)
+	}
+}
+
+// waitFor polls cond until it holds, for up to 15 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 15 s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -458,18 +458,6 @@ func TestSharedLinePaid(t *testing.T) {
 	})
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // lineSession is linechat's relay stream (an AppSession): what the test
 // pushes, emitted by line.
 type lineSession struct{ items chan lineItem }

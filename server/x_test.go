@@ -71,18 +71,6 @@ func (g *gateway) xFollow(t *testing.T, redirect string) response {
 	return g.do(t, request{Path: u.RequestURI()})
 }
 
-// waitFor polls cond for up to 15 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 15 s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestXWebhook drives an X connection in webhook mode through HTTP
 // against the fake X: a sandbox key gets 402; with a signed-in key the
 // install (denied, then approved: connection.authorized,

@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/comm-gateway/comm/channels"
@@ -38,17 +36,6 @@ func (e *graphError) Unwrap() error { return e.err }
 // window reports whether Meta refused a message for the 24-hour window.
 func (e *graphError) window() bool {
 	return e.code == codeOutsideWindow && (e.subcode == subcodeOutsideWindow || e.subcode == 0) || e.code == codeUnavailable
-}
-
-// errorBody is the Graph API's error envelope.
-type errorBody struct {
-	Error *struct {
-		Message      string `json:"message"`
-		Type         string `json:"type"`
-		Code         int    `json:"code"`
-		ErrorSubcode int    `json:"error_subcode"`
-		FBTraceID    string `json:"fbtrace_id"`
-	} `json:"error"`
 }
 
 // call makes a Graph API request: method to path (under the API URL) with
@@ -90,32 +77,22 @@ func graphCall(ctx context.Context, opts Options, channel, op, method, target, t
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := opts.HTTPClient.Do(req)
-	if err != nil {
-		return netError(ctx, channel, op, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
-	if err != nil {
-		return netError(ctx, channel, op, err)
-	}
-	if len(data) > maxResponse {
-		return channels.Transient(0, "%s: %s: the Graph API answer exceeds %d bytes", channel, op, maxResponse)
-	}
-	var eb errorBody
-	if resp.StatusCode != http.StatusOK || bytes.Contains(data, []byte(`"error"`)) {
-		if json.Unmarshal(data, &eb) == nil && eb.Error != nil {
-			return classify(channel, op, resp, eb)
-		}
-	}
+	ans, err := Exchange(opts.HTTPClient, req, channel, op, maxResponse)
 	switch {
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return channels.Transient(usageDelay(resp.Header), "%s: %s: Meta failed (HTTP %d %s)", channel, op, resp.StatusCode, http.StatusText(resp.StatusCode))
-	case resp.StatusCode == http.StatusUnauthorized:
+	case err != nil:
+		return err
+	case ans.TooLarge:
+		return channels.Transient(0, "%s: %s: the Graph API answer exceeds %d bytes", channel, op, maxResponse)
+	case ans.Error != nil:
+		return classify(channel, op, ans.Status, ans.Header, ans.Error)
+	case ans.Status == http.StatusTooManyRequests || ans.Status >= 500:
+		return channels.Transient(UsageDelay(ans.Header), "%s: %s: Meta failed (HTTP %d %s)", channel, op, ans.Status, http.StatusText(ans.Status))
+	case ans.Status == http.StatusUnauthorized:
 		return channels.Revoked("%s: %s: the token was rejected (HTTP 401)", channel, op)
-	case resp.StatusCode != http.StatusOK:
-		return channels.Permanent("%s: %s: HTTP %d %s", channel, op, resp.StatusCode, http.StatusText(resp.StatusCode))
+	case ans.Status != http.StatusOK:
+		return channels.Permanent("%s: %s: HTTP %d %s", channel, op, ans.Status, http.StatusText(ans.Status))
 	}
+	data := ans.Body
 	if out == nil {
 		return nil
 	}
@@ -139,78 +116,28 @@ const (
 var rateCodes = map[int]bool{4: true, 17: true, 32: true, 613: true, 130429: true, 80001: true, 80006: true}
 
 // classify makes a Graph error answer an error of its class.
-func classify(channel, op string, resp *http.Response, eb errorBody) error {
-	e := eb.Error
-	msg := sanitize(e.Message)
+func classify(channel, op string, status int, header http.Header, e *APIError) error {
+	msg := Sanitize(e.Message)
 	code := fmt.Sprintf("code %d", e.Code)
-	if e.ErrorSubcode != 0 {
-		code += fmt.Sprintf("/%d", e.ErrorSubcode)
+	if e.Subcode != 0 {
+		code += fmt.Sprintf("/%d", e.Subcode)
 	}
 	var ce *channels.Error
 	switch {
 	case rateCodes[e.Code]:
-		delay := usageDelay(resp.Header)
+		delay := UsageDelay(header)
 		if delay == 0 {
 			delay = 30 * time.Second
 		}
 		ce = channels.Transient(delay, "%s: %s: rate limited by Meta (%s: %s)", channel, op, code, msg)
-	case e.Code == 1 || e.Code == 2 || resp.StatusCode >= 500:
+	case e.Code == 1 || e.Code == 2 || status >= 500:
 		ce = channels.Transient(0, "%s: %s: Meta failed (%s: %s)", channel, op, code, msg)
 	case e.Code == codeToken || e.Code == 102:
 		ce = channels.Revoked("%s: %s: the Page token was rejected (%s: %s); log in again or give a current token", channel, op, code, msg)
-	case (&graphError{code: e.Code, subcode: e.ErrorSubcode}).window():
+	case (&graphError{code: e.Code, subcode: e.Subcode}).window():
 		ce = channels.Permanent("%s: %s: outside the 24-hour messaging window: Meta only lets a Page answer within 24 hours of the person's last message (%s: %s)", channel, op, code, msg)
 	default:
 		ce = channels.Permanent("%s: %s: %s (%s)", channel, op, msg, code)
 	}
-	return &graphError{code: e.Code, subcode: e.ErrorSubcode, err: ce}
-}
-
-// usageDelay reads Meta's estimate of when a throttled app, Page or
-// business regains access (X-Business-Use-Case-Usage,
-// X-App-Usage: estimated_time_to_regain_access, in minutes); 0 when none.
-func usageDelay(h http.Header) time.Duration {
-	best := 0
-	if v := h.Get("X-Business-Use-Case-Usage"); v != "" && len(v) < 8192 {
-		var m map[string][]struct {
-			Estimated int `json:"estimated_time_to_regain_access"`
-		}
-		if json.Unmarshal([]byte(v), &m) == nil {
-			for _, us := range m {
-				for _, u := range us {
-					best = max(best, u.Estimated)
-				}
-			}
-		}
-	}
-	if v := h.Get("Retry-After"); v != "" {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
-			return time.Duration(min(n, 3600)) * time.Second
-		}
-	}
-	return time.Duration(min(best, 60)) * time.Minute
-}
-
-// sanitize keeps an error message printable and short.
-func sanitize(s string) string {
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(s, "?"))
-}
-
-// netError classifies a failure to reach Meta. The request's URL, which
-// carries the token, is left out.
-func netError(ctx context.Context, channel, op string, err error) error {
-	if cause := context.Cause(ctx); cause != nil {
-		err = cause
-	} else if ue, ok := errors.AsType[*url.Error](err); ok {
-		err = ue.Err
-	}
-	return channels.Transient(0, "%s: %s: %v", channel, op, err)
+	return &graphError{code: e.Code, subcode: e.Subcode, err: ce}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"strings"
 	"sync"
 	"time"
 
@@ -46,22 +44,6 @@ func Verify(channel, secret string, h http.Header, body []byte) error {
 		return fmt.Errorf("%s: %s does not verify: %w", channel, SignatureHeader, channels.ErrSignature)
 	}
 	return nil
-}
-
-// challenge answers a GET verification (hub.mode=subscribe, the verify
-// token, hub.challenge echoed). Another GET is an ErrSignature error.
-func challenge(channel, token string, r *http.Request) (*channels.Response, error) {
-	q := r.URL.Query()
-	got, ch := q.Get("hub.verify_token"), q.Get("hub.challenge")
-	switch {
-	case q.Get("hub.mode") != "subscribe":
-		return nil, fmt.Errorf("%s: a GET that is no webhook verification (hub.mode=subscribe): %w", channel, channels.ErrSignature)
-	case token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1:
-		return nil, fmt.Errorf("%s: the webhook verification carries a wrong hub.verify_token: %w", channel, channels.ErrSignature)
-	case ch == "" || len(ch) > 256 || !verifyRE.MatchString(ch):
-		return nil, fmt.Errorf("%s: the webhook verification has no usable hub.challenge: %w", channel, channels.ErrSignature)
-	}
-	return &channels.Response{Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Body: []byte(ch)}, nil
 }
 
 // payload is a webhook POST.
@@ -160,7 +142,7 @@ func (p *App) Stats() *Stats { return p.opts.stats }
 // A payload of another object is acknowledged and dropped (counted).
 func (p *App) Route(r *http.Request, body []byte) ([]string, *channels.Response, error) {
 	if r.Method == http.MethodGet {
-		resp, err := challenge(p.channel, p.opts.VerifyToken, r)
+		resp, err := Challenge(p.channel, p.opts.VerifyToken, r)
 		return nil, resp, err
 	}
 	if err := Verify(p.channel, p.opts.AppSecret, r.Header, body); err != nil {
@@ -173,7 +155,7 @@ func (p *App) Route(r *http.Request, body []byte) ([]string, *channels.Response,
 	p.opts.verified.put(r, body, p.opts.AppSecret, pl)
 	if pl.Object != object(p.channel) {
 		p.opts.stats.UnknownObject.Add(1)
-		p.opts.Logger.Info(p.channel+": app webhook of another object dropped", "object", sanitize(pl.Object))
+		p.opts.Logger.Info(p.channel+": app webhook of another object dropped", "object", Sanitize(pl.Object))
 		return nil, nil, nil
 	}
 	var keys []string
@@ -192,7 +174,7 @@ func (p *App) Route(r *http.Request, body []byte) ([]string, *channels.Response,
 // verifies goes on to ParseWebhook.
 func (a *Adapter) Respond(r *http.Request, body []byte) (*channels.Response, error) {
 	if r.Method == http.MethodGet {
-		return challenge(a.channel, a.verifyToken(), r)
+		return Challenge(a.channel, a.verifyToken(), r)
 	}
 	if err := Verify(a.channel, a.secret(), r.Header, body); err != nil {
 		return nil, err
@@ -408,27 +390,8 @@ func (a *Adapter) download(ctx context.Context, att attachment, i int) (channels
 	return channels.Attachment{Filename: name, ContentType: ct, Data: data}, nil
 }
 
-// fileURLAllowed reports whether an attachment URL is Meta's (its CDNs)
-// or the Graph API's own host (a fake in tests).
-func (a *Adapter) fileURLAllowed(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.User != nil || len(raw) > 4096 {
-		return false
-	}
-	if api, err := url.Parse(a.opts.APIURL); err == nil && u.Scheme == api.Scheme && u.Host == api.Host {
-		return true
-	}
-	h := strings.ToLower(u.Hostname())
-	if u.Scheme != "https" {
-		return false
-	}
-	for _, d := range []string{"fbcdn.net", "fbsbx.com", "facebook.com", "cdninstagram.com", "instagram.com"} {
-		if h == d || strings.HasSuffix(h, "."+d) {
-			return true
-		}
-	}
-	return false
-}
+// fileURLAllowed reports whether an attachment URL may be fetched.
+func (a *Adapter) fileURLAllowed(raw string) bool { return FileURLAllowed(raw, a.opts.APIURL) }
 
 // verifiedSet remembers the app-level requests Route verified and parsed
 // while they are in flight: the gateway hands the same request and body

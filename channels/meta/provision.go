@@ -180,10 +180,10 @@ func (a *Adapter) Provision(ctx context.Context) (channels.Provisioned, error) {
 	case err != nil:
 		return channels.Provisioned{}, err
 	case p.ID != a.cfg.PageID:
-		return channels.Provisioned{}, &channels.ConfigError{Field: "page_access_token", Msg: a.channel + ": the token is not the Page's token (it answers for " + sanitize(p.ID) + ")"}
+		return channels.Provisioned{}, &channels.ConfigError{Field: "page_access_token", Msg: a.channel + ": the token is not the Page's token (it answers for " + Sanitize(p.ID) + ")"}
 	}
 	cfg := a.cfg
-	cfg.Name = sanitize(p.Name)
+	cfg.Name = Sanitize(p.Name)
 	if a.channel == Instagram {
 		switch {
 		case p.IG == nil || !idRE.MatchString(p.IG.ID):
@@ -191,7 +191,7 @@ func (a *Adapter) Provision(ctx context.Context) (channels.Provisioned, error) {
 		case cfg.IGID != "" && cfg.IGID != p.IG.ID:
 			return channels.Provisioned{}, &channels.ConfigError{Field: "ig_id", Msg: "instagram: the Page's linked Instagram account is " + p.IG.ID + ", not " + cfg.IGID}
 		}
-		cfg.IGID, cfg.Name = p.IG.ID, sanitize(p.IG.Username)
+		cfg.IGID, cfg.Name = p.IG.ID, Sanitize(p.IG.Username)
 	}
 	q := url.Values{"subscribed_fields": {strings.Join(SubscribedFields, ",")}}
 	if a.channel == Instagram {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/bench"
 	"github.com/comm-gateway/comm/channels/discord"
 	"github.com/comm-gateway/comm/channels/discord/discordtest"
@@ -18,6 +19,8 @@ import (
 	"github.com/comm-gateway/comm/channels/telnyx/telnyxtest"
 	"github.com/comm-gateway/comm/channels/twilio"
 	"github.com/comm-gateway/comm/channels/twilio/twiliotest"
+	"github.com/comm-gateway/comm/channels/wacloud"
+	"github.com/comm-gateway/comm/channels/wacloud/wacloudtest"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/gateway"
 	"github.com/comm-gateway/comm/messaging"
@@ -34,6 +37,9 @@ var providerBenches = map[string]func(ctx context.Context, open opener, clients 
 	"meta":     benchMeta,
 	"slack":    benchSlack,
 	"discord":  benchDiscord,
+	// whatsapp-hosted: signed Cloud API webhooks at /hooks/whatsapp ->
+	// message.received, routed by line and sender on shared numbers.
+	"whatsapp-hosted": benchWhatsAppHosted,
 }
 
 // providerBench is a provider's webhook benchmark: ingress with one and
@@ -263,4 +269,75 @@ func benchDiscord(ctx context.Context, open opener, _ int, _ time.Duration) ([]b
 		return nil, err
 	}
 	return []bench.Result{dispatch, send}, nil
+}
+
+// benchWhatsAppHosted measures hosted WhatsApp ingress: signed Cloud API
+// webhooks (batches of 10 messages) POSTed to /hooks/whatsapp ->
+// message.received, for 1 and 20 projects' connections sharing the
+// operator's 2 numbers, each joined by 50 people (the routing by line and
+// sender is part of what is measured). The projects' keys are signed in
+// through the device flow (the channel is paid).
+func benchWhatsAppHosted(ctx context.Context, open opener, clients int, d time.Duration) ([]bench.Result, error) {
+	fake := wacloudtest.NewServer()
+	defer fake.Close()
+	numbers := []*wacloudtest.Number{fake.AddNumber("+15550001111"), fake.AddNumber("+15550002222")}
+	var out []bench.Result
+	for _, n := range []int{1, 20} {
+		r, err := whatsAppHostedIngress(ctx, open, fake, numbers, n, 50, clients, d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// whatsAppHostedIngress is one ingress measurement of benchWhatsAppHosted:
+// n signed-in projects connected on fake's numbers, people joined to each.
+func whatsAppHostedIngress(ctx context.Context, open opener, fake *wacloudtest.Server, numbers []*wacloudtest.Number, n, people, clients int, d time.Duration) (bench.Result, error) {
+	opts := wacloud.Options{GraphURL: fake.GraphURL, AppSecret: fake.AppSecret, VerifyToken: fake.VerifyToken}
+	for _, num := range numbers {
+		opts.Numbers = append(opts.Numbers, wacloud.Number{PhoneNumberID: num.PhoneNumberID, DisplayNumber: num.DisplayNumber, AccessToken: num.AccessToken})
+	}
+	return onGatewayWith(open, gateway.Config{WhatsAppHosted: opts}, func(_ *stream.Log, g *gateway.Gateway, base string) (bench.Result, error) {
+		keys := make([]string, n)
+		for i := range keys {
+			k, err := benchSignedInKey(ctx, g.Accounts, i)
+			if err != nil {
+				return bench.Result{}, err
+			}
+			keys[i] = k
+		}
+		conns, err := bench.NewWhatsAppHostedConnections(ctx, bench.NewAPI(base, clients), fake.AppSecret, keys, numbers, people)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		r, err := bench.WhatsAppHostedIngress(ctx, base, fake.AppSecret, conns, clients, 10, d)
+		r.Name = fmt.Sprintf("POST /hooks/whatsapp (signed Cloud API batches) -> message.received, %d connection(s) on %d shared numbers", n, len(numbers))
+		return r, err
+	})
+}
+
+// benchSignedInKey signs a bench account in through the device flow (as
+// `comm login` does, approved at once) and returns its project's key.
+func benchSignedInKey(ctx context.Context, accounts *account.Service, i int) (string, error) {
+	start, err := accounts.StartDevice(ctx, account.DeviceStartInput{ClientIP: "127.0.0.1", UserAgent: "comm bench"})
+	if err != nil {
+		return "", err
+	}
+	who, err := accounts.SignIn(ctx, account.Identity{Issuer: "bench", Subject: fmt.Sprint("bench-", i)})
+	if err != nil {
+		return "", err
+	}
+	if _, err := accounts.ApproveDevice(ctx, who.ID, start.UserCode); err != nil {
+		return "", err
+	}
+	tok, err := accounts.PollDevice(ctx, start.DeviceCode)
+	if err != nil {
+		return "", err
+	}
+	if tok.APIKey == "" {
+		return "", fmt.Errorf("bench sign-in: the device flow answered %q without a key", tok.Status)
+	}
+	return tok.APIKey, nil
 }

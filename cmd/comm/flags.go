@@ -25,8 +25,12 @@ type flagSet struct {
 	positional []string  // the arguments that are not flags (after parse)
 }
 
-// flagEnv is a flag and its environment variable ("" for none).
-type flagEnv struct{ name, env string }
+// flagEnv is a flag and its environment variable ("" for none), with the
+// other names the variable goes by (aliases, in the order they count).
+type flagEnv struct {
+	name, env string
+	aliases   []string
+}
 
 func newFlagSet(c *command) *flagSet {
 	f := &flagSet{fs: flag.NewFlagSet("comm "+c.name, flag.ContinueOnError), cmd: c}
@@ -34,7 +38,41 @@ func newFlagSet(c *command) *flagSet {
 	return f
 }
 
-func (f *flagSet) declared(name, env string) { f.envs = append(f.envs, flagEnv{name, env}) }
+func (f *flagSet) declared(name, env string) { f.envs = append(f.envs, flagEnv{name: name, env: env}) }
+
+// EnvAlias lets the environment variable alias set flag name, declared
+// before, as its own variable does: the flag's variable counts first, the
+// alias when it is not set, and both set to different values is an error
+// naming both.
+func (f *flagSet) EnvAlias(name, alias string) {
+	for i := range f.envs {
+		if f.envs[i].name == name {
+			f.envs[i].aliases = append(f.envs[i].aliases, alias)
+			return
+		}
+	}
+	panic("comm: EnvAlias of an undeclared flag --" + name)
+}
+
+// lookupEnv returns the value of fe's environment variable, or of the
+// first alias set, and which variable it came from.
+func (fe flagEnv) lookupEnv() (value, from string, ok bool, err error) {
+	if fe.env != "" {
+		value, ok = os.LookupEnv(fe.env)
+		from = fe.env
+	}
+	for _, a := range fe.aliases {
+		v, set := os.LookupEnv(a)
+		switch {
+		case !set:
+		case !ok:
+			value, from, ok = v, a, true
+		case v != value:
+			return "", "", false, fmt.Errorf("%s and %s both set --%s, to different values; set one", from, a, fe.name)
+		}
+	}
+	return value, from, ok, nil
+}
 
 // String declares a text flag. The serve and bench settings are all text,
 // parsed after parse (parseInt, parseBool, parseDuration), so that a bad
@@ -101,12 +139,16 @@ func (f *flagSet) parse(args []string, nargs int, what string) error {
 	given := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	for _, fe := range f.envs {
-		if fe.env == "" || given[fe.name] {
+		if (fe.env == "" && len(fe.aliases) == 0) || given[fe.name] {
 			continue
 		}
-		if v, ok := os.LookupEnv(fe.env); ok {
+		v, from, ok, err := fe.lookupEnv()
+		if err != nil {
+			return cliError{exitUsage, err}
+		}
+		if ok {
 			if err := f.fs.Set(fe.name, v); err != nil {
-				return cliError{exitUsage, fmt.Errorf("%s (for --%s): %w", fe.env, fe.name, err)}
+				return cliError{exitUsage, fmt.Errorf("%s (for --%s): %w", from, fe.name, err)}
 			}
 		}
 	}
@@ -143,7 +185,11 @@ func (f *flagSet) printUsage(w io.Writer) {
 		switch {
 		case fe.env != "":
 			withEnv = true
-			fmt.Fprintf(w, "      env %s, default %s\n", fe.env, def)
+			env := fe.env
+			for _, a := range fe.aliases {
+				env += " (or " + a + ")"
+			}
+			fmt.Fprintf(w, "      env %s, default %s\n", env, def)
 		case !isZeroDefault(fl.DefValue):
 			fmt.Fprintf(w, "      default %s\n", def)
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/comm-gateway/comm/channels/telegram"
 	"github.com/comm-gateway/comm/channels/telnyx"
 	"github.com/comm-gateway/comm/channels/twilio"
+	"github.com/comm-gateway/comm/channels/wacloud"
 	"github.com/comm-gateway/comm/channels/x"
 	"github.com/comm-gateway/comm/gateway"
 
@@ -86,11 +87,14 @@ func serve(s *flagSet, args []string) error {
 	discordSecret := s.String("discord-client-secret", "COMM_DISCORD_CLIENT_SECRET", "", "client secret of the operator's Discord application")
 	discordBot := s.String("discord-bot-token", "COMM_DISCORD_BOT_TOKEN", "", "bot token of the operator's Discord application (one gateway session serves every guild it is installed in)")
 	telnyxURL := s.String("telnyx-api-url", "COMM_TELNYX_API_URL", telnyx.DefaultAPIURL, "Telnyx API v2 base URL, with /v2 (SMS through the customer's own Telnyx account: POST /v1/connections {\"channel\":\"sms\",\"provider\":\"telnyx\"})")
-	metaURL := s.String("meta-api-url", "COMM_META_API_URL", meta.DefaultAPIURL, "Meta Graph API base URL with its version (facebook and instagram channels)")
+	metaURL := s.String("meta-api-url", "COMM_META_API_URL", meta.DefaultAPIURL, "Meta Graph API base URL with its version (facebook, instagram and hosted whatsapp channels)")
+	s.EnvAlias("meta-api-url", "COMM_META_GRAPH_URL")
 	metaDialog := s.String("meta-dialog-url", "COMM_META_DIALOG_URL", meta.DefaultDialogURL, "Facebook Login dialog URL the operator's Meta app sends people to")
 	metaID := s.String("meta-app-id", "COMM_META_APP_ID", "", "app id of the operator's Meta app (with its secret and verify token, customers can connect their Pages by logging in: POST /v1/connections {\"channel\":\"facebook\"}; serving other people's Pages needs Meta App Review)")
-	metaSecret := s.String("meta-app-secret", "COMM_META_APP_SECRET", "", "app secret of the operator's Meta app (verifies /hooks/facebook and /hooks/instagram)")
-	metaVerify := s.String("meta-verify-token", "COMM_META_VERIFY_TOKEN", "", "verify token entered with the callback URLs /hooks/facebook and /hooks/instagram in the Meta app's webhook settings")
+	metaSecret := s.String("meta-app-secret", "COMM_META_APP_SECRET", "", "app secret of the operator's Meta app (verifies /hooks/facebook, /hooks/instagram and /hooks/whatsapp)")
+	metaVerify := s.String("meta-verify-token", "COMM_META_VERIFY_TOKEN", "", "verify token entered with the callback URLs /hooks/facebook, /hooks/instagram and /hooks/whatsapp in the Meta app's webhook settings")
+	waMedia := s.String("whatsapp-hosted-max-media-bytes", "COMM_WHATSAPP_HOSTED_MAX_MEDIA_BYTES", fmt.Sprint(wacloud.DefaultMaxAttachment), "largest hosted WhatsApp media file downloaded into an inbound message, in bytes (larger ones are left out and listed in the message's details)")
+	waNumbers := s.String("whatsapp-hosted-numbers", "COMM_WHATSAPP_HOSTED_NUMBERS", "", `the operator's WhatsApp Cloud API numbers, shared among projects by join codes (channel whatsapp, provider hosted, signed-in keys): a JSON array of {"phone_number_id","display_number","access_token"} (a system-user token with whatsapp_business_messaging); their webhooks come to /hooks/whatsapp, verified with --meta-app-secret`)
 	metaConfigID := s.String("meta-login-config-id", "COMM_META_LOGIN_CONFIG_ID", "", "Facebook Login for Business configuration id (config_id) to use instead of the default permissions")
 	twilioURL := s.String("twilio-api-url", "COMM_TWILIO_API_URL", twilio.DefaultAPIURL, "Twilio REST API base URL (SMS and WhatsApp through customers' own Twilio accounts; a fake in tests)")
 	twilioMsgURL := s.String("twilio-messaging-url", "COMM_TWILIO_MESSAGING_URL", twilio.DefaultMessagingURL, "Twilio Messaging API base URL (Messaging Services, WhatsApp typing indicators)")
@@ -289,8 +293,11 @@ func serve(s *flagSet, args []string) error {
 	if n := len(slices.DeleteFunc([]string{*discordID, *discordSecret, *discordBot}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
 		return errors.New("--discord-client-id, --discord-client-secret and --discord-bot-token go together")
 	}
-	if n := len(slices.DeleteFunc([]string{*metaID, *metaSecret, *metaVerify}, func(v string) bool { return v == "" })); n != 0 && n != 3 {
-		return errors.New("--meta-app-id, --meta-app-secret and --meta-verify-token go together")
+	// Hosted WhatsApp needs the Meta app's secret and verify token, not
+	// its id (which only the facebook and instagram login uses).
+	hostedOnly := *metaID == "" && *metaSecret != "" && *metaVerify != "" && strings.TrimSpace(*waNumbers) != ""
+	if n := len(slices.DeleteFunc([]string{*metaID, *metaSecret, *metaVerify}, func(v string) bool { return v == "" })); n != 0 && n != 3 && !hostedOnly {
+		return errors.New("--meta-app-id, --meta-app-secret and --meta-verify-token go together (hosted WhatsApp alone needs only the secret and the verify token)")
 	}
 	if (*xID == "") != (*xSecret == "") {
 		return errors.New("--x-client-id and --x-client-secret go together")
@@ -302,6 +309,13 @@ func serve(s *flagSet, args []string) error {
 	twilioMediaN, err := strconv.ParseInt(*twilioMedia, 10, 64)
 	if err != nil || twilioMediaN <= 0 {
 		return fmt.Errorf("--twilio-max-media-bytes must be a positive number of bytes, not %q", *twilioMedia)
+	}
+	waOpts, err := whatsAppHosted(*waNumbers, *metaURL, *metaSecret, *metaVerify)
+	if err != nil {
+		return err
+	}
+	if waOpts.MaxAttachment, err = strconv.ParseInt(*waMedia, 10, 64); err != nil || waOpts.MaxAttachment <= 0 {
+		return fmt.Errorf("--whatsapp-hosted-max-media-bytes must be a positive number of bytes, not %q", *waMedia)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -322,7 +336,8 @@ func serve(s *flagSet, args []string) error {
 		Twilio: twilio.Options{APIURL: *twilioURL, MessagingURL: *twilioMsgURL, MaxAttachment: twilioMediaN},
 		X: x.Options{APIURL: *xURL, AuthorizeURL: *xAuthorize, ClientID: *xID, ClientSecret: *xSecret,
 			ConsumerSecret: *xConsumer, BearerToken: *xBearer, PollInterval: xPollD},
-		Webhook: webhook.Options{AllowPrivate: private},
+		WhatsAppHosted: waOpts,
+		Webhook:        webhook.Options{AllowPrivate: private},
 		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
 			SandboxConnections: limits.sandboxConns,
@@ -583,4 +598,20 @@ func parseCredit(prices, low string) (account.Options, error) {
 		t = -1 // none
 	}
 	return account.Options{Prices: p, LowThreshold: t}, nil
+}
+
+// whatsAppHosted is hosted WhatsApp's configuration from
+// --whatsapp-hosted-numbers (COMM_WHATSAPP_HOSTED_NUMBERS), the Graph API
+// URL and the operator's Meta app. A bad value is an error naming the
+// variable and the element.
+func whatsAppHosted(numbers, graphURL, secret, verify string) (wacloud.Options, error) {
+	ns, err := wacloud.ParseNumbers(numbers)
+	if err != nil {
+		return wacloud.Options{}, fmt.Errorf("--whatsapp-hosted-numbers (COMM_WHATSAPP_HOSTED_NUMBERS): %w", err)
+	}
+	opts := wacloud.Options{GraphURL: graphURL, AppSecret: secret, VerifyToken: verify, Numbers: ns}
+	if err := opts.Check(); err != nil {
+		return wacloud.Options{}, fmt.Errorf("--whatsapp-hosted-numbers (COMM_WHATSAPP_HOSTED_NUMBERS): %w", err)
+	}
+	return opts, nil
 }

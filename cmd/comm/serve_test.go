@@ -180,7 +180,8 @@ func TestServeConfig(t *testing.T) {
 	for _, want := range []string{"--listen", "COMM_LISTEN", "127.0.0.1:8080", "--database-url", "COMM_DATABASE_URL", "--data-dir", "COMM_DATA_DIR", "./comm-data",
 		"--meta-app-id", "COMM_META_APP_ID", "--meta-verify-token", "COMM_META_API_URL",
 
-		"--twilio-api-url", "COMM_TWILIO_API_URL", "--twilio-messaging-url", "--twilio-max-media-bytes"} {
+		"--twilio-api-url", "COMM_TWILIO_API_URL", "--twilio-messaging-url", "--twilio-max-media-bytes",
+		"--whatsapp-hosted-numbers", "COMM_WHATSAPP_HOSTED_NUMBERS", "COMM_META_API_URL (or COMM_META_GRAPH_URL)"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("--help lacks %q:\n%s", want, out)
 		}
@@ -211,6 +212,7 @@ func TestServeConfig(t *testing.T) {
 		{"serve", "--meta-api-url", "graph.facebook.com"},
 		{"serve", "--twilio-api-url", "api.twilio.com"},
 		{"serve", "--twilio-max-media-bytes", "0"},
+		{"serve", "--whatsapp-hosted-max-media-bytes", "lots"},
 	} {
 		cmd := exec.Command(bin, bad...)
 		cmd.Dir = t.TempDir()
@@ -222,4 +224,39 @@ func TestServeConfig(t *testing.T) {
 			t.Errorf("%v: no message", bad)
 		}
 	}
+
+	// Hosted WhatsApp: a bad number names the variable and the element;
+	// numbers need the Meta app's secret; COMM_META_GRAPH_URL is
+	// COMM_META_API_URL by another name, and the two may not disagree.
+	const number = `{"phone_number_id":"106540352242922","display_number":"+15550001111","access_token":"EAAG0123456789abcdef"}`
+	for _, c := range []struct {
+		env  []string
+		want []string
+	}{
+		{[]string{`COMM_WHATSAPP_HOSTED_NUMBERS=[` + number + `,{"phone_number_id":"x"}]`}, []string{"COMM_WHATSAPP_HOSTED_NUMBERS", "element 2", "phone_number_id"}},
+		{[]string{`COMM_WHATSAPP_HOSTED_NUMBERS=[` + number + `]`}, []string{"COMM_WHATSAPP_HOSTED_NUMBERS", "COMM_META_APP_SECRET"}},
+		{[]string{"COMM_META_GRAPH_URL=graph.facebook.com"}, []string{"meta-api-url"}},
+		{[]string{"COMM_META_API_URL=https://graph.facebook.com/v23.0", "COMM_META_GRAPH_URL=https://graph.facebook.com/v24.0"}, []string{"COMM_META_API_URL and COMM_META_GRAPH_URL"}},
+	} {
+		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+		cmd.Dir = t.TempDir()
+		cmd.Env = append(os.Environ(), c.env...)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%v: accepted", c.env)
+		}
+		for _, w := range c.want {
+			if !bytes.Contains(out, []byte(w)) {
+				t.Errorf("%v: the message does not say %q:\n%s", c.env, w, out)
+			}
+		}
+	}
+	// Numbers with the app's secret and verify token (no app id) serve
+	// /hooks/whatsapp.
+	p = start(t, bin, t.TempDir(), `COMM_WHATSAPP_HOSTED_NUMBERS=[`+number+`]`, "COMM_META_APP_SECRET=hostedsecret0123456789",
+		"COMM_META_VERIFY_TOKEN=hosted-verify", "COMM_META_GRAPH_URL=http://127.0.0.1:1/v23.0")
+	if code, body := call(t, "GET", p.base+"/hooks/whatsapp?hub.mode=subscribe&hub.verify_token=hosted-verify&hub.challenge=4711", "", ""); code != http.StatusOK || string(body) != "4711" {
+		t.Errorf("/hooks/whatsapp verification: %d %s", code, body)
+	}
+	p.stop(t)
 }
