@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/imessage"
 	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/slack"
 
@@ -57,6 +58,10 @@ type Config struct {
 	// Twilio configures SMS and WhatsApp through customers' own Twilio
 	// accounts (the REST API's URLs).
 	Twilio twilio.Options
+	// IMessage configures the iMessage channel (the operator's BlueBubbles
+	// relays); its State and Logger are filled in here, and it follows the
+	// relays (Follow) when the gateway has no public base URL.
+	IMessage imessage.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -113,6 +118,17 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Twilio.Logger == nil {
 		cfg.Twilio.Logger = logger
 	}
+	if cfg.IMessage.Logger == nil {
+		cfg.IMessage.Logger = logger
+	}
+	if cfg.IMessage.State == nil {
+		// The followed relays' cursors, shared by the replicas.
+		cfg.IMessage.State = messaging.ProviderState(log, imessage.Channel)
+	}
+	if cfg.Service.BaseURL == "" && cfg.Server.BaseURL == "" {
+		// No public URL: the relays cannot reach the gateway.
+		cfg.IMessage.Follow = true
+	}
 	reg := registry(ch, cfg)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
@@ -161,6 +177,7 @@ func registry(mail *email.Channel, cfg Config) *channels.Registry {
 	for _, d := range twilio.Descriptors(cfg.Twilio) {
 		r.Add(d)
 	}
+	r.Add(imessage.Descriptor(cfg.IMessage))
 	return r
 }
 
