@@ -17,6 +17,7 @@ import (
 	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
+	"github.com/comm-gateway/comm/ent/binding"
 	"github.com/comm-gateway/comm/ent/blob"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
@@ -24,6 +25,7 @@ import (
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
+	"github.com/comm-gateway/comm/ent/lineanswer"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/project"
@@ -46,6 +48,8 @@ type Client struct {
 	Account *AccountClient
 	// Attachment is the client for interacting with the Attachment builders.
 	Attachment *AttachmentClient
+	// Binding is the client for interacting with the Binding builders.
+	Binding *BindingClient
 	// Blob is the client for interacting with the Blob builders.
 	Blob *BlobClient
 	// Connection is the client for interacting with the Connection builders.
@@ -60,6 +64,8 @@ type Client struct {
 	Domain *DomainClient
 	// Lease is the client for interacting with the Lease builders.
 	Lease *LeaseClient
+	// LineAnswer is the client for interacting with the LineAnswer builders.
+	LineAnswer *LineAnswerClient
 	// Message is the client for interacting with the Message builders.
 	Message *MessageClient
 	// PendingReceipt is the client for interacting with the PendingReceipt builders.
@@ -88,6 +94,7 @@ func (c *Client) init() {
 	c.APIKey = NewAPIKeyClient(c.config)
 	c.Account = NewAccountClient(c.config)
 	c.Attachment = NewAttachmentClient(c.config)
+	c.Binding = NewBindingClient(c.config)
 	c.Blob = NewBlobClient(c.config)
 	c.Connection = NewConnectionClient(c.config)
 	c.Conversation = NewConversationClient(c.config)
@@ -95,6 +102,7 @@ func (c *Client) init() {
 	c.DeviceRequest = NewDeviceRequestClient(c.config)
 	c.Domain = NewDomainClient(c.config)
 	c.Lease = NewLeaseClient(c.config)
+	c.LineAnswer = NewLineAnswerClient(c.config)
 	c.Message = NewMessageClient(c.config)
 	c.PendingReceipt = NewPendingReceiptClient(c.config)
 	c.Project = NewProjectClient(c.config)
@@ -197,6 +205,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		APIKey:         NewAPIKeyClient(cfg),
 		Account:        NewAccountClient(cfg),
 		Attachment:     NewAttachmentClient(cfg),
+		Binding:        NewBindingClient(cfg),
 		Blob:           NewBlobClient(cfg),
 		Connection:     NewConnectionClient(cfg),
 		Conversation:   NewConversationClient(cfg),
@@ -204,6 +213,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		DeviceRequest:  NewDeviceRequestClient(cfg),
 		Domain:         NewDomainClient(cfg),
 		Lease:          NewLeaseClient(cfg),
+		LineAnswer:     NewLineAnswerClient(cfg),
 		Message:        NewMessageClient(cfg),
 		PendingReceipt: NewPendingReceiptClient(cfg),
 		Project:        NewProjectClient(cfg),
@@ -233,6 +243,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		APIKey:         NewAPIKeyClient(cfg),
 		Account:        NewAccountClient(cfg),
 		Attachment:     NewAttachmentClient(cfg),
+		Binding:        NewBindingClient(cfg),
 		Blob:           NewBlobClient(cfg),
 		Connection:     NewConnectionClient(cfg),
 		Conversation:   NewConversationClient(cfg),
@@ -240,6 +251,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		DeviceRequest:  NewDeviceRequestClient(cfg),
 		Domain:         NewDomainClient(cfg),
 		Lease:          NewLeaseClient(cfg),
+		LineAnswer:     NewLineAnswerClient(cfg),
 		Message:        NewMessageClient(cfg),
 		PendingReceipt: NewPendingReceiptClient(cfg),
 		Project:        NewProjectClient(cfg),
@@ -276,9 +288,10 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIKey, c.Account, c.Attachment, c.Blob, c.Connection, c.Conversation,
-		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.PendingReceipt,
-		c.Project, c.ProviderState, c.WebSession, c.Webhook, c.WebhookAttempt,
+		c.APIKey, c.Account, c.Attachment, c.Binding, c.Blob, c.Connection,
+		c.Conversation, c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease,
+		c.LineAnswer, c.Message, c.PendingReceipt, c.Project, c.ProviderState,
+		c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Use(hooks...)
 	}
@@ -288,9 +301,10 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIKey, c.Account, c.Attachment, c.Blob, c.Connection, c.Conversation,
-		c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease, c.Message, c.PendingReceipt,
-		c.Project, c.ProviderState, c.WebSession, c.Webhook, c.WebhookAttempt,
+		c.APIKey, c.Account, c.Attachment, c.Binding, c.Blob, c.Connection,
+		c.Conversation, c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease,
+		c.LineAnswer, c.Message, c.PendingReceipt, c.Project, c.ProviderState,
+		c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -305,6 +319,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Account.mutate(ctx, m)
 	case *AttachmentMutation:
 		return c.Attachment.mutate(ctx, m)
+	case *BindingMutation:
+		return c.Binding.mutate(ctx, m)
 	case *BlobMutation:
 		return c.Blob.mutate(ctx, m)
 	case *ConnectionMutation:
@@ -319,6 +335,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Domain.mutate(ctx, m)
 	case *LeaseMutation:
 		return c.Lease.mutate(ctx, m)
+	case *LineAnswerMutation:
+		return c.LineAnswer.mutate(ctx, m)
 	case *MessageMutation:
 		return c.Message.mutate(ctx, m)
 	case *PendingReceiptMutation:
@@ -738,6 +756,141 @@ func (c *AttachmentClient) mutate(ctx context.Context, m *AttachmentMutation) (V
 		return (&AttachmentDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Attachment mutation op: %q", m.Op())
+	}
+}
+
+// BindingClient is a client for the Binding schema.
+type BindingClient struct {
+	config
+}
+
+// NewBindingClient returns a client for the Binding from the given config.
+func NewBindingClient(c config) *BindingClient {
+	return &BindingClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `binding.Hooks(f(g(h())))`.
+func (c *BindingClient) Use(hooks ...Hook) {
+	c.hooks.Binding = append(c.hooks.Binding, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `binding.Intercept(f(g(h())))`.
+func (c *BindingClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Binding = append(c.inters.Binding, interceptors...)
+}
+
+// Create returns a builder for creating a Binding entity.
+func (c *BindingClient) Create() *BindingCreate {
+	mutation := newBindingMutation(c.config, OpCreate)
+	return &BindingCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Binding entities.
+func (c *BindingClient) CreateBulk(builders ...*BindingCreate) *BindingCreateBulk {
+	return &BindingCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *BindingClient) MapCreateBulk(slice any, setFunc func(*BindingCreate, int)) *BindingCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &BindingCreateBulk{err: fmt.Errorf("calling to BindingClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*BindingCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &BindingCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Binding.
+func (c *BindingClient) Update() *BindingUpdate {
+	mutation := newBindingMutation(c.config, OpUpdate)
+	return &BindingUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *BindingClient) UpdateOne(_m *Binding) *BindingUpdateOne {
+	mutation := newBindingMutation(c.config, OpUpdateOne, withBinding(_m))
+	return &BindingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *BindingClient) UpdateOneID(id string) *BindingUpdateOne {
+	mutation := newBindingMutation(c.config, OpUpdateOne, withBindingID(id))
+	return &BindingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Binding.
+func (c *BindingClient) Delete() *BindingDelete {
+	mutation := newBindingMutation(c.config, OpDelete)
+	return &BindingDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *BindingClient) DeleteOne(_m *Binding) *BindingDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *BindingClient) DeleteOneID(id string) *BindingDeleteOne {
+	builder := c.Delete().Where(binding.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &BindingDeleteOne{builder}
+}
+
+// Query returns a query builder for Binding.
+func (c *BindingClient) Query() *BindingQuery {
+	return &BindingQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeBinding},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Binding entity by its id.
+func (c *BindingClient) Get(ctx context.Context, id string) (*Binding, error) {
+	return c.Query().Where(binding.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *BindingClient) GetX(ctx context.Context, id string) *Binding {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *BindingClient) Hooks() []Hook {
+	hooks := c.hooks.Binding
+	return append(hooks[:len(hooks):len(hooks)], binding.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *BindingClient) Interceptors() []Interceptor {
+	inters := c.inters.Binding
+	return append(inters[:len(inters):len(inters)], binding.Interceptors[:]...)
+}
+
+func (c *BindingClient) mutate(ctx context.Context, m *BindingMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&BindingCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&BindingUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&BindingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&BindingDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Binding mutation op: %q", m.Op())
 	}
 }
 
@@ -1675,6 +1828,139 @@ func (c *LeaseClient) mutate(ctx context.Context, m *LeaseMutation) (Value, erro
 		return (&LeaseDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Lease mutation op: %q", m.Op())
+	}
+}
+
+// LineAnswerClient is a client for the LineAnswer schema.
+type LineAnswerClient struct {
+	config
+}
+
+// NewLineAnswerClient returns a client for the LineAnswer from the given config.
+func NewLineAnswerClient(c config) *LineAnswerClient {
+	return &LineAnswerClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `lineanswer.Hooks(f(g(h())))`.
+func (c *LineAnswerClient) Use(hooks ...Hook) {
+	c.hooks.LineAnswer = append(c.hooks.LineAnswer, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `lineanswer.Intercept(f(g(h())))`.
+func (c *LineAnswerClient) Intercept(interceptors ...Interceptor) {
+	c.inters.LineAnswer = append(c.inters.LineAnswer, interceptors...)
+}
+
+// Create returns a builder for creating a LineAnswer entity.
+func (c *LineAnswerClient) Create() *LineAnswerCreate {
+	mutation := newLineAnswerMutation(c.config, OpCreate)
+	return &LineAnswerCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of LineAnswer entities.
+func (c *LineAnswerClient) CreateBulk(builders ...*LineAnswerCreate) *LineAnswerCreateBulk {
+	return &LineAnswerCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *LineAnswerClient) MapCreateBulk(slice any, setFunc func(*LineAnswerCreate, int)) *LineAnswerCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &LineAnswerCreateBulk{err: fmt.Errorf("calling to LineAnswerClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*LineAnswerCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &LineAnswerCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for LineAnswer.
+func (c *LineAnswerClient) Update() *LineAnswerUpdate {
+	mutation := newLineAnswerMutation(c.config, OpUpdate)
+	return &LineAnswerUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *LineAnswerClient) UpdateOne(_m *LineAnswer) *LineAnswerUpdateOne {
+	mutation := newLineAnswerMutation(c.config, OpUpdateOne, withLineAnswer(_m))
+	return &LineAnswerUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *LineAnswerClient) UpdateOneID(id string) *LineAnswerUpdateOne {
+	mutation := newLineAnswerMutation(c.config, OpUpdateOne, withLineAnswerID(id))
+	return &LineAnswerUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for LineAnswer.
+func (c *LineAnswerClient) Delete() *LineAnswerDelete {
+	mutation := newLineAnswerMutation(c.config, OpDelete)
+	return &LineAnswerDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *LineAnswerClient) DeleteOne(_m *LineAnswer) *LineAnswerDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *LineAnswerClient) DeleteOneID(id string) *LineAnswerDeleteOne {
+	builder := c.Delete().Where(lineanswer.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &LineAnswerDeleteOne{builder}
+}
+
+// Query returns a query builder for LineAnswer.
+func (c *LineAnswerClient) Query() *LineAnswerQuery {
+	return &LineAnswerQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeLineAnswer},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a LineAnswer entity by its id.
+func (c *LineAnswerClient) Get(ctx context.Context, id string) (*LineAnswer, error) {
+	return c.Query().Where(lineanswer.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *LineAnswerClient) GetX(ctx context.Context, id string) *LineAnswer {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *LineAnswerClient) Hooks() []Hook {
+	return c.hooks.LineAnswer
+}
+
+// Interceptors returns the client interceptors.
+func (c *LineAnswerClient) Interceptors() []Interceptor {
+	return c.inters.LineAnswer
+}
+
+func (c *LineAnswerClient) mutate(ctx context.Context, m *LineAnswerMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&LineAnswerCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&LineAnswerUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&LineAnswerUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&LineAnswerDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown LineAnswer mutation op: %q", m.Op())
 	}
 }
 
@@ -2620,14 +2906,14 @@ func (c *WebhookAttemptClient) mutate(ctx context.Context, m *WebhookAttemptMuta
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIKey, Account, Attachment, Blob, Connection, Conversation, CreditEntry,
-		DeviceRequest, Domain, Lease, Message, PendingReceipt, Project, ProviderState,
-		WebSession, Webhook, WebhookAttempt []ent.Hook
+		APIKey, Account, Attachment, Binding, Blob, Connection, Conversation,
+		CreditEntry, DeviceRequest, Domain, Lease, LineAnswer, Message, PendingReceipt,
+		Project, ProviderState, WebSession, Webhook, WebhookAttempt []ent.Hook
 	}
 	inters struct {
-		APIKey, Account, Attachment, Blob, Connection, Conversation, CreditEntry,
-		DeviceRequest, Domain, Lease, Message, PendingReceipt, Project, ProviderState,
-		WebSession, Webhook, WebhookAttempt []ent.Interceptor
+		APIKey, Account, Attachment, Binding, Blob, Connection, Conversation,
+		CreditEntry, DeviceRequest, Domain, Lease, LineAnswer, Message, PendingReceipt,
+		Project, ProviderState, WebSession, Webhook, WebhookAttempt []ent.Interceptor
 	}
 )
 

@@ -43,6 +43,14 @@ type Connection struct {
 	InboxKey *string `json:"inbox_key,omitempty"`
 	// channel:key that app-level provider events for this connection carry (a Slack team, a page); globally unique, cleared on delete
 	RouteKey *string `json:"route_key,omitempty"`
+	// the operator's line the connection is on, on a channel whose lines projects share (hosted WhatsApp, iMessage)
+	Line *string `json:"line,omitempty"`
+	// the code people send (join <code>) to bind themselves to the connection on its shared line; null on a dedicated line
+	JoinCode *string `json:"join_code,omitempty"`
+	// a link that opens the join message to the line; null when the channel has none or the line is dedicated
+	JoinLink *string `json:"join_link,omitempty"`
+	// channel:line:code of the join code; globally unique, cleared on delete
+	JoinKey *string `json:"join_key,omitempty"`
 	// while pending an install of the operator's app: where the person approves it
 	AuthorizeURL string `json:"authorize_url,omitempty"`
 	// the OAuth state of a pending install, bound to this connection; cleared when used
@@ -65,7 +73,7 @@ func (*Connection) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case connection.FieldConfig:
 			values[i] = new([]byte)
-		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldStatusReason, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress, connection.FieldInboxKey, connection.FieldRouteKey, connection.FieldAuthorizeURL, connection.FieldOauthState, connection.FieldWebhookURL, connection.FieldSessionOwner:
+		case connection.FieldID, connection.FieldProjectID, connection.FieldChannel, connection.FieldProvider, connection.FieldStatus, connection.FieldStatusReason, connection.FieldCustomerID, connection.FieldAgentID, connection.FieldName, connection.FieldAddress, connection.FieldInboxKey, connection.FieldRouteKey, connection.FieldLine, connection.FieldJoinCode, connection.FieldJoinLink, connection.FieldJoinKey, connection.FieldAuthorizeURL, connection.FieldOauthState, connection.FieldWebhookURL, connection.FieldSessionOwner:
 			values[i] = new(sql.NullString)
 		case connection.FieldCreatedAt, connection.FieldSessionUntil, connection.FieldDeletedAt:
 			values[i] = new(sql.NullTime)
@@ -169,6 +177,34 @@ func (_m *Connection) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.RouteKey = new(string)
 				*_m.RouteKey = value.String
+			}
+		case connection.FieldLine:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field line", values[i])
+			} else if value.Valid {
+				_m.Line = new(string)
+				*_m.Line = value.String
+			}
+		case connection.FieldJoinCode:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field join_code", values[i])
+			} else if value.Valid {
+				_m.JoinCode = new(string)
+				*_m.JoinCode = value.String
+			}
+		case connection.FieldJoinLink:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field join_link", values[i])
+			} else if value.Valid {
+				_m.JoinLink = new(string)
+				*_m.JoinLink = value.String
+			}
+		case connection.FieldJoinKey:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field join_key", values[i])
+			} else if value.Valid {
+				_m.JoinKey = new(string)
+				*_m.JoinKey = value.String
 			}
 		case connection.FieldAuthorizeURL:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -284,6 +320,26 @@ func (_m *Connection) String() string {
 	builder.WriteString(", ")
 	if v := _m.RouteKey; v != nil {
 		builder.WriteString("route_key=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.Line; v != nil {
+		builder.WriteString("line=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.JoinCode; v != nil {
+		builder.WriteString("join_code=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.JoinLink; v != nil {
+		builder.WriteString("join_link=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.JoinKey; v != nil {
+		builder.WriteString("join_key=")
 		builder.WriteString(*v)
 	}
 	builder.WriteString(", ")

@@ -165,6 +165,62 @@ func (_c *ConnectionCreate) SetNillableRouteKey(v *string) *ConnectionCreate {
 	return _c
 }
 
+// SetLine sets the "line" field.
+func (_c *ConnectionCreate) SetLine(v string) *ConnectionCreate {
+	_c.mutation.SetLine(v)
+	return _c
+}
+
+// SetNillableLine sets the "line" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableLine(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetLine(*v)
+	}
+	return _c
+}
+
+// SetJoinCode sets the "join_code" field.
+func (_c *ConnectionCreate) SetJoinCode(v string) *ConnectionCreate {
+	_c.mutation.SetJoinCode(v)
+	return _c
+}
+
+// SetNillableJoinCode sets the "join_code" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableJoinCode(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetJoinCode(*v)
+	}
+	return _c
+}
+
+// SetJoinLink sets the "join_link" field.
+func (_c *ConnectionCreate) SetJoinLink(v string) *ConnectionCreate {
+	_c.mutation.SetJoinLink(v)
+	return _c
+}
+
+// SetNillableJoinLink sets the "join_link" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableJoinLink(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetJoinLink(*v)
+	}
+	return _c
+}
+
+// SetJoinKey sets the "join_key" field.
+func (_c *ConnectionCreate) SetJoinKey(v string) *ConnectionCreate {
+	_c.mutation.SetJoinKey(v)
+	return _c
+}
+
+// SetNillableJoinKey sets the "join_key" field if the given value is not nil.
+func (_c *ConnectionCreate) SetNillableJoinKey(v *string) *ConnectionCreate {
+	if v != nil {
+		_c.SetJoinKey(*v)
+	}
+	return _c
+}
+
 // SetAuthorizeURL sets the "authorize_url" field.
 func (_c *ConnectionCreate) SetAuthorizeURL(v string) *ConnectionCreate {
 	_c.mutation.SetAuthorizeURL(v)
@@ -449,6 +505,22 @@ func (_c *ConnectionCreate) createSpec() (*Connection, *sqlgraph.CreateSpec) {
 		_spec.SetField(connection.FieldRouteKey, field.TypeString, value)
 		_node.RouteKey = &value
 	}
+	if value, ok := _c.mutation.Line(); ok {
+		_spec.SetField(connection.FieldLine, field.TypeString, value)
+		_node.Line = &value
+	}
+	if value, ok := _c.mutation.JoinCode(); ok {
+		_spec.SetField(connection.FieldJoinCode, field.TypeString, value)
+		_node.JoinCode = &value
+	}
+	if value, ok := _c.mutation.JoinLink(); ok {
+		_spec.SetField(connection.FieldJoinLink, field.TypeString, value)
+		_node.JoinLink = &value
+	}
+	if value, ok := _c.mutation.JoinKey(); ok {
+		_spec.SetField(connection.FieldJoinKey, field.TypeString, value)
+		_node.JoinKey = &value
+	}
 	if value, ok := _c.mutation.AuthorizeURL(); ok {
 		_spec.SetField(connection.FieldAuthorizeURL, field.TypeString, value)
 		_node.AuthorizeURL = value
@@ -645,6 +717,24 @@ func (u *ConnectionUpsert) ClearRouteKey() *ConnectionUpsert {
 	return u
 }
 
+// SetJoinKey sets the "join_key" field.
+func (u *ConnectionUpsert) SetJoinKey(v string) *ConnectionUpsert {
+	u.Set(connection.FieldJoinKey, v)
+	return u
+}
+
+// UpdateJoinKey sets the "join_key" field to the value that was provided on create.
+func (u *ConnectionUpsert) UpdateJoinKey() *ConnectionUpsert {
+	u.SetExcluded(connection.FieldJoinKey)
+	return u
+}
+
+// ClearJoinKey clears the value of the "join_key" field.
+func (u *ConnectionUpsert) ClearJoinKey() *ConnectionUpsert {
+	u.SetNull(connection.FieldJoinKey)
+	return u
+}
+
 // SetAuthorizeURL sets the "authorize_url" field.
 func (u *ConnectionUpsert) SetAuthorizeURL(v string) *ConnectionUpsert {
 	u.Set(connection.FieldAuthorizeURL, v)
@@ -787,6 +877,15 @@ func (u *ConnectionUpsertOne) UpdateNewValues() *ConnectionUpsertOne {
 		}
 		if _, exists := u.create.mutation.AgentID(); exists {
 			s.SetIgnore(connection.FieldAgentID)
+		}
+		if _, exists := u.create.mutation.Line(); exists {
+			s.SetIgnore(connection.FieldLine)
+		}
+		if _, exists := u.create.mutation.JoinCode(); exists {
+			s.SetIgnore(connection.FieldJoinCode)
+		}
+		if _, exists := u.create.mutation.JoinLink(); exists {
+			s.SetIgnore(connection.FieldJoinLink)
 		}
 	}))
 	return u
@@ -956,6 +1055,27 @@ func (u *ConnectionUpsertOne) UpdateRouteKey() *ConnectionUpsertOne {
 func (u *ConnectionUpsertOne) ClearRouteKey() *ConnectionUpsertOne {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearRouteKey()
+	})
+}
+
+// SetJoinKey sets the "join_key" field.
+func (u *ConnectionUpsertOne) SetJoinKey(v string) *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetJoinKey(v)
+	})
+}
+
+// UpdateJoinKey sets the "join_key" field to the value that was provided on create.
+func (u *ConnectionUpsertOne) UpdateJoinKey() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateJoinKey()
+	})
+}
+
+// ClearJoinKey clears the value of the "join_key" field.
+func (u *ConnectionUpsertOne) ClearJoinKey() *ConnectionUpsertOne {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearJoinKey()
 	})
 }
 
@@ -1286,6 +1406,15 @@ func (u *ConnectionUpsertBulk) UpdateNewValues() *ConnectionUpsertBulk {
 			if _, exists := b.mutation.AgentID(); exists {
 				s.SetIgnore(connection.FieldAgentID)
 			}
+			if _, exists := b.mutation.Line(); exists {
+				s.SetIgnore(connection.FieldLine)
+			}
+			if _, exists := b.mutation.JoinCode(); exists {
+				s.SetIgnore(connection.FieldJoinCode)
+			}
+			if _, exists := b.mutation.JoinLink(); exists {
+				s.SetIgnore(connection.FieldJoinLink)
+			}
 		}
 	}))
 	return u
@@ -1455,6 +1584,27 @@ func (u *ConnectionUpsertBulk) UpdateRouteKey() *ConnectionUpsertBulk {
 func (u *ConnectionUpsertBulk) ClearRouteKey() *ConnectionUpsertBulk {
 	return u.Update(func(s *ConnectionUpsert) {
 		s.ClearRouteKey()
+	})
+}
+
+// SetJoinKey sets the "join_key" field.
+func (u *ConnectionUpsertBulk) SetJoinKey(v string) *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.SetJoinKey(v)
+	})
+}
+
+// UpdateJoinKey sets the "join_key" field to the value that was provided on create.
+func (u *ConnectionUpsertBulk) UpdateJoinKey() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.UpdateJoinKey()
+	})
+}
+
+// ClearJoinKey clears the value of the "join_key" field.
+func (u *ConnectionUpsertBulk) ClearJoinKey() *ConnectionUpsertBulk {
+	return u.Update(func(s *ConnectionUpsert) {
+		s.ClearJoinKey()
 	})
 }
 

@@ -154,6 +154,26 @@ func (_u *ConnectionUpdate) ClearRouteKey() *ConnectionUpdate {
 	return _u
 }
 
+// SetJoinKey sets the "join_key" field.
+func (_u *ConnectionUpdate) SetJoinKey(v string) *ConnectionUpdate {
+	_u.mutation.SetJoinKey(v)
+	return _u
+}
+
+// SetNillableJoinKey sets the "join_key" field if the given value is not nil.
+func (_u *ConnectionUpdate) SetNillableJoinKey(v *string) *ConnectionUpdate {
+	if v != nil {
+		_u.SetJoinKey(*v)
+	}
+	return _u
+}
+
+// ClearJoinKey clears the value of the "join_key" field.
+func (_u *ConnectionUpdate) ClearJoinKey() *ConnectionUpdate {
+	_u.mutation.ClearJoinKey()
+	return _u
+}
+
 // SetAuthorizeURL sets the "authorize_url" field.
 func (_u *ConnectionUpdate) SetAuthorizeURL(v string) *ConnectionUpdate {
 	_u.mutation.SetAuthorizeURL(v)
@@ -375,6 +395,21 @@ func (_u *ConnectionUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	if _u.mutation.RouteKeyCleared() {
 		_spec.ClearField(connection.FieldRouteKey, field.TypeString)
 	}
+	if _u.mutation.LineCleared() {
+		_spec.ClearField(connection.FieldLine, field.TypeString)
+	}
+	if _u.mutation.JoinCodeCleared() {
+		_spec.ClearField(connection.FieldJoinCode, field.TypeString)
+	}
+	if _u.mutation.JoinLinkCleared() {
+		_spec.ClearField(connection.FieldJoinLink, field.TypeString)
+	}
+	if value, ok := _u.mutation.JoinKey(); ok {
+		_spec.SetField(connection.FieldJoinKey, field.TypeString, value)
+	}
+	if _u.mutation.JoinKeyCleared() {
+		_spec.ClearField(connection.FieldJoinKey, field.TypeString)
+	}
 	if value, ok := _u.mutation.AuthorizeURL(); ok {
 		_spec.SetField(connection.FieldAuthorizeURL, field.TypeString, value)
 	}
@@ -554,6 +589,26 @@ func (_u *ConnectionUpdateOne) SetNillableRouteKey(v *string) *ConnectionUpdateO
 // ClearRouteKey clears the value of the "route_key" field.
 func (_u *ConnectionUpdateOne) ClearRouteKey() *ConnectionUpdateOne {
 	_u.mutation.ClearRouteKey()
+	return _u
+}
+
+// SetJoinKey sets the "join_key" field.
+func (_u *ConnectionUpdateOne) SetJoinKey(v string) *ConnectionUpdateOne {
+	_u.mutation.SetJoinKey(v)
+	return _u
+}
+
+// SetNillableJoinKey sets the "join_key" field if the given value is not nil.
+func (_u *ConnectionUpdateOne) SetNillableJoinKey(v *string) *ConnectionUpdateOne {
+	if v != nil {
+		_u.SetJoinKey(*v)
+	}
+	return _u
+}
+
+// ClearJoinKey clears the value of the "join_key" field.
+func (_u *ConnectionUpdateOne) ClearJoinKey() *ConnectionUpdateOne {
+	_u.mutation.ClearJoinKey()
 	return _u
 }
 
@@ -807,6 +862,21 @@ func (_u *ConnectionUpdateOne) sqlSave(ctx context.Context) (_node *Connection, 
 	}
 	if _u.mutation.RouteKeyCleared() {
 		_spec.ClearField(connection.FieldRouteKey, field.TypeString)
+	}
+	if _u.mutation.LineCleared() {
+		_spec.ClearField(connection.FieldLine, field.TypeString)
+	}
+	if _u.mutation.JoinCodeCleared() {
+		_spec.ClearField(connection.FieldJoinCode, field.TypeString)
+	}
+	if _u.mutation.JoinLinkCleared() {
+		_spec.ClearField(connection.FieldJoinLink, field.TypeString)
+	}
+	if value, ok := _u.mutation.JoinKey(); ok {
+		_spec.SetField(connection.FieldJoinKey, field.TypeString, value)
+	}
+	if _u.mutation.JoinKeyCleared() {
+		_spec.ClearField(connection.FieldJoinKey, field.TypeString)
 	}
 	if value, ok := _u.mutation.AuthorizeURL(); ok {
 		_spec.SetField(connection.FieldAuthorizeURL, field.TypeString, value)

@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
+	"github.com/comm-gateway/comm/ent/binding"
 	"github.com/comm-gateway/comm/ent/blob"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
@@ -22,6 +23,7 @@ import (
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
+	"github.com/comm-gateway/comm/ent/lineanswer"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/project"
@@ -92,6 +94,7 @@ func checkColumn(t, c string) error {
 			apikey.Table:         apikey.ValidColumn,
 			account.Table:        account.ValidColumn,
 			attachment.Table:     attachment.ValidColumn,
+			binding.Table:        binding.ValidColumn,
 			blob.Table:           blob.ValidColumn,
 			connection.Table:     connection.ValidColumn,
 			conversation.Table:   conversation.ValidColumn,
@@ -99,6 +102,7 @@ func checkColumn(t, c string) error {
 			devicerequest.Table:  devicerequest.ValidColumn,
 			domain.Table:         domain.ValidColumn,
 			lease.Table:          lease.ValidColumn,
+			lineanswer.Table:     lineanswer.ValidColumn,
 			message.Table:        message.ValidColumn,
 			pendingreceipt.Table: pendingreceipt.ValidColumn,
 			project.Table:        project.ValidColumn,

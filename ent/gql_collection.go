@@ -74,6 +74,21 @@ func (_q *ConnectionQuery) collectField(ctx context.Context, oneNode bool, opCtx
 				selectedFields = append(selectedFields, connection.FieldAddress)
 				fieldSeen[connection.FieldAddress] = struct{}{}
 			}
+		case "line":
+			if _, ok := fieldSeen[connection.FieldLine]; !ok {
+				selectedFields = append(selectedFields, connection.FieldLine)
+				fieldSeen[connection.FieldLine] = struct{}{}
+			}
+		case "joinCode":
+			if _, ok := fieldSeen[connection.FieldJoinCode]; !ok {
+				selectedFields = append(selectedFields, connection.FieldJoinCode)
+				fieldSeen[connection.FieldJoinCode] = struct{}{}
+			}
+		case "joinLink":
+			if _, ok := fieldSeen[connection.FieldJoinLink]; !ok {
+				selectedFields = append(selectedFields, connection.FieldJoinLink)
+				fieldSeen[connection.FieldJoinLink] = struct{}{}
+			}
 		case "authorizeURL":
 			if _, ok := fieldSeen[connection.FieldAuthorizeURL]; !ok {
 				selectedFields = append(selectedFields, connection.FieldAuthorizeURL)

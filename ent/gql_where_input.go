@@ -154,6 +154,57 @@ type ConnectionWhereInput struct {
 	AddressEqualFold    *string  `json:"addressEqualFold,omitempty"`
 	AddressContainsFold *string  `json:"addressContainsFold,omitempty"`
 
+	// "line" field predicates.
+	Line             *string  `json:"line,omitempty"`
+	LineNEQ          *string  `json:"lineNEQ,omitempty"`
+	LineIn           []string `json:"lineIn,omitempty"`
+	LineNotIn        []string `json:"lineNotIn,omitempty"`
+	LineGT           *string  `json:"lineGT,omitempty"`
+	LineGTE          *string  `json:"lineGTE,omitempty"`
+	LineLT           *string  `json:"lineLT,omitempty"`
+	LineLTE          *string  `json:"lineLTE,omitempty"`
+	LineContains     *string  `json:"lineContains,omitempty"`
+	LineHasPrefix    *string  `json:"lineHasPrefix,omitempty"`
+	LineHasSuffix    *string  `json:"lineHasSuffix,omitempty"`
+	LineIsNil        bool     `json:"lineIsNil,omitempty"`
+	LineNotNil       bool     `json:"lineNotNil,omitempty"`
+	LineEqualFold    *string  `json:"lineEqualFold,omitempty"`
+	LineContainsFold *string  `json:"lineContainsFold,omitempty"`
+
+	// "join_code" field predicates.
+	JoinCode             *string  `json:"joinCode,omitempty"`
+	JoinCodeNEQ          *string  `json:"joinCodeNEQ,omitempty"`
+	JoinCodeIn           []string `json:"joinCodeIn,omitempty"`
+	JoinCodeNotIn        []string `json:"joinCodeNotIn,omitempty"`
+	JoinCodeGT           *string  `json:"joinCodeGT,omitempty"`
+	JoinCodeGTE          *string  `json:"joinCodeGTE,omitempty"`
+	JoinCodeLT           *string  `json:"joinCodeLT,omitempty"`
+	JoinCodeLTE          *string  `json:"joinCodeLTE,omitempty"`
+	JoinCodeContains     *string  `json:"joinCodeContains,omitempty"`
+	JoinCodeHasPrefix    *string  `json:"joinCodeHasPrefix,omitempty"`
+	JoinCodeHasSuffix    *string  `json:"joinCodeHasSuffix,omitempty"`
+	JoinCodeIsNil        bool     `json:"joinCodeIsNil,omitempty"`
+	JoinCodeNotNil       bool     `json:"joinCodeNotNil,omitempty"`
+	JoinCodeEqualFold    *string  `json:"joinCodeEqualFold,omitempty"`
+	JoinCodeContainsFold *string  `json:"joinCodeContainsFold,omitempty"`
+
+	// "join_link" field predicates.
+	JoinLink             *string  `json:"joinLink,omitempty"`
+	JoinLinkNEQ          *string  `json:"joinLinkNEQ,omitempty"`
+	JoinLinkIn           []string `json:"joinLinkIn,omitempty"`
+	JoinLinkNotIn        []string `json:"joinLinkNotIn,omitempty"`
+	JoinLinkGT           *string  `json:"joinLinkGT,omitempty"`
+	JoinLinkGTE          *string  `json:"joinLinkGTE,omitempty"`
+	JoinLinkLT           *string  `json:"joinLinkLT,omitempty"`
+	JoinLinkLTE          *string  `json:"joinLinkLTE,omitempty"`
+	JoinLinkContains     *string  `json:"joinLinkContains,omitempty"`
+	JoinLinkHasPrefix    *string  `json:"joinLinkHasPrefix,omitempty"`
+	JoinLinkHasSuffix    *string  `json:"joinLinkHasSuffix,omitempty"`
+	JoinLinkIsNil        bool     `json:"joinLinkIsNil,omitempty"`
+	JoinLinkNotNil       bool     `json:"joinLinkNotNil,omitempty"`
+	JoinLinkEqualFold    *string  `json:"joinLinkEqualFold,omitempty"`
+	JoinLinkContainsFold *string  `json:"joinLinkContainsFold,omitempty"`
+
 	// "authorize_url" field predicates.
 	AuthorizeURL             *string  `json:"authorizeURL,omitempty"`
 	AuthorizeURLNEQ          *string  `json:"authorizeURLNEQ,omitempty"`
@@ -604,6 +655,141 @@ func (i *ConnectionWhereInput) P() (predicate.Connection, error) {
 	}
 	if i.AddressContainsFold != nil {
 		predicates = append(predicates, connection.AddressContainsFold(*i.AddressContainsFold))
+	}
+	if i.Line != nil {
+		predicates = append(predicates, connection.LineEQ(*i.Line))
+	}
+	if i.LineNEQ != nil {
+		predicates = append(predicates, connection.LineNEQ(*i.LineNEQ))
+	}
+	if len(i.LineIn) > 0 {
+		predicates = append(predicates, connection.LineIn(i.LineIn...))
+	}
+	if len(i.LineNotIn) > 0 {
+		predicates = append(predicates, connection.LineNotIn(i.LineNotIn...))
+	}
+	if i.LineGT != nil {
+		predicates = append(predicates, connection.LineGT(*i.LineGT))
+	}
+	if i.LineGTE != nil {
+		predicates = append(predicates, connection.LineGTE(*i.LineGTE))
+	}
+	if i.LineLT != nil {
+		predicates = append(predicates, connection.LineLT(*i.LineLT))
+	}
+	if i.LineLTE != nil {
+		predicates = append(predicates, connection.LineLTE(*i.LineLTE))
+	}
+	if i.LineContains != nil {
+		predicates = append(predicates, connection.LineContains(*i.LineContains))
+	}
+	if i.LineHasPrefix != nil {
+		predicates = append(predicates, connection.LineHasPrefix(*i.LineHasPrefix))
+	}
+	if i.LineHasSuffix != nil {
+		predicates = append(predicates, connection.LineHasSuffix(*i.LineHasSuffix))
+	}
+	if i.LineIsNil {
+		predicates = append(predicates, connection.LineIsNil())
+	}
+	if i.LineNotNil {
+		predicates = append(predicates, connection.LineNotNil())
+	}
+	if i.LineEqualFold != nil {
+		predicates = append(predicates, connection.LineEqualFold(*i.LineEqualFold))
+	}
+	if i.LineContainsFold != nil {
+		predicates = append(predicates, connection.LineContainsFold(*i.LineContainsFold))
+	}
+	if i.JoinCode != nil {
+		predicates = append(predicates, connection.JoinCodeEQ(*i.JoinCode))
+	}
+	if i.JoinCodeNEQ != nil {
+		predicates = append(predicates, connection.JoinCodeNEQ(*i.JoinCodeNEQ))
+	}
+	if len(i.JoinCodeIn) > 0 {
+		predicates = append(predicates, connection.JoinCodeIn(i.JoinCodeIn...))
+	}
+	if len(i.JoinCodeNotIn) > 0 {
+		predicates = append(predicates, connection.JoinCodeNotIn(i.JoinCodeNotIn...))
+	}
+	if i.JoinCodeGT != nil {
+		predicates = append(predicates, connection.JoinCodeGT(*i.JoinCodeGT))
+	}
+	if i.JoinCodeGTE != nil {
+		predicates = append(predicates, connection.JoinCodeGTE(*i.JoinCodeGTE))
+	}
+	if i.JoinCodeLT != nil {
+		predicates = append(predicates, connection.JoinCodeLT(*i.JoinCodeLT))
+	}
+	if i.JoinCodeLTE != nil {
+		predicates = append(predicates, connection.JoinCodeLTE(*i.JoinCodeLTE))
+	}
+	if i.JoinCodeContains != nil {
+		predicates = append(predicates, connection.JoinCodeContains(*i.JoinCodeContains))
+	}
+	if i.JoinCodeHasPrefix != nil {
+		predicates = append(predicates, connection.JoinCodeHasPrefix(*i.JoinCodeHasPrefix))
+	}
+	if i.JoinCodeHasSuffix != nil {
+		predicates = append(predicates, connection.JoinCodeHasSuffix(*i.JoinCodeHasSuffix))
+	}
+	if i.JoinCodeIsNil {
+		predicates = append(predicates, connection.JoinCodeIsNil())
+	}
+	if i.JoinCodeNotNil {
+		predicates = append(predicates, connection.JoinCodeNotNil())
+	}
+	if i.JoinCodeEqualFold != nil {
+		predicates = append(predicates, connection.JoinCodeEqualFold(*i.JoinCodeEqualFold))
+	}
+	if i.JoinCodeContainsFold != nil {
+		predicates = append(predicates, connection.JoinCodeContainsFold(*i.JoinCodeContainsFold))
+	}
+	if i.JoinLink != nil {
+		predicates = append(predicates, connection.JoinLinkEQ(*i.JoinLink))
+	}
+	if i.JoinLinkNEQ != nil {
+		predicates = append(predicates, connection.JoinLinkNEQ(*i.JoinLinkNEQ))
+	}
+	if len(i.JoinLinkIn) > 0 {
+		predicates = append(predicates, connection.JoinLinkIn(i.JoinLinkIn...))
+	}
+	if len(i.JoinLinkNotIn) > 0 {
+		predicates = append(predicates, connection.JoinLinkNotIn(i.JoinLinkNotIn...))
+	}
+	if i.JoinLinkGT != nil {
+		predicates = append(predicates, connection.JoinLinkGT(*i.JoinLinkGT))
+	}
+	if i.JoinLinkGTE != nil {
+		predicates = append(predicates, connection.JoinLinkGTE(*i.JoinLinkGTE))
+	}
+	if i.JoinLinkLT != nil {
+		predicates = append(predicates, connection.JoinLinkLT(*i.JoinLinkLT))
+	}
+	if i.JoinLinkLTE != nil {
+		predicates = append(predicates, connection.JoinLinkLTE(*i.JoinLinkLTE))
+	}
+	if i.JoinLinkContains != nil {
+		predicates = append(predicates, connection.JoinLinkContains(*i.JoinLinkContains))
+	}
+	if i.JoinLinkHasPrefix != nil {
+		predicates = append(predicates, connection.JoinLinkHasPrefix(*i.JoinLinkHasPrefix))
+	}
+	if i.JoinLinkHasSuffix != nil {
+		predicates = append(predicates, connection.JoinLinkHasSuffix(*i.JoinLinkHasSuffix))
+	}
+	if i.JoinLinkIsNil {
+		predicates = append(predicates, connection.JoinLinkIsNil())
+	}
+	if i.JoinLinkNotNil {
+		predicates = append(predicates, connection.JoinLinkNotNil())
+	}
+	if i.JoinLinkEqualFold != nil {
+		predicates = append(predicates, connection.JoinLinkEqualFold(*i.JoinLinkEqualFold))
+	}
+	if i.JoinLinkContainsFold != nil {
+		predicates = append(predicates, connection.JoinLinkContainsFold(*i.JoinLinkContainsFold))
 	}
 	if i.AuthorizeURL != nil {
 		predicates = append(predicates, connection.AuthorizeURLEQ(*i.AuthorizeURL))

@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
+	"github.com/comm-gateway/comm/ent/binding"
 	"github.com/comm-gateway/comm/ent/blob"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
@@ -22,6 +23,7 @@ import (
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
+	"github.com/comm-gateway/comm/ent/lineanswer"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/predicate"
@@ -44,6 +46,7 @@ const (
 	TypeAPIKey         = "APIKey"
 	TypeAccount        = "Account"
 	TypeAttachment     = "Attachment"
+	TypeBinding        = "Binding"
 	TypeBlob           = "Blob"
 	TypeConnection     = "Connection"
 	TypeConversation   = "Conversation"
@@ -51,6 +54,7 @@ const (
 	TypeDeviceRequest  = "DeviceRequest"
 	TypeDomain         = "Domain"
 	TypeLease          = "Lease"
+	TypeLineAnswer     = "LineAnswer"
 	TypeMessage        = "Message"
 	TypePendingReceipt = "PendingReceipt"
 	TypeProject        = "Project"
@@ -2406,6 +2410,738 @@ func (m *AttachmentMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Attachment edge %s", name)
 }
 
+// BindingMutation represents an operation that mutates the Binding nodes in the graph.
+type BindingMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	created_at    *time.Time
+	project_id    *string
+	channel       *string
+	provider      *string
+	line          *string
+	person        *string
+	connection_id *string
+	scope_key     *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*Binding, error)
+	predicates    []predicate.Binding
+}
+
+var _ ent.Mutation = (*BindingMutation)(nil)
+
+// bindingOption allows management of the mutation configuration using functional options.
+type bindingOption func(*BindingMutation)
+
+// newBindingMutation creates new mutation for the Binding entity.
+func newBindingMutation(c config, op Op, opts ...bindingOption) *BindingMutation {
+	m := &BindingMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeBinding,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withBindingID sets the ID field of the mutation.
+func withBindingID(id string) bindingOption {
+	return func(m *BindingMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Binding
+		)
+		m.oldValue = func(ctx context.Context) (*Binding, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Binding.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withBinding sets the old Binding of the mutation.
+func withBinding(node *Binding) bindingOption {
+	return func(m *BindingMutation) {
+		m.oldValue = func(context.Context) (*Binding, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m BindingMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m BindingMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Binding entities.
+func (m *BindingMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *BindingMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *BindingMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Binding.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *BindingMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *BindingMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Binding entity.
+// If the Binding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BindingMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *BindingMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetProjectID sets the "project_id" field.
+func (m *BindingMutation) SetProjectID(s string) {
+	m.project_id = &s
+}
+
+// ProjectID returns the value of the "project_id" field in the mutation.
+func (m *BindingMutation) ProjectID() (r string, exists bool) {
+	v := m.project_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProjectID returns the old "project_id" field's value of the Binding entity.
+// If the Binding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BindingMutation) OldProjectID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProjectID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProjectID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProjectID: %w", err)
+	}
+	return oldValue.ProjectID, nil
+}
+
+// ResetProjectID resets all changes to the "project_id" field.
+func (m *BindingMutation) ResetProjectID() {
+	m.project_id = nil
+}
+
+// SetChannel sets the "channel" field.
+func (m *BindingMutation) SetChannel(s string) {
+	m.channel = &s
+}
+
+// Channel returns the value of the "channel" field in the mutation.
+func (m *BindingMutation) Channel() (r string, exists bool) {
+	v := m.channel
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldChannel returns the old "channel" field's value of the Binding entity.
+// If the Binding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BindingMutation) OldChannel(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldChannel is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldChannel requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldChannel: %w", err)
+	}
+	return oldValue.Channel, nil
+}
+
+// ResetChannel resets all changes to the "channel" field.
+func (m *BindingMutation) ResetChannel() {
+	m.channel = nil
+}
+
+// SetProvider sets the "provider" field.
+func (m *BindingMutation) SetProvider(s string) {
+	m.provider = &s
+}
+
+// Provider returns the value of the "provider" field in the mutation.
+func (m *BindingMutation) Provider() (r string, exists bool) {
+	v := m.provider
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProvider returns the old "provider" field's value of the Binding entity.
+// If the Binding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BindingMutation) OldProvider(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProvider is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProvider requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProvider: %w", err)
+	}
+	return oldValue.Provider, nil
+}
+
+// ClearProvider clears the value of the "provider" field.
+func (m *BindingMutation) ClearProvider() {
+	m.provider = nil
+	m.clearedFields[binding.FieldProvider] = struct{}{}
+}
+
+// ProviderCleared returns if the "provider" field was cleared in this mutation.
+func (m *BindingMutation) ProviderCleared() bool {
+	_, ok := m.clearedFields[binding.FieldProvider]
+	return ok
+}
+
+// ResetProvider resets all changes to the "provider" field.
+func (m *BindingMutation) ResetProvider() {
+	m.provider = nil
+	delete(m.clearedFields, binding.FieldProvider)
+}
+
+// SetLine sets the "line" field.
+func (m *BindingMutation) SetLine(s string) {
+	m.line = &s
+}
+
+// Line returns the value of the "line" field in the mutation.
+func (m *BindingMutation) Line() (r string, exists bool) {
+	v := m.line
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLine returns the old "line" field's value of the Binding entity.
+// If the Binding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BindingMutation) OldLine(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLine is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLine requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLine: %w", err)
+	}
+	return oldValue.Line, nil
+}
+
+// ResetLine resets all changes to the "line" field.
+func (m *BindingMutation) ResetLine() {
+	m.line = nil
+}
+
+// SetPerson sets the "person" field.
+func (m *BindingMutation) SetPerson(s string) {
+	m.person = &s
+}
+
+// Person returns the value of the "person" field in the mutation.
+func (m *BindingMutation) Person() (r string, exists bool) {
+	v := m.person
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPerson returns the old "person" field's value of the Binding entity.
+// If the Binding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BindingMutation) OldPerson(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPerson is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPerson requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPerson: %w", err)
+	}
+	return oldValue.Person, nil
+}
+
+// ResetPerson resets all changes to the "person" field.
+func (m *BindingMutation) ResetPerson() {
+	m.person = nil
+}
+
+// SetConnectionID sets the "connection_id" field.
+func (m *BindingMutation) SetConnectionID(s string) {
+	m.connection_id = &s
+}
+
+// ConnectionID returns the value of the "connection_id" field in the mutation.
+func (m *BindingMutation) ConnectionID() (r string, exists bool) {
+	v := m.connection_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConnectionID returns the old "connection_id" field's value of the Binding entity.
+// If the Binding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BindingMutation) OldConnectionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConnectionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConnectionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConnectionID: %w", err)
+	}
+	return oldValue.ConnectionID, nil
+}
+
+// ResetConnectionID resets all changes to the "connection_id" field.
+func (m *BindingMutation) ResetConnectionID() {
+	m.connection_id = nil
+}
+
+// SetScopeKey sets the "scope_key" field.
+func (m *BindingMutation) SetScopeKey(s string) {
+	m.scope_key = &s
+}
+
+// ScopeKey returns the value of the "scope_key" field in the mutation.
+func (m *BindingMutation) ScopeKey() (r string, exists bool) {
+	v := m.scope_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldScopeKey returns the old "scope_key" field's value of the Binding entity.
+// If the Binding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BindingMutation) OldScopeKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldScopeKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldScopeKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldScopeKey: %w", err)
+	}
+	return oldValue.ScopeKey, nil
+}
+
+// ResetScopeKey resets all changes to the "scope_key" field.
+func (m *BindingMutation) ResetScopeKey() {
+	m.scope_key = nil
+}
+
+// Where appends a list predicates to the BindingMutation builder.
+func (m *BindingMutation) Where(ps ...predicate.Binding) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the BindingMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *BindingMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Binding, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *BindingMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *BindingMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Binding).
+func (m *BindingMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *BindingMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.created_at != nil {
+		fields = append(fields, binding.FieldCreatedAt)
+	}
+	if m.project_id != nil {
+		fields = append(fields, binding.FieldProjectID)
+	}
+	if m.channel != nil {
+		fields = append(fields, binding.FieldChannel)
+	}
+	if m.provider != nil {
+		fields = append(fields, binding.FieldProvider)
+	}
+	if m.line != nil {
+		fields = append(fields, binding.FieldLine)
+	}
+	if m.person != nil {
+		fields = append(fields, binding.FieldPerson)
+	}
+	if m.connection_id != nil {
+		fields = append(fields, binding.FieldConnectionID)
+	}
+	if m.scope_key != nil {
+		fields = append(fields, binding.FieldScopeKey)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *BindingMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case binding.FieldCreatedAt:
+		return m.CreatedAt()
+	case binding.FieldProjectID:
+		return m.ProjectID()
+	case binding.FieldChannel:
+		return m.Channel()
+	case binding.FieldProvider:
+		return m.Provider()
+	case binding.FieldLine:
+		return m.Line()
+	case binding.FieldPerson:
+		return m.Person()
+	case binding.FieldConnectionID:
+		return m.ConnectionID()
+	case binding.FieldScopeKey:
+		return m.ScopeKey()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *BindingMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case binding.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case binding.FieldProjectID:
+		return m.OldProjectID(ctx)
+	case binding.FieldChannel:
+		return m.OldChannel(ctx)
+	case binding.FieldProvider:
+		return m.OldProvider(ctx)
+	case binding.FieldLine:
+		return m.OldLine(ctx)
+	case binding.FieldPerson:
+		return m.OldPerson(ctx)
+	case binding.FieldConnectionID:
+		return m.OldConnectionID(ctx)
+	case binding.FieldScopeKey:
+		return m.OldScopeKey(ctx)
+	}
+	return nil, fmt.Errorf("unknown Binding field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BindingMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case binding.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case binding.FieldProjectID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProjectID(v)
+		return nil
+	case binding.FieldChannel:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetChannel(v)
+		return nil
+	case binding.FieldProvider:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProvider(v)
+		return nil
+	case binding.FieldLine:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLine(v)
+		return nil
+	case binding.FieldPerson:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPerson(v)
+		return nil
+	case binding.FieldConnectionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConnectionID(v)
+		return nil
+	case binding.FieldScopeKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetScopeKey(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Binding field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *BindingMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *BindingMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BindingMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Binding numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *BindingMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(binding.FieldProvider) {
+		fields = append(fields, binding.FieldProvider)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *BindingMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *BindingMutation) ClearField(name string) error {
+	switch name {
+	case binding.FieldProvider:
+		m.ClearProvider()
+		return nil
+	}
+	return fmt.Errorf("unknown Binding nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *BindingMutation) ResetField(name string) error {
+	switch name {
+	case binding.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case binding.FieldProjectID:
+		m.ResetProjectID()
+		return nil
+	case binding.FieldChannel:
+		m.ResetChannel()
+		return nil
+	case binding.FieldProvider:
+		m.ResetProvider()
+		return nil
+	case binding.FieldLine:
+		m.ResetLine()
+		return nil
+	case binding.FieldPerson:
+		m.ResetPerson()
+		return nil
+	case binding.FieldConnectionID:
+		m.ResetConnectionID()
+		return nil
+	case binding.FieldScopeKey:
+		m.ResetScopeKey()
+		return nil
+	}
+	return fmt.Errorf("unknown Binding field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *BindingMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *BindingMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *BindingMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *BindingMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *BindingMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *BindingMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *BindingMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Binding unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *BindingMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Binding edge %s", name)
+}
+
 // BlobMutation represents an operation that mutates the Blob nodes in the graph.
 type BlobMutation struct {
 	config
@@ -2901,6 +3637,10 @@ type ConnectionMutation struct {
 	address       *string
 	inbox_key     *string
 	route_key     *string
+	line          *string
+	join_code     *string
+	join_link     *string
+	join_key      *string
 	authorize_url *string
 	oauth_state   *string
 	webhook_url   *string
@@ -3576,6 +4316,202 @@ func (m *ConnectionMutation) ResetRouteKey() {
 	delete(m.clearedFields, connection.FieldRouteKey)
 }
 
+// SetLine sets the "line" field.
+func (m *ConnectionMutation) SetLine(s string) {
+	m.line = &s
+}
+
+// Line returns the value of the "line" field in the mutation.
+func (m *ConnectionMutation) Line() (r string, exists bool) {
+	v := m.line
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLine returns the old "line" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldLine(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLine is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLine requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLine: %w", err)
+	}
+	return oldValue.Line, nil
+}
+
+// ClearLine clears the value of the "line" field.
+func (m *ConnectionMutation) ClearLine() {
+	m.line = nil
+	m.clearedFields[connection.FieldLine] = struct{}{}
+}
+
+// LineCleared returns if the "line" field was cleared in this mutation.
+func (m *ConnectionMutation) LineCleared() bool {
+	_, ok := m.clearedFields[connection.FieldLine]
+	return ok
+}
+
+// ResetLine resets all changes to the "line" field.
+func (m *ConnectionMutation) ResetLine() {
+	m.line = nil
+	delete(m.clearedFields, connection.FieldLine)
+}
+
+// SetJoinCode sets the "join_code" field.
+func (m *ConnectionMutation) SetJoinCode(s string) {
+	m.join_code = &s
+}
+
+// JoinCode returns the value of the "join_code" field in the mutation.
+func (m *ConnectionMutation) JoinCode() (r string, exists bool) {
+	v := m.join_code
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJoinCode returns the old "join_code" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldJoinCode(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJoinCode is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJoinCode requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJoinCode: %w", err)
+	}
+	return oldValue.JoinCode, nil
+}
+
+// ClearJoinCode clears the value of the "join_code" field.
+func (m *ConnectionMutation) ClearJoinCode() {
+	m.join_code = nil
+	m.clearedFields[connection.FieldJoinCode] = struct{}{}
+}
+
+// JoinCodeCleared returns if the "join_code" field was cleared in this mutation.
+func (m *ConnectionMutation) JoinCodeCleared() bool {
+	_, ok := m.clearedFields[connection.FieldJoinCode]
+	return ok
+}
+
+// ResetJoinCode resets all changes to the "join_code" field.
+func (m *ConnectionMutation) ResetJoinCode() {
+	m.join_code = nil
+	delete(m.clearedFields, connection.FieldJoinCode)
+}
+
+// SetJoinLink sets the "join_link" field.
+func (m *ConnectionMutation) SetJoinLink(s string) {
+	m.join_link = &s
+}
+
+// JoinLink returns the value of the "join_link" field in the mutation.
+func (m *ConnectionMutation) JoinLink() (r string, exists bool) {
+	v := m.join_link
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJoinLink returns the old "join_link" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldJoinLink(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJoinLink is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJoinLink requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJoinLink: %w", err)
+	}
+	return oldValue.JoinLink, nil
+}
+
+// ClearJoinLink clears the value of the "join_link" field.
+func (m *ConnectionMutation) ClearJoinLink() {
+	m.join_link = nil
+	m.clearedFields[connection.FieldJoinLink] = struct{}{}
+}
+
+// JoinLinkCleared returns if the "join_link" field was cleared in this mutation.
+func (m *ConnectionMutation) JoinLinkCleared() bool {
+	_, ok := m.clearedFields[connection.FieldJoinLink]
+	return ok
+}
+
+// ResetJoinLink resets all changes to the "join_link" field.
+func (m *ConnectionMutation) ResetJoinLink() {
+	m.join_link = nil
+	delete(m.clearedFields, connection.FieldJoinLink)
+}
+
+// SetJoinKey sets the "join_key" field.
+func (m *ConnectionMutation) SetJoinKey(s string) {
+	m.join_key = &s
+}
+
+// JoinKey returns the value of the "join_key" field in the mutation.
+func (m *ConnectionMutation) JoinKey() (r string, exists bool) {
+	v := m.join_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJoinKey returns the old "join_key" field's value of the Connection entity.
+// If the Connection object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConnectionMutation) OldJoinKey(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJoinKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJoinKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJoinKey: %w", err)
+	}
+	return oldValue.JoinKey, nil
+}
+
+// ClearJoinKey clears the value of the "join_key" field.
+func (m *ConnectionMutation) ClearJoinKey() {
+	m.join_key = nil
+	m.clearedFields[connection.FieldJoinKey] = struct{}{}
+}
+
+// JoinKeyCleared returns if the "join_key" field was cleared in this mutation.
+func (m *ConnectionMutation) JoinKeyCleared() bool {
+	_, ok := m.clearedFields[connection.FieldJoinKey]
+	return ok
+}
+
+// ResetJoinKey resets all changes to the "join_key" field.
+func (m *ConnectionMutation) ResetJoinKey() {
+	m.join_key = nil
+	delete(m.clearedFields, connection.FieldJoinKey)
+}
+
 // SetAuthorizeURL sets the "authorize_url" field.
 func (m *ConnectionMutation) SetAuthorizeURL(s string) {
 	m.authorize_url = &s
@@ -3904,7 +4840,7 @@ func (m *ConnectionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConnectionMutation) Fields() []string {
-	fields := make([]string, 0, 19)
+	fields := make([]string, 0, 23)
 	if m.created_at != nil {
 		fields = append(fields, connection.FieldCreatedAt)
 	}
@@ -3943,6 +4879,18 @@ func (m *ConnectionMutation) Fields() []string {
 	}
 	if m.route_key != nil {
 		fields = append(fields, connection.FieldRouteKey)
+	}
+	if m.line != nil {
+		fields = append(fields, connection.FieldLine)
+	}
+	if m.join_code != nil {
+		fields = append(fields, connection.FieldJoinCode)
+	}
+	if m.join_link != nil {
+		fields = append(fields, connection.FieldJoinLink)
+	}
+	if m.join_key != nil {
+		fields = append(fields, connection.FieldJoinKey)
 	}
 	if m.authorize_url != nil {
 		fields = append(fields, connection.FieldAuthorizeURL)
@@ -3996,6 +4944,14 @@ func (m *ConnectionMutation) Field(name string) (ent.Value, bool) {
 		return m.InboxKey()
 	case connection.FieldRouteKey:
 		return m.RouteKey()
+	case connection.FieldLine:
+		return m.Line()
+	case connection.FieldJoinCode:
+		return m.JoinCode()
+	case connection.FieldJoinLink:
+		return m.JoinLink()
+	case connection.FieldJoinKey:
+		return m.JoinKey()
 	case connection.FieldAuthorizeURL:
 		return m.AuthorizeURL()
 	case connection.FieldOauthState:
@@ -4043,6 +4999,14 @@ func (m *ConnectionMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldInboxKey(ctx)
 	case connection.FieldRouteKey:
 		return m.OldRouteKey(ctx)
+	case connection.FieldLine:
+		return m.OldLine(ctx)
+	case connection.FieldJoinCode:
+		return m.OldJoinCode(ctx)
+	case connection.FieldJoinLink:
+		return m.OldJoinLink(ctx)
+	case connection.FieldJoinKey:
+		return m.OldJoinKey(ctx)
 	case connection.FieldAuthorizeURL:
 		return m.OldAuthorizeURL(ctx)
 	case connection.FieldOauthState:
@@ -4155,6 +5119,34 @@ func (m *ConnectionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRouteKey(v)
 		return nil
+	case connection.FieldLine:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLine(v)
+		return nil
+	case connection.FieldJoinCode:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJoinCode(v)
+		return nil
+	case connection.FieldJoinLink:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJoinLink(v)
+		return nil
+	case connection.FieldJoinKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJoinKey(v)
+		return nil
 	case connection.FieldAuthorizeURL:
 		v, ok := value.(string)
 		if !ok {
@@ -4248,6 +5240,18 @@ func (m *ConnectionMutation) ClearedFields() []string {
 	if m.FieldCleared(connection.FieldRouteKey) {
 		fields = append(fields, connection.FieldRouteKey)
 	}
+	if m.FieldCleared(connection.FieldLine) {
+		fields = append(fields, connection.FieldLine)
+	}
+	if m.FieldCleared(connection.FieldJoinCode) {
+		fields = append(fields, connection.FieldJoinCode)
+	}
+	if m.FieldCleared(connection.FieldJoinLink) {
+		fields = append(fields, connection.FieldJoinLink)
+	}
+	if m.FieldCleared(connection.FieldJoinKey) {
+		fields = append(fields, connection.FieldJoinKey)
+	}
 	if m.FieldCleared(connection.FieldAuthorizeURL) {
 		fields = append(fields, connection.FieldAuthorizeURL)
 	}
@@ -4300,6 +5304,18 @@ func (m *ConnectionMutation) ClearField(name string) error {
 		return nil
 	case connection.FieldRouteKey:
 		m.ClearRouteKey()
+		return nil
+	case connection.FieldLine:
+		m.ClearLine()
+		return nil
+	case connection.FieldJoinCode:
+		m.ClearJoinCode()
+		return nil
+	case connection.FieldJoinLink:
+		m.ClearJoinLink()
+		return nil
+	case connection.FieldJoinKey:
+		m.ClearJoinKey()
 		return nil
 	case connection.FieldAuthorizeURL:
 		m.ClearAuthorizeURL()
@@ -4365,6 +5381,18 @@ func (m *ConnectionMutation) ResetField(name string) error {
 		return nil
 	case connection.FieldRouteKey:
 		m.ResetRouteKey()
+		return nil
+	case connection.FieldLine:
+		m.ResetLine()
+		return nil
+	case connection.FieldJoinCode:
+		m.ResetJoinCode()
+		return nil
+	case connection.FieldJoinLink:
+		m.ResetJoinLink()
+		return nil
+	case connection.FieldJoinKey:
+		m.ResetJoinKey()
 		return nil
 	case connection.FieldAuthorizeURL:
 		m.ResetAuthorizeURL()
@@ -8554,6 +9582,392 @@ func (m *LeaseMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *LeaseMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Lease edge %s", name)
+}
+
+// LineAnswerMutation represents an operation that mutates the LineAnswer nodes in the graph.
+type LineAnswerMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	line          *string
+	answered_at   *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*LineAnswer, error)
+	predicates    []predicate.LineAnswer
+}
+
+var _ ent.Mutation = (*LineAnswerMutation)(nil)
+
+// lineanswerOption allows management of the mutation configuration using functional options.
+type lineanswerOption func(*LineAnswerMutation)
+
+// newLineAnswerMutation creates new mutation for the LineAnswer entity.
+func newLineAnswerMutation(c config, op Op, opts ...lineanswerOption) *LineAnswerMutation {
+	m := &LineAnswerMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeLineAnswer,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withLineAnswerID sets the ID field of the mutation.
+func withLineAnswerID(id string) lineanswerOption {
+	return func(m *LineAnswerMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *LineAnswer
+		)
+		m.oldValue = func(ctx context.Context) (*LineAnswer, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().LineAnswer.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withLineAnswer sets the old LineAnswer of the mutation.
+func withLineAnswer(node *LineAnswer) lineanswerOption {
+	return func(m *LineAnswerMutation) {
+		m.oldValue = func(context.Context) (*LineAnswer, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m LineAnswerMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m LineAnswerMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of LineAnswer entities.
+func (m *LineAnswerMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *LineAnswerMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *LineAnswerMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().LineAnswer.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetLine sets the "line" field.
+func (m *LineAnswerMutation) SetLine(s string) {
+	m.line = &s
+}
+
+// Line returns the value of the "line" field in the mutation.
+func (m *LineAnswerMutation) Line() (r string, exists bool) {
+	v := m.line
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLine returns the old "line" field's value of the LineAnswer entity.
+// If the LineAnswer object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineAnswerMutation) OldLine(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLine is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLine requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLine: %w", err)
+	}
+	return oldValue.Line, nil
+}
+
+// ResetLine resets all changes to the "line" field.
+func (m *LineAnswerMutation) ResetLine() {
+	m.line = nil
+}
+
+// SetAnsweredAt sets the "answered_at" field.
+func (m *LineAnswerMutation) SetAnsweredAt(t time.Time) {
+	m.answered_at = &t
+}
+
+// AnsweredAt returns the value of the "answered_at" field in the mutation.
+func (m *LineAnswerMutation) AnsweredAt() (r time.Time, exists bool) {
+	v := m.answered_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAnsweredAt returns the old "answered_at" field's value of the LineAnswer entity.
+// If the LineAnswer object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineAnswerMutation) OldAnsweredAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAnsweredAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAnsweredAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAnsweredAt: %w", err)
+	}
+	return oldValue.AnsweredAt, nil
+}
+
+// ResetAnsweredAt resets all changes to the "answered_at" field.
+func (m *LineAnswerMutation) ResetAnsweredAt() {
+	m.answered_at = nil
+}
+
+// Where appends a list predicates to the LineAnswerMutation builder.
+func (m *LineAnswerMutation) Where(ps ...predicate.LineAnswer) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the LineAnswerMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *LineAnswerMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.LineAnswer, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *LineAnswerMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *LineAnswerMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (LineAnswer).
+func (m *LineAnswerMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *LineAnswerMutation) Fields() []string {
+	fields := make([]string, 0, 2)
+	if m.line != nil {
+		fields = append(fields, lineanswer.FieldLine)
+	}
+	if m.answered_at != nil {
+		fields = append(fields, lineanswer.FieldAnsweredAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *LineAnswerMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case lineanswer.FieldLine:
+		return m.Line()
+	case lineanswer.FieldAnsweredAt:
+		return m.AnsweredAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *LineAnswerMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case lineanswer.FieldLine:
+		return m.OldLine(ctx)
+	case lineanswer.FieldAnsweredAt:
+		return m.OldAnsweredAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown LineAnswer field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LineAnswerMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case lineanswer.FieldLine:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLine(v)
+		return nil
+	case lineanswer.FieldAnsweredAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAnsweredAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown LineAnswer field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *LineAnswerMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *LineAnswerMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LineAnswerMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown LineAnswer numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *LineAnswerMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *LineAnswerMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *LineAnswerMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown LineAnswer nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *LineAnswerMutation) ResetField(name string) error {
+	switch name {
+	case lineanswer.FieldLine:
+		m.ResetLine()
+		return nil
+	case lineanswer.FieldAnsweredAt:
+		m.ResetAnsweredAt()
+		return nil
+	}
+	return fmt.Errorf("unknown LineAnswer field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *LineAnswerMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *LineAnswerMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *LineAnswerMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *LineAnswerMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *LineAnswerMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *LineAnswerMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *LineAnswerMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown LineAnswer unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *LineAnswerMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown LineAnswer edge %s", name)
 }
 
 // MessageMutation represents an operation that mutates the Message nodes in the graph.

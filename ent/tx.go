@@ -20,6 +20,8 @@ type Tx struct {
 	Account *AccountClient
 	// Attachment is the client for interacting with the Attachment builders.
 	Attachment *AttachmentClient
+	// Binding is the client for interacting with the Binding builders.
+	Binding *BindingClient
 	// Blob is the client for interacting with the Blob builders.
 	Blob *BlobClient
 	// Connection is the client for interacting with the Connection builders.
@@ -34,6 +36,8 @@ type Tx struct {
 	Domain *DomainClient
 	// Lease is the client for interacting with the Lease builders.
 	Lease *LeaseClient
+	// LineAnswer is the client for interacting with the LineAnswer builders.
+	LineAnswer *LineAnswerClient
 	// Message is the client for interacting with the Message builders.
 	Message *MessageClient
 	// PendingReceipt is the client for interacting with the PendingReceipt builders.
@@ -182,6 +186,7 @@ func (tx *Tx) init() {
 	tx.APIKey = NewAPIKeyClient(tx.config)
 	tx.Account = NewAccountClient(tx.config)
 	tx.Attachment = NewAttachmentClient(tx.config)
+	tx.Binding = NewBindingClient(tx.config)
 	tx.Blob = NewBlobClient(tx.config)
 	tx.Connection = NewConnectionClient(tx.config)
 	tx.Conversation = NewConversationClient(tx.config)
@@ -189,6 +194,7 @@ func (tx *Tx) init() {
 	tx.DeviceRequest = NewDeviceRequestClient(tx.config)
 	tx.Domain = NewDomainClient(tx.config)
 	tx.Lease = NewLeaseClient(tx.config)
+	tx.LineAnswer = NewLineAnswerClient(tx.config)
 	tx.Message = NewMessageClient(tx.config)
 	tx.PendingReceipt = NewPendingReceiptClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)

@@ -81,14 +81,24 @@ type ComplexityRoot struct {
 		URL         func(childComplexity int) int
 	}
 
+	Binding struct {
+		CreatedAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Person    func(childComplexity int) int
+	}
+
 	Connection struct {
 		Address      func(childComplexity int) int
 		AgentID      func(childComplexity int) int
 		AuthorizeURL func(childComplexity int) int
+		Bindings     func(childComplexity int, after *string, limit *int) int
 		Channel      func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
 		CustomerID   func(childComplexity int) int
 		ID           func(childComplexity int) int
+		JoinCode     func(childComplexity int) int
+		JoinLink     func(childComplexity int) int
+		Line         func(childComplexity int) int
 		Name         func(childComplexity int) int
 		Provider     func(childComplexity int) int
 		Status       func(childComplexity int) int
@@ -248,6 +258,7 @@ type ComplexityRoot struct {
 		Send             func(childComplexity int, input SendInput) int
 		SetWebhook       func(childComplexity int, input WebhookInput) int
 		Typing           func(childComplexity int, messageID string) int
+		Unbind           func(childComplexity int, connectionID string, person string) int
 		VerifyDomain     func(childComplexity int, id string) int
 	}
 
@@ -363,8 +374,10 @@ type ConnectionResolver interface {
 
 	Name(ctx context.Context, obj *ent.Connection) (*string, error)
 	Address(ctx context.Context, obj *ent.Connection) (*string, error)
+
 	AuthorizeURL(ctx context.Context, obj *ent.Connection) (*string, error)
 	WebhookURL(ctx context.Context, obj *ent.Connection) (*string, error)
+	Bindings(ctx context.Context, obj *ent.Connection, after *string, limit *int) ([]*api.Binding, error)
 }
 type ConversationResolver interface {
 	TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error)
@@ -399,6 +412,7 @@ type MutationResolver interface {
 	DeleteDomain(ctx context.Context, id string) (bool, error)
 	CreateAPIKey(ctx context.Context, name *string) (*api.NewKey, error)
 	RevokeAPIKey(ctx context.Context, id string) (*api.Key, error)
+	Unbind(ctx context.Context, connectionID string, person string) (bool, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (ent.Noder, error)
@@ -597,6 +611,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Attachment.URL(childComplexity), true
 
+	case "Binding.createdAt":
+		if e.ComplexityRoot.Binding.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Binding.CreatedAt(childComplexity), true
+	case "Binding.id":
+		if e.ComplexityRoot.Binding.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Binding.ID(childComplexity), true
+	case "Binding.person":
+		if e.ComplexityRoot.Binding.Person == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Binding.Person(childComplexity), true
+
 	case "Connection.address":
 		if e.ComplexityRoot.Connection.Address == nil {
 			break
@@ -615,6 +648,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Connection.AuthorizeURL(childComplexity), true
+	case "Connection.bindings":
+		if e.ComplexityRoot.Connection.Bindings == nil {
+			break
+		}
+
+		args, err := ec.field_Connection_bindings_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Connection.Bindings(childComplexity, args["after"].(*string), args["limit"].(*int)), true
 	case "Connection.channel":
 		if e.ComplexityRoot.Connection.Channel == nil {
 			break
@@ -639,6 +683,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Connection.ID(childComplexity), true
+	case "Connection.joinCode":
+		if e.ComplexityRoot.Connection.JoinCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.JoinCode(childComplexity), true
+	case "Connection.joinLink":
+		if e.ComplexityRoot.Connection.JoinLink == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.JoinLink(childComplexity), true
+	case "Connection.line":
+		if e.ComplexityRoot.Connection.Line == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.Line(childComplexity), true
 	case "Connection.name":
 		if e.ComplexityRoot.Connection.Name == nil {
 			break
@@ -1352,6 +1414,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Typing(childComplexity, args["messageID"].(string)), true
+	case "Mutation.unbind":
+		if e.ComplexityRoot.Mutation.Unbind == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_unbind_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.Unbind(childComplexity, args["connectionID"].(string), args["person"].(string)), true
 	case "Mutation.verifyDomain":
 		if e.ComplexityRoot.Mutation.VerifyDomain == nil {
 			break
@@ -2401,6 +2474,38 @@ extend type Mutation {
   "Revoke a key of the project: it stops working at once. Revoking a revoked key changes nothing."
   revokeAPIKey(id: ID!): APIKey!
 }
+
+"""
+A person who joined a connection on its shared line (hosted WhatsApp,
+iMessage) by sending its join code (REST: GET /v1/connections/{id}/bindings).
+Their messages on the line reach the connection, and it may write to them.
+"""
+type Binding {
+  "The cursor of the next page (after)."
+  id: ID!
+  "The person's id on the channel (a WhatsApp user id or number, an iMessage handle)."
+  person: String!
+  "When they joined."
+  createdAt: Time!
+}
+
+extend type Connection {
+  """
+  The people who joined the connection on its shared line, oldest first;
+  limit is 1 to 500 (default 50). Empty on a dedicated line and on other
+  channels.
+  """
+  bindings(after: ID, limit: Int): [Binding!]!
+}
+
+extend type Mutation {
+  """
+  Remove a person's binding to a connection on its shared line: their
+  messages reach no connection until they join again. True once removed;
+  not_found when they had not joined it.
+  """
+  unbind(connectionID: ID!, person: String!): Boolean!
+}
 `, BuiltIn: false},
 	{Name: "../ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
@@ -2426,6 +2531,18 @@ type Connection implements Node {
   channel-native address of the connection, if any
   """
   address: String
+  """
+  the operator's line the connection is on, on a channel whose lines projects share (hosted WhatsApp, iMessage)
+  """
+  line: String
+  """
+  the code people send (join <code>) to bind themselves to the connection on its shared line; null on a dedicated line
+  """
+  joinCode: String
+  """
+  a link that opens the join message to the line; null when the channel has none or the line is dedicated
+  """
+  joinLink: String
   """
   while pending an install of the operator's app: where the person approves it
   """
@@ -2634,6 +2751,60 @@ input ConnectionWhereInput {
   addressNotNil: Boolean
   addressEqualFold: String
   addressContainsFold: String
+  """
+  line field predicates
+  """
+  line: String
+  lineNEQ: String
+  lineIn: [String!]
+  lineNotIn: [String!]
+  lineGT: String
+  lineGTE: String
+  lineLT: String
+  lineLTE: String
+  lineContains: String
+  lineHasPrefix: String
+  lineHasSuffix: String
+  lineIsNil: Boolean
+  lineNotNil: Boolean
+  lineEqualFold: String
+  lineContainsFold: String
+  """
+  join_code field predicates
+  """
+  joinCode: String
+  joinCodeNEQ: String
+  joinCodeIn: [String!]
+  joinCodeNotIn: [String!]
+  joinCodeGT: String
+  joinCodeGTE: String
+  joinCodeLT: String
+  joinCodeLTE: String
+  joinCodeContains: String
+  joinCodeHasPrefix: String
+  joinCodeHasSuffix: String
+  joinCodeIsNil: Boolean
+  joinCodeNotNil: Boolean
+  joinCodeEqualFold: String
+  joinCodeContainsFold: String
+  """
+  join_link field predicates
+  """
+  joinLink: String
+  joinLinkNEQ: String
+  joinLinkIn: [String!]
+  joinLinkNotIn: [String!]
+  joinLinkGT: String
+  joinLinkGTE: String
+  joinLinkLT: String
+  joinLinkLTE: String
+  joinLinkContains: String
+  joinLinkHasPrefix: String
+  joinLinkHasSuffix: String
+  joinLinkIsNil: Boolean
+  joinLinkNotNil: Boolean
+  joinLinkEqualFold: String
+  joinLinkContainsFold: String
   """
   authorize_url field predicates
   """
@@ -3622,6 +3793,18 @@ func (ec *executionContext) childFields_Attachment(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type Attachment", field.Name)
 }
 
+func (ec *executionContext) childFields_Binding(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Binding_id(ctx, field)
+	case "person":
+		return ec.fieldContext_Binding_person(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Binding_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Binding", field.Name)
+}
+
 func (ec *executionContext) childFields_Connection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3642,10 +3825,18 @@ func (ec *executionContext) childFields_Connection(ctx context.Context, field gr
 		return ec.fieldContext_Connection_name(ctx, field)
 	case "address":
 		return ec.fieldContext_Connection_address(ctx, field)
+	case "line":
+		return ec.fieldContext_Connection_line(ctx, field)
+	case "joinCode":
+		return ec.fieldContext_Connection_joinCode(ctx, field)
+	case "joinLink":
+		return ec.fieldContext_Connection_joinLink(ctx, field)
 	case "authorizeURL":
 		return ec.fieldContext_Connection_authorizeURL(ctx, field)
 	case "webhookURL":
 		return ec.fieldContext_Connection_webhookURL(ctx, field)
+	case "bindings":
+		return ec.fieldContext_Connection_bindings(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Connection", field.Name)
 }
@@ -4188,6 +4379,28 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Connection_bindings_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limit"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_addDomain_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4391,6 +4604,28 @@ func (ec *executionContext) field_Mutation_typing_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["messageID"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_unbind_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "connectionID",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["connectionID"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "person",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["person"] = arg1
 	return args, nil
 }
 
@@ -5442,6 +5677,75 @@ func (ec *executionContext) fieldContext_Attachment_url(_ context.Context, field
 	return graphql.NewScalarFieldContext("Attachment", field, true, false, "String")
 }
 
+func (ec *executionContext) _Binding_id(ctx context.Context, field graphql.CollectedField, obj *api.Binding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Binding_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Binding_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Binding", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Binding_person(ctx context.Context, field graphql.CollectedField, obj *api.Binding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Binding_person(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Person, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Binding_person(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Binding", field, false, false, "String")
+}
+
+func (ec *executionContext) _Binding_createdAt(ctx context.Context, field graphql.CollectedField, obj *api.Binding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Binding_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Binding_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Binding", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Connection_id(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5649,6 +5953,75 @@ func (ec *executionContext) fieldContext_Connection_address(_ context.Context, f
 	return graphql.NewScalarFieldContext("Connection", field, true, true, "String")
 }
 
+func (ec *executionContext) _Connection_line(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_line(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Line, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_line(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, false, false, "String")
+}
+
+func (ec *executionContext) _Connection_joinCode(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_joinCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JoinCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_joinCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, false, false, "String")
+}
+
+func (ec *executionContext) _Connection_joinLink(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_joinLink(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JoinLink, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_joinLink(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, false, false, "String")
+}
+
 func (ec *executionContext) _Connection_authorizeURL(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5693,6 +6066,50 @@ func (ec *executionContext) _Connection_webhookURL(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_Connection_webhookURL(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Connection", field, true, true, "String")
+}
+
+func (ec *executionContext) _Connection_bindings(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_bindings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Connection().Bindings(ctx, obj, fc.Args["after"].(*string), fc.Args["limit"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*api.Binding) graphql.Marshaler {
+			return ec.marshalNBinding2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐBindingᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_bindings(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Connection",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Binding(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Connection_bindings_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ConnectionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ConnectionConnection) (ret graphql.Marshaler) {
@@ -8473,6 +8890,50 @@ func (ec *executionContext) fieldContext_Mutation_revokeAPIKey(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_revokeAPIKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_unbind(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_unbind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().Unbind(ctx, fc.Args["connectionID"].(string), fc.Args["person"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_unbind(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_unbind_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -11517,7 +11978,7 @@ func (ec *executionContext) unmarshalInputConnectionWhereInput(ctx context.Conte
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "channel", "channelNEQ", "channelIn", "channelNotIn", "channelGT", "channelGTE", "channelLT", "channelLTE", "channelContains", "channelHasPrefix", "channelHasSuffix", "channelEqualFold", "channelContainsFold", "provider", "providerNEQ", "providerIn", "providerNotIn", "providerGT", "providerGTE", "providerLT", "providerLTE", "providerContains", "providerHasPrefix", "providerHasSuffix", "providerIsNil", "providerNotNil", "providerEqualFold", "providerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "statusContains", "statusHasPrefix", "statusHasSuffix", "statusEqualFold", "statusContainsFold", "customerID", "customerIDNEQ", "customerIDIn", "customerIDNotIn", "customerIDGT", "customerIDGTE", "customerIDLT", "customerIDLTE", "customerIDContains", "customerIDHasPrefix", "customerIDHasSuffix", "customerIDEqualFold", "customerIDContainsFold", "agentID", "agentIDNEQ", "agentIDIn", "agentIDNotIn", "agentIDGT", "agentIDGTE", "agentIDLT", "agentIDLTE", "agentIDContains", "agentIDHasPrefix", "agentIDHasSuffix", "agentIDEqualFold", "agentIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameIsNil", "nameNotNil", "nameEqualFold", "nameContainsFold", "address", "addressNEQ", "addressIn", "addressNotIn", "addressGT", "addressGTE", "addressLT", "addressLTE", "addressContains", "addressHasPrefix", "addressHasSuffix", "addressIsNil", "addressNotNil", "addressEqualFold", "addressContainsFold", "authorizeURL", "authorizeURLNEQ", "authorizeURLIn", "authorizeURLNotIn", "authorizeURLGT", "authorizeURLGTE", "authorizeURLLT", "authorizeURLLTE", "authorizeURLContains", "authorizeURLHasPrefix", "authorizeURLHasSuffix", "authorizeURLIsNil", "authorizeURLNotNil", "authorizeURLEqualFold", "authorizeURLContainsFold", "webhookURL", "webhookURLNEQ", "webhookURLIn", "webhookURLNotIn", "webhookURLGT", "webhookURLGTE", "webhookURLLT", "webhookURLLTE", "webhookURLContains", "webhookURLHasPrefix", "webhookURLHasSuffix", "webhookURLIsNil", "webhookURLNotNil", "webhookURLEqualFold", "webhookURLContainsFold"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "channel", "channelNEQ", "channelIn", "channelNotIn", "channelGT", "channelGTE", "channelLT", "channelLTE", "channelContains", "channelHasPrefix", "channelHasSuffix", "channelEqualFold", "channelContainsFold", "provider", "providerNEQ", "providerIn", "providerNotIn", "providerGT", "providerGTE", "providerLT", "providerLTE", "providerContains", "providerHasPrefix", "providerHasSuffix", "providerIsNil", "providerNotNil", "providerEqualFold", "providerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "statusContains", "statusHasPrefix", "statusHasSuffix", "statusEqualFold", "statusContainsFold", "customerID", "customerIDNEQ", "customerIDIn", "customerIDNotIn", "customerIDGT", "customerIDGTE", "customerIDLT", "customerIDLTE", "customerIDContains", "customerIDHasPrefix", "customerIDHasSuffix", "customerIDEqualFold", "customerIDContainsFold", "agentID", "agentIDNEQ", "agentIDIn", "agentIDNotIn", "agentIDGT", "agentIDGTE", "agentIDLT", "agentIDLTE", "agentIDContains", "agentIDHasPrefix", "agentIDHasSuffix", "agentIDEqualFold", "agentIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameIsNil", "nameNotNil", "nameEqualFold", "nameContainsFold", "address", "addressNEQ", "addressIn", "addressNotIn", "addressGT", "addressGTE", "addressLT", "addressLTE", "addressContains", "addressHasPrefix", "addressHasSuffix", "addressIsNil", "addressNotNil", "addressEqualFold", "addressContainsFold", "line", "lineNEQ", "lineIn", "lineNotIn", "lineGT", "lineGTE", "lineLT", "lineLTE", "lineContains", "lineHasPrefix", "lineHasSuffix", "lineIsNil", "lineNotNil", "lineEqualFold", "lineContainsFold", "joinCode", "joinCodeNEQ", "joinCodeIn", "joinCodeNotIn", "joinCodeGT", "joinCodeGTE", "joinCodeLT", "joinCodeLTE", "joinCodeContains", "joinCodeHasPrefix", "joinCodeHasSuffix", "joinCodeIsNil", "joinCodeNotNil", "joinCodeEqualFold", "joinCodeContainsFold", "joinLink", "joinLinkNEQ", "joinLinkIn", "joinLinkNotIn", "joinLinkGT", "joinLinkGTE", "joinLinkLT", "joinLinkLTE", "joinLinkContains", "joinLinkHasPrefix", "joinLinkHasSuffix", "joinLinkIsNil", "joinLinkNotNil", "joinLinkEqualFold", "joinLinkContainsFold", "authorizeURL", "authorizeURLNEQ", "authorizeURLIn", "authorizeURLNotIn", "authorizeURLGT", "authorizeURLGTE", "authorizeURLLT", "authorizeURLLTE", "authorizeURLContains", "authorizeURLHasPrefix", "authorizeURLHasSuffix", "authorizeURLIsNil", "authorizeURLNotNil", "authorizeURLEqualFold", "authorizeURLContainsFold", "webhookURL", "webhookURLNEQ", "webhookURLIn", "webhookURLNotIn", "webhookURLGT", "webhookURLGTE", "webhookURLLT", "webhookURLLTE", "webhookURLContains", "webhookURLHasPrefix", "webhookURLHasSuffix", "webhookURLIsNil", "webhookURLNotNil", "webhookURLEqualFold", "webhookURLContainsFold"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12350,6 +12811,321 @@ func (ec *executionContext) unmarshalInputConnectionWhereInput(ctx context.Conte
 				return it, err
 			}
 			it.AddressContainsFold = data
+		case "line":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("line"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Line = data
+		case "lineNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineNEQ = data
+		case "lineIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineIn = data
+		case "lineNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineNotIn = data
+		case "lineGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineGT = data
+		case "lineGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineGTE = data
+		case "lineLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineLT = data
+		case "lineLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineLTE = data
+		case "lineContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineContains = data
+		case "lineHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineHasPrefix = data
+		case "lineHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineHasSuffix = data
+		case "lineIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineIsNil = data
+		case "lineNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineNotNil = data
+		case "lineEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineEqualFold = data
+		case "lineContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineContainsFold = data
+		case "joinCode":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCode"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCode = data
+		case "joinCodeNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeNEQ = data
+		case "joinCodeIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeIn = data
+		case "joinCodeNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeNotIn = data
+		case "joinCodeGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeGT = data
+		case "joinCodeGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeGTE = data
+		case "joinCodeLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeLT = data
+		case "joinCodeLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeLTE = data
+		case "joinCodeContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeContains = data
+		case "joinCodeHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeHasPrefix = data
+		case "joinCodeHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeHasSuffix = data
+		case "joinCodeIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeIsNil = data
+		case "joinCodeNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeNotNil = data
+		case "joinCodeEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeEqualFold = data
+		case "joinCodeContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinCodeContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinCodeContainsFold = data
+		case "joinLink":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLink"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLink = data
+		case "joinLinkNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkNEQ = data
+		case "joinLinkIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkIn = data
+		case "joinLinkNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkNotIn = data
+		case "joinLinkGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkGT = data
+		case "joinLinkGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkGTE = data
+		case "joinLinkLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkLT = data
+		case "joinLinkLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkLTE = data
+		case "joinLinkContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkContains = data
+		case "joinLinkHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkHasPrefix = data
+		case "joinLinkHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkHasSuffix = data
+		case "joinLinkIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkIsNil = data
+		case "joinLinkNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkNotNil = data
+		case "joinLinkEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkEqualFold = data
+		case "joinLinkContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("joinLinkContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JoinLinkContainsFold = data
 		case "authorizeURL":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("authorizeURL"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -16266,6 +17042,49 @@ func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var bindingImplementors = []string{"Binding"}
+
+func (ec *executionContext) _Binding(ctx context.Context, sel ast.SelectionSet, obj *api.Binding) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, bindingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Binding")
+		case "id":
+			out.Values[i] = ec._Binding_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "person":
+			out.Values[i] = ec._Binding_person(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Binding_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var connectionImplementors = []string{"Connection", "Node"}
 
 func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSet, obj *ent.Connection) graphql.Marshaler {
@@ -16325,6 +17144,21 @@ func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSe
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Connection_address(ctx, field, obj)
 				})
+		case "line":
+			out.Values[i] = ec._Connection_line(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "joinCode":
+			out.Values[i] = ec._Connection_joinCode(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "joinLink":
+			out.Values[i] = ec._Connection_joinLink(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "authorizeURL":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, false,
@@ -16336,6 +17170,12 @@ func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSe
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Connection_webhookURL(ctx, field, obj)
+				})
+		case "bindings":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Connection_bindings(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -17397,6 +18237,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "unbind":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_unbind(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -18441,6 +19288,30 @@ func (ec *executionContext) marshalNAttachment2ᚖgithubᚗcomᚋcommᚑgateway�
 		return graphql.Null
 	}
 	return ec._Attachment(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNBinding2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐBindingᚄ(ctx context.Context, sel ast.SelectionSet, v []*api.Binding) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBinding2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐBinding(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNBinding2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐBinding(ctx context.Context, sel ast.SelectionSet, v *api.Binding) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Binding!")
+		return graphql.Null
+	}
+	return ec._Binding(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {

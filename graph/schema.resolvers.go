@@ -49,6 +49,16 @@ func (r *accountResolver) CreatedAt(ctx context.Context, obj *api.AccountView) (
 	return &obj.Account.CreatedAt, nil
 }
 
+// Bindings is the resolver for the bindings field.
+func (r *connectionResolver) Bindings(ctx context.Context, obj *ent.Connection, after *string, limit *int) ([]*api.Binding, error) {
+	n, err := messaging.Limit("limit", limit, messaging.MaxPageLimit)
+	if err != nil {
+		return nil, err
+	}
+	bs, _, err := r.Service.Bindings(ctx, obj.ID, messaging.Page{After: deref(after), Limit: n})
+	return bs, err
+}
+
 // Kind is the resolver for the kind field.
 func (r *domainRecordResolver) Kind(ctx context.Context, obj *api.DomainRecord) (string, error) {
 	return string(obj.Kind), nil
@@ -247,6 +257,14 @@ func (r *mutationResolver) CreateAPIKey(ctx context.Context, name *string) (*api
 // RevokeAPIKey is the resolver for the revokeAPIKey field.
 func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*api.Key, error) {
 	return r.Service.RevokeKey(ctx, id)
+}
+
+// Unbind is the resolver for the unbind field.
+func (r *mutationResolver) Unbind(ctx context.Context, connectionID string, person string) (bool, error) {
+	if err := r.Service.Unbind(ctx, connectionID, person); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Project is the resolver for the project field.

@@ -33,6 +33,7 @@ const (
 	DeviceRequest  = "dreq"
 	CreditEntry    = "cred"
 	WebSession     = "wses"
+	Binding        = "bnd"
 )
 
 // ErrMalformed is wrapped by every parse failure.

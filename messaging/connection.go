@@ -12,6 +12,7 @@ import (
 
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
+	entbinding "github.com/comm-gateway/comm/ent/binding"
 	entconn "github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
@@ -33,6 +34,7 @@ func connectionOf(c *ent.Connection) *Connection {
 		ID: c.ID, Channel: c.Channel, Provider: nonEmpty(c.Provider), Status: c.Status,
 		CustomerID: c.CustomerID, AgentID: c.AgentID, Name: nonEmpty(c.Name), Address: nonEmpty(c.Address),
 		WebhookURL: nonEmpty(c.WebhookURL), AuthorizeURL: nonEmpty(c.AuthorizeURL), CreatedAt: c.CreatedAt.UTC(),
+		Line: c.Line, JoinCode: c.JoinCode, JoinLink: c.JoinLink,
 	}
 }
 
@@ -112,8 +114,17 @@ func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, er
 				"a sandbox project holds at most %d connections: delete one, or sign in (`comm login`) to move this project into an account", s.sandboxConnections)
 		}
 	}
+	var place *linePlace
+	if d.Shared != nil {
+		if place, err = s.placeOnLine(ctx, d, in.Config); err != nil {
+			return nil, err
+		}
+	}
 	id := ident.New(ident.Connection)
 	conn := channels.Connection{ID: id, ProjectID: p.ProjectID, Config: in.Config, WebhookURL: s.webhookURL(d.Channel, id)}
+	if place != nil {
+		conn.Line = place.line.ID
+	}
 	adapter, err := d.New(ctx, conn)
 	if err != nil {
 		return nil, configError(err)
@@ -148,37 +159,47 @@ func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, er
 		address = ib.InboxAddress()
 		inbox = InboxKey(d.Channel, address)
 	}
+	if place != nil {
+		// The line decides the address and the routing; what the
+		// adapter's Provision named is not used for either.
+		address, route = place.line.Address, ""
+		if place.dedicated {
+			route = place.line.ID
+		}
+	}
 	now := s.now()
 	var created *ent.Connection
-	_, err = s.write(ctx, func(tx *stream.Tx) error {
-		create := tx.Client().Connection.Create().SetID(id).SetChannel(d.Channel).SetProvider(d.Provider).
-			SetStatus(StatusActive).SetCustomerID(in.CustomerID).SetAgentID(in.AgentID).
-			SetName(in.Name).SetConfig(s.sealConfig(config)).SetCreatedAt(now)
-		if address != "" {
-			create.SetAddress(address)
+	for attempt := 0; ; attempt++ {
+		var code string
+		if place != nil && !place.dedicated {
+			code = newJoinCode()
 		}
-		if inbox != "" {
-			create.SetInboxKey(inbox)
-		}
-		if route != "" {
-			create.SetRouteKey(RouteKey(d.Channel, route))
-		}
-		if receivesHooks(adapter) {
-			create.SetWebhookURL(conn.WebhookURL)
-		}
-		if _, ok := adapter.(channels.Poller); ok && !(d.Session != nil && route != "") {
-			// Due at once: a replica's session worker takes it. (One of
-			// the operator's app is served by the app's session.)
-			create.SetSessionUntil(time.Unix(0, 0).UTC())
-		}
-		created, err = create.Save(tx.Context())
-		if err != nil {
+		_, err = s.write(ctx, func(tx *stream.Tx) error {
+			create := tx.Client().Connection.Create().SetID(id).SetChannel(d.Channel).SetProvider(d.Provider).
+				SetStatus(StatusActive).SetCustomerID(in.CustomerID).SetAgentID(in.AgentID).
+				SetName(in.Name).SetConfig(s.sealConfig(config)).SetCreatedAt(now)
+			if place != nil {
+				if err := s.checkLineFree(tx, d, place); err != nil {
+					return err
+				}
+				create.SetLine(place.line.ID)
+				if code != "" {
+					create.SetJoinCode(code).SetJoinKey(joinKey(d, place.line.ID, code))
+					if place.line.JoinLink != nil {
+						create.SetJoinLink(place.line.JoinLink(code))
+					}
+				}
+			}
+			var err error
+			created, err = s.createConnection(tx, create, d, adapter, in, newConnection{conn: conn, address: address,
+				inbox: inbox, route: route, onLine: place != nil})
 			return err
-		}
-		return tx.Append(stream.ConnectionActive, api.ConnectionEvent{
-			CustomerID: in.CustomerID, AgentID: in.AgentID, Connection: connectionOf(created),
 		})
-	})
+		if err != nil && code != "" && ent.IsConstraintError(err) && attempt < 5 {
+			continue // the join code is taken on this line: draw another
+		}
+		break
+	}
 	if err != nil {
 		if dp, ok := adapter.(channels.Deprovisioner); ok {
 			if derr := dp.Deprovision(context.WithoutCancel(ctx)); derr != nil {
@@ -187,6 +208,9 @@ func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, er
 		}
 		closeAdapter(adapter)
 		if route != "" && ent.IsConstraintError(err) {
+			if place != nil {
+				return nil, lineTaken(d, place)
+			}
 			return nil, fault.Conflict("%s is connected already (%s); delete that connection first", label(d), route).WithParam("config")
 		}
 		if inbox != "" && ent.IsConstraintError(err) {
@@ -196,6 +220,45 @@ func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, er
 	}
 	s.adapters.put(id, adapter)
 	return connectionOf(created), nil
+}
+
+// newConnection is what Connect stores beside the caller's input.
+type newConnection struct {
+	conn                  channels.Connection
+	address, inbox, route string
+	// onLine: the connection is on one of the operator's shared lines,
+	// whose events come to the channel's app-level webhook.
+	onLine bool
+}
+
+// createConnection stores a new connection (create, with the line set
+// already) and appends connection.active.
+func (s *Service) createConnection(tx *stream.Tx, create *ent.ConnectionCreate, d channels.Descriptor, adapter channels.Adapter,
+	in ConnectInput, nc newConnection) (*ent.Connection, error) {
+	if nc.address != "" {
+		create.SetAddress(nc.address)
+	}
+	if nc.inbox != "" {
+		create.SetInboxKey(nc.inbox)
+	}
+	if nc.route != "" {
+		create.SetRouteKey(RouteKey(d.Channel, nc.route))
+	}
+	if receivesHooks(adapter) && !nc.onLine {
+		create.SetWebhookURL(nc.conn.WebhookURL)
+	}
+	if _, ok := adapter.(channels.Poller); ok && !(d.Session != nil && (nc.route != "" || nc.onLine)) {
+		// Due at once: a replica's session worker takes it. (One of
+		// the operator's app is served by the app's session.)
+		create.SetSessionUntil(time.Unix(0, 0).UTC())
+	}
+	c, err := create.Save(tx.Context())
+	if err != nil {
+		return nil, err
+	}
+	return c, tx.Append(stream.ConnectionActive, api.ConnectionEvent{
+		CustomerID: in.CustomerID, AgentID: in.AgentID, Connection: connectionOf(c),
+	})
 }
 
 // RouteKey is the gateway-wide key of a connection's app-level routing key
@@ -362,10 +425,14 @@ func (s *Service) DeleteConnection(ctx context.Context, id string) error {
 	now := s.now()
 	_, err := s.write(ctx, func(tx *stream.Tx) error {
 		n, err := tx.Client().Connection.Update().Where(entconn.ID(id), entconn.DeletedAtIsNil()).
-			SetDeletedAt(now).SetStatus("deleted").ClearInboxKey().ClearRouteKey().Save(tx.Context())
+			SetDeletedAt(now).SetStatus("deleted").ClearInboxKey().ClearRouteKey().ClearJoinKey().Save(tx.Context())
 		if err == nil && n == 0 {
 			return NotFound("connection", id)
 		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Client().Binding.Delete().Where(entbinding.ConnectionID(id)).Exec(tx.Context())
 		return err
 	})
 	if err != nil {
@@ -432,7 +499,7 @@ func (s *Service) provision(ctx context.Context, c *ent.Connection) (channels.Ad
 		return nil, err
 	}
 	a, err := d.New(ctx, channels.Connection{ID: c.ID, ProjectID: c.ProjectID, Config: config, WebhookURL: s.webhookURL(c.Channel, c.ID),
-		Credentials: s.credentials(c.ProjectID, c.ID)})
+		Line: deref(c.Line), Credentials: s.credentials(c.ProjectID, c.ID)})
 	if err != nil {
 		return nil, fmt.Errorf("connection %s: provision: %w", c.ID, err)
 	}

@@ -36,7 +36,7 @@ func (s *Service) Hook(ctx context.Context, channel, connID string, r *http.Requ
 	if err != nil {
 		return nil, err
 	}
-	if d, err := s.channels.Lookup(c.Channel, c.Provider); err == nil && d.App != nil && c.RouteKey != nil {
+	if d, err := s.channels.Lookup(c.Channel, c.Provider); err == nil && d.App != nil && (c.RouteKey != nil || c.Line != nil) {
 		// A connection of the operator's app: its events come to the
 		// app-level URL, verified with the app's secret; nothing reaches
 		// its adapter by another way. (A connection of the customer's own
@@ -109,8 +109,8 @@ func hookError(c *ent.Connection, err error) error {
 // connection was deleted) are logged, counted (UnroutedEvents) and
 // ignored: the provider gets 200 and does not retry.
 func (s *Service) AppHook(ctx context.Context, channel string, r *http.Request, body []byte) (*channels.Response, error) {
-	d, err := s.channels.Lookup(channel, "")
-	if err != nil || d.App == nil {
+	d, ok := s.appDescriptor(channel, func(d channels.Descriptor) bool { return d.App != nil })
+	if !ok {
 		return nil, fault.NotFoundf("no app-level webhook for channel %q", channel)
 	}
 	keys, resp, err := d.App.Route(r, body)
@@ -122,6 +122,18 @@ func (s *Service) AppHook(ctx context.Context, channel string, r *http.Request, 
 	}
 	if r.Method != http.MethodPost {
 		return nil, fault.Invalid("", "%s takes POST here, not %s", channel, r.Method)
+	}
+	if d.Shared != nil {
+		// The operator's shared lines: routed by line and sender, not
+		// by the App's keys.
+		items, err := d.Shared.Receive(r, body)
+		if err != nil {
+			return nil, hookError(&ent.Connection{Channel: channel}, err)
+		}
+		if err := s.routeLines(ctx, d, items); err != nil {
+			return nil, fmt.Errorf("app hook %s: %w", channel, err)
+		}
+		return &channels.Response{Status: http.StatusOK}, nil
 	}
 	for _, key := range keys {
 		c, err := s.read.Connection.Query().Where(entconn.RouteKey(RouteKey(channel, key))).Only(tenant.System(ctx))

@@ -31,8 +31,12 @@ func (s *Service) AppSessions(ctx context.Context) ([]AppSession, error) {
 		if d.Session == nil {
 			continue
 		}
-		used, err := s.read.Connection.Query().Where(entconn.Channel(d.Channel), entconn.RouteKeyNotNil()).
-			Exist(tenant.System(ctx))
+		q := s.read.Connection.Query().Where(entconn.Channel(d.Channel), entconn.RouteKeyNotNil())
+		if d.Shared != nil {
+			q = s.read.Connection.Query().Where(entconn.Channel(d.Channel), entconn.Provider(d.Provider),
+				entconn.Or(entconn.RouteKeyNotNil(), entconn.LineNotNil()))
+		}
+		used, err := q.Exist(tenant.System(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +99,17 @@ func (s *Service) ReleaseLease(ctx context.Context, name, owner string) error {
 // (in one transaction) before it returns; a key no connection holds stores
 // nothing.
 func (s *Service) RouteFunc(ctx context.Context, channel string) func(key string, ins ...channels.Inbound) error {
+	if d, ok := s.appDescriptor(channel, func(d channels.Descriptor) bool { return d.Session != nil }); ok && d.Shared != nil {
+		// A shared channel's session emits by line: routed as its
+		// app-level webhook's messages are.
+		return func(line string, ins ...channels.Inbound) error {
+			items := make([]channels.LineInbound, len(ins))
+			for i, in := range ins {
+				items[i] = channels.LineInbound{Line: line, Inbound: in}
+			}
+			return s.routeLines(ctx, d, items)
+		}
+	}
 	return func(key string, ins ...channels.Inbound) error {
 		if len(ins) == 0 {
 			return nil

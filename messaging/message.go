@@ -625,6 +625,9 @@ func (s *Service) Reply(ctx context.Context, msgID string, in SendInput) (*Messa
 		return nil, err
 	}
 	to := counterpart(orig)
+	if err := s.checkBound(ctx, c, to); err != nil {
+		return nil, err
+	}
 	if err := s.allowSend(ctx, p, c, to); err != nil {
 		return nil, err
 	}
@@ -674,6 +677,9 @@ func (s *Service) Send(ctx context.Context, in SendInput) (*Message, error) {
 		return nil, err
 	}
 	if in.To, err = s.address(ctx, c, in.To); err != nil {
+		return nil, err
+	}
+	if err := s.checkBound(ctx, c, in.To); err != nil {
 		return nil, err
 	}
 	if err := s.allowSend(ctx, p, c, in.To); err != nil {

@@ -77,6 +77,34 @@ func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
+// listBindings lists the people who joined a connection on its shared
+// line, oldest first, paged like the other lists (after, limit, Link).
+func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) error {
+	q := newQuery(r)
+	pg := page(q)
+	if err := q.done(); err != nil {
+		return err
+	}
+	bs, next, err := s.svc.Bindings(r.Context(), r.PathValue("id"), pg)
+	if err != nil {
+		return err
+	}
+	if next != "" {
+		setNextLink(w, r, next, pg.Limit)
+	}
+	writeJSON(w, http.StatusOK, bs)
+	return nil
+}
+
+// unbind removes a person's binding to a connection.
+func (s *Server) unbind(w http.ResponseWriter, r *http.Request) error {
+	if err := s.svc.Unbind(r.Context(), r.PathValue("id"), r.PathValue("person")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 // inject answers 201 with the stored message, or 200 with the message
 // already stored when the id repeats an earlier delivery. A receipt is
 // answered 200 with the outbound message it is about, as it stands after

@@ -35,12 +35,15 @@ type readGQLConn struct {
 	AgentID      string    `json:"agentID"`
 	Name         *string   `json:"name"`
 	Address      *string   `json:"address"`
+	Line         *string   `json:"line"`
+	JoinCode     *string   `json:"joinCode"`
+	JoinLink     *string   `json:"joinLink"`
 	WebhookURL   *string   `json:"webhookURL"`
 	AuthorizeURL *string   `json:"authorizeURL"`
 	CreatedAt    time.Time `json:"createdAt"`
 }
 
-const readConnFields = `id channel provider status customerID agentID name address webhookURL authorizeURL createdAt`
+const readConnFields = `id channel provider status customerID agentID name address line joinCode joinLink webhookURL authorizeURL createdAt`
 
 func (c readGQLConn) rest() readConn {
 	return readConn(c)

@@ -210,6 +210,8 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/connections/{id}", s.authed(s.getConnection))
 	s.mux.Handle("DELETE /v1/connections/{id}", s.writing(s.deleteConnection))
 	s.mux.Handle("POST /v1/connections/{id}/inbound", s.writing(s.inject))
+	s.mux.Handle("GET /v1/connections/{id}/bindings", s.authed(s.listBindings))
+	s.mux.Handle("DELETE /v1/connections/{id}/bindings/{person}", s.writing(s.unbind))
 	s.mux.Handle("POST /hooks/{channel}/{id}", s.public(s.hook))
 	s.mux.Handle("GET /hooks/{channel}/{id}", s.public(s.hook))
 	s.mux.Handle("POST /hooks/{channel}", s.public(s.appHook))

@@ -40,6 +40,14 @@ const (
 	FieldInboxKey = "inbox_key"
 	// FieldRouteKey holds the string denoting the route_key field in the database.
 	FieldRouteKey = "route_key"
+	// FieldLine holds the string denoting the line field in the database.
+	FieldLine = "line"
+	// FieldJoinCode holds the string denoting the join_code field in the database.
+	FieldJoinCode = "join_code"
+	// FieldJoinLink holds the string denoting the join_link field in the database.
+	FieldJoinLink = "join_link"
+	// FieldJoinKey holds the string denoting the join_key field in the database.
+	FieldJoinKey = "join_key"
 	// FieldAuthorizeURL holds the string denoting the authorize_url field in the database.
 	FieldAuthorizeURL = "authorize_url"
 	// FieldOauthState holds the string denoting the oauth_state field in the database.
@@ -72,6 +80,10 @@ var Columns = []string{
 	FieldAddress,
 	FieldInboxKey,
 	FieldRouteKey,
+	FieldLine,
+	FieldJoinCode,
+	FieldJoinLink,
+	FieldJoinKey,
 	FieldAuthorizeURL,
 	FieldOauthState,
 	FieldWebhookURL,
@@ -180,6 +192,26 @@ func ByInboxKey(opts ...sql.OrderTermOption) OrderOption {
 // ByRouteKey orders the results by the route_key field.
 func ByRouteKey(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRouteKey, opts...).ToFunc()
+}
+
+// ByLine orders the results by the line field.
+func ByLine(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLine, opts...).ToFunc()
+}
+
+// ByJoinCode orders the results by the join_code field.
+func ByJoinCode(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldJoinCode, opts...).ToFunc()
+}
+
+// ByJoinLink orders the results by the join_link field.
+func ByJoinLink(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldJoinLink, opts...).ToFunc()
+}
+
+// ByJoinKey orders the results by the join_key field.
+func ByJoinKey(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldJoinKey, opts...).ToFunc()
 }
 
 // ByAuthorizeURL orders the results by the authorize_url field.

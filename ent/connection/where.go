@@ -129,6 +129,26 @@ func RouteKey(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldRouteKey, v))
 }
 
+// Line applies equality check predicate on the "line" field. It's identical to LineEQ.
+func Line(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldLine, v))
+}
+
+// JoinCode applies equality check predicate on the "join_code" field. It's identical to JoinCodeEQ.
+func JoinCode(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldJoinCode, v))
+}
+
+// JoinLink applies equality check predicate on the "join_link" field. It's identical to JoinLinkEQ.
+func JoinLink(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldJoinLink, v))
+}
+
+// JoinKey applies equality check predicate on the "join_key" field. It's identical to JoinKeyEQ.
+func JoinKey(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldJoinKey, v))
+}
+
 // AuthorizeURL applies equality check predicate on the "authorize_url" field. It's identical to AuthorizeURLEQ.
 func AuthorizeURL(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldEQ(FieldAuthorizeURL, v))
@@ -1022,6 +1042,306 @@ func RouteKeyEqualFold(v string) predicate.Connection {
 // RouteKeyContainsFold applies the ContainsFold predicate on the "route_key" field.
 func RouteKeyContainsFold(v string) predicate.Connection {
 	return predicate.Connection(sql.FieldContainsFold(FieldRouteKey, v))
+}
+
+// LineEQ applies the EQ predicate on the "line" field.
+func LineEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldLine, v))
+}
+
+// LineNEQ applies the NEQ predicate on the "line" field.
+func LineNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldLine, v))
+}
+
+// LineIn applies the In predicate on the "line" field.
+func LineIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldLine, vs...))
+}
+
+// LineNotIn applies the NotIn predicate on the "line" field.
+func LineNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldLine, vs...))
+}
+
+// LineGT applies the GT predicate on the "line" field.
+func LineGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldLine, v))
+}
+
+// LineGTE applies the GTE predicate on the "line" field.
+func LineGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldLine, v))
+}
+
+// LineLT applies the LT predicate on the "line" field.
+func LineLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldLine, v))
+}
+
+// LineLTE applies the LTE predicate on the "line" field.
+func LineLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldLine, v))
+}
+
+// LineContains applies the Contains predicate on the "line" field.
+func LineContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldLine, v))
+}
+
+// LineHasPrefix applies the HasPrefix predicate on the "line" field.
+func LineHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldLine, v))
+}
+
+// LineHasSuffix applies the HasSuffix predicate on the "line" field.
+func LineHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldLine, v))
+}
+
+// LineIsNil applies the IsNil predicate on the "line" field.
+func LineIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldLine))
+}
+
+// LineNotNil applies the NotNil predicate on the "line" field.
+func LineNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldLine))
+}
+
+// LineEqualFold applies the EqualFold predicate on the "line" field.
+func LineEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldLine, v))
+}
+
+// LineContainsFold applies the ContainsFold predicate on the "line" field.
+func LineContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldLine, v))
+}
+
+// JoinCodeEQ applies the EQ predicate on the "join_code" field.
+func JoinCodeEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldJoinCode, v))
+}
+
+// JoinCodeNEQ applies the NEQ predicate on the "join_code" field.
+func JoinCodeNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldJoinCode, v))
+}
+
+// JoinCodeIn applies the In predicate on the "join_code" field.
+func JoinCodeIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldJoinCode, vs...))
+}
+
+// JoinCodeNotIn applies the NotIn predicate on the "join_code" field.
+func JoinCodeNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldJoinCode, vs...))
+}
+
+// JoinCodeGT applies the GT predicate on the "join_code" field.
+func JoinCodeGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldJoinCode, v))
+}
+
+// JoinCodeGTE applies the GTE predicate on the "join_code" field.
+func JoinCodeGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldJoinCode, v))
+}
+
+// JoinCodeLT applies the LT predicate on the "join_code" field.
+func JoinCodeLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldJoinCode, v))
+}
+
+// JoinCodeLTE applies the LTE predicate on the "join_code" field.
+func JoinCodeLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldJoinCode, v))
+}
+
+// JoinCodeContains applies the Contains predicate on the "join_code" field.
+func JoinCodeContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldJoinCode, v))
+}
+
+// JoinCodeHasPrefix applies the HasPrefix predicate on the "join_code" field.
+func JoinCodeHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldJoinCode, v))
+}
+
+// JoinCodeHasSuffix applies the HasSuffix predicate on the "join_code" field.
+func JoinCodeHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldJoinCode, v))
+}
+
+// JoinCodeIsNil applies the IsNil predicate on the "join_code" field.
+func JoinCodeIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldJoinCode))
+}
+
+// JoinCodeNotNil applies the NotNil predicate on the "join_code" field.
+func JoinCodeNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldJoinCode))
+}
+
+// JoinCodeEqualFold applies the EqualFold predicate on the "join_code" field.
+func JoinCodeEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldJoinCode, v))
+}
+
+// JoinCodeContainsFold applies the ContainsFold predicate on the "join_code" field.
+func JoinCodeContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldJoinCode, v))
+}
+
+// JoinLinkEQ applies the EQ predicate on the "join_link" field.
+func JoinLinkEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldJoinLink, v))
+}
+
+// JoinLinkNEQ applies the NEQ predicate on the "join_link" field.
+func JoinLinkNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldJoinLink, v))
+}
+
+// JoinLinkIn applies the In predicate on the "join_link" field.
+func JoinLinkIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldJoinLink, vs...))
+}
+
+// JoinLinkNotIn applies the NotIn predicate on the "join_link" field.
+func JoinLinkNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldJoinLink, vs...))
+}
+
+// JoinLinkGT applies the GT predicate on the "join_link" field.
+func JoinLinkGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldJoinLink, v))
+}
+
+// JoinLinkGTE applies the GTE predicate on the "join_link" field.
+func JoinLinkGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldJoinLink, v))
+}
+
+// JoinLinkLT applies the LT predicate on the "join_link" field.
+func JoinLinkLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldJoinLink, v))
+}
+
+// JoinLinkLTE applies the LTE predicate on the "join_link" field.
+func JoinLinkLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldJoinLink, v))
+}
+
+// JoinLinkContains applies the Contains predicate on the "join_link" field.
+func JoinLinkContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldJoinLink, v))
+}
+
+// JoinLinkHasPrefix applies the HasPrefix predicate on the "join_link" field.
+func JoinLinkHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldJoinLink, v))
+}
+
+// JoinLinkHasSuffix applies the HasSuffix predicate on the "join_link" field.
+func JoinLinkHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldJoinLink, v))
+}
+
+// JoinLinkIsNil applies the IsNil predicate on the "join_link" field.
+func JoinLinkIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldJoinLink))
+}
+
+// JoinLinkNotNil applies the NotNil predicate on the "join_link" field.
+func JoinLinkNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldJoinLink))
+}
+
+// JoinLinkEqualFold applies the EqualFold predicate on the "join_link" field.
+func JoinLinkEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldJoinLink, v))
+}
+
+// JoinLinkContainsFold applies the ContainsFold predicate on the "join_link" field.
+func JoinLinkContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldJoinLink, v))
+}
+
+// JoinKeyEQ applies the EQ predicate on the "join_key" field.
+func JoinKeyEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEQ(FieldJoinKey, v))
+}
+
+// JoinKeyNEQ applies the NEQ predicate on the "join_key" field.
+func JoinKeyNEQ(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldNEQ(FieldJoinKey, v))
+}
+
+// JoinKeyIn applies the In predicate on the "join_key" field.
+func JoinKeyIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldIn(FieldJoinKey, vs...))
+}
+
+// JoinKeyNotIn applies the NotIn predicate on the "join_key" field.
+func JoinKeyNotIn(vs ...string) predicate.Connection {
+	return predicate.Connection(sql.FieldNotIn(FieldJoinKey, vs...))
+}
+
+// JoinKeyGT applies the GT predicate on the "join_key" field.
+func JoinKeyGT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGT(FieldJoinKey, v))
+}
+
+// JoinKeyGTE applies the GTE predicate on the "join_key" field.
+func JoinKeyGTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldGTE(FieldJoinKey, v))
+}
+
+// JoinKeyLT applies the LT predicate on the "join_key" field.
+func JoinKeyLT(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLT(FieldJoinKey, v))
+}
+
+// JoinKeyLTE applies the LTE predicate on the "join_key" field.
+func JoinKeyLTE(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldLTE(FieldJoinKey, v))
+}
+
+// JoinKeyContains applies the Contains predicate on the "join_key" field.
+func JoinKeyContains(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContains(FieldJoinKey, v))
+}
+
+// JoinKeyHasPrefix applies the HasPrefix predicate on the "join_key" field.
+func JoinKeyHasPrefix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasPrefix(FieldJoinKey, v))
+}
+
+// JoinKeyHasSuffix applies the HasSuffix predicate on the "join_key" field.
+func JoinKeyHasSuffix(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldHasSuffix(FieldJoinKey, v))
+}
+
+// JoinKeyIsNil applies the IsNil predicate on the "join_key" field.
+func JoinKeyIsNil() predicate.Connection {
+	return predicate.Connection(sql.FieldIsNull(FieldJoinKey))
+}
+
+// JoinKeyNotNil applies the NotNil predicate on the "join_key" field.
+func JoinKeyNotNil() predicate.Connection {
+	return predicate.Connection(sql.FieldNotNull(FieldJoinKey))
+}
+
+// JoinKeyEqualFold applies the EqualFold predicate on the "join_key" field.
+func JoinKeyEqualFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldEqualFold(FieldJoinKey, v))
+}
+
+// JoinKeyContainsFold applies the ContainsFold predicate on the "join_key" field.
+func JoinKeyContainsFold(v string) predicate.Connection {
+	return predicate.Connection(sql.FieldContainsFold(FieldJoinKey, v))
 }
 
 // AuthorizeURLEQ applies the EQ predicate on the "authorize_url" field.

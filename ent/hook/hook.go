@@ -45,6 +45,18 @@ func (f AttachmentFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AttachmentMutation", m)
 }
 
+// The BindingFunc type is an adapter to allow the use of ordinary
+// function as Binding mutator.
+type BindingFunc func(context.Context, *ent.BindingMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f BindingFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.BindingMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.BindingMutation", m)
+}
+
 // The BlobFunc type is an adapter to allow the use of ordinary
 // function as Blob mutator.
 type BlobFunc func(context.Context, *ent.BlobMutation) (ent.Value, error)
@@ -127,6 +139,18 @@ func (f LeaseFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LeaseMutation", m)
+}
+
+// The LineAnswerFunc type is an adapter to allow the use of ordinary
+// function as LineAnswer mutator.
+type LineAnswerFunc func(context.Context, *ent.LineAnswerMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f LineAnswerFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.LineAnswerMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LineAnswerMutation", m)
 }
 
 // The MessageFunc type is an adapter to allow the use of ordinary

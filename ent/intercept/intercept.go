@@ -11,6 +11,7 @@ import (
 	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
+	"github.com/comm-gateway/comm/ent/binding"
 	"github.com/comm-gateway/comm/ent/blob"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
@@ -18,6 +19,7 @@ import (
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
+	"github.com/comm-gateway/comm/ent/lineanswer"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/predicate"
@@ -163,6 +165,33 @@ func (f TraverseAttachment) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.AttachmentQuery", q)
+}
+
+// The BindingFunc type is an adapter to allow the use of ordinary function as a Querier.
+type BindingFunc func(context.Context, *ent.BindingQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f BindingFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.BindingQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.BindingQuery", q)
+}
+
+// The TraverseBinding type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseBinding func(context.Context, *ent.BindingQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseBinding) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseBinding) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BindingQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.BindingQuery", q)
 }
 
 // The BlobFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -352,6 +381,33 @@ func (f TraverseLease) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.LeaseQuery", q)
+}
+
+// The LineAnswerFunc type is an adapter to allow the use of ordinary function as a Querier.
+type LineAnswerFunc func(context.Context, *ent.LineAnswerQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f LineAnswerFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.LineAnswerQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.LineAnswerQuery", q)
+}
+
+// The TraverseLineAnswer type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseLineAnswer func(context.Context, *ent.LineAnswerQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseLineAnswer) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseLineAnswer) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.LineAnswerQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.LineAnswerQuery", q)
 }
 
 // The MessageFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -552,6 +608,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.AccountQuery, predicate.Account, account.OrderOption]{typ: ent.TypeAccount, tq: q}, nil
 	case *ent.AttachmentQuery:
 		return &query[*ent.AttachmentQuery, predicate.Attachment, attachment.OrderOption]{typ: ent.TypeAttachment, tq: q}, nil
+	case *ent.BindingQuery:
+		return &query[*ent.BindingQuery, predicate.Binding, binding.OrderOption]{typ: ent.TypeBinding, tq: q}, nil
 	case *ent.BlobQuery:
 		return &query[*ent.BlobQuery, predicate.Blob, blob.OrderOption]{typ: ent.TypeBlob, tq: q}, nil
 	case *ent.ConnectionQuery:
@@ -566,6 +624,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.DomainQuery, predicate.Domain, domain.OrderOption]{typ: ent.TypeDomain, tq: q}, nil
 	case *ent.LeaseQuery:
 		return &query[*ent.LeaseQuery, predicate.Lease, lease.OrderOption]{typ: ent.TypeLease, tq: q}, nil
+	case *ent.LineAnswerQuery:
+		return &query[*ent.LineAnswerQuery, predicate.LineAnswer, lineanswer.OrderOption]{typ: ent.TypeLineAnswer, tq: q}, nil
 	case *ent.MessageQuery:
 		return &query[*ent.MessageQuery, predicate.Message, message.OrderOption]{typ: ent.TypeMessage, tq: q}, nil
 	case *ent.PendingReceiptQuery:

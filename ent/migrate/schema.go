@@ -99,6 +99,41 @@ var (
 			},
 		},
 	}
+	// BindingsColumns holds the columns for the "bindings" table.
+	BindingsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "project_id", Type: field.TypeString},
+		{Name: "channel", Type: field.TypeString},
+		{Name: "provider", Type: field.TypeString, Nullable: true},
+		{Name: "line", Type: field.TypeString},
+		{Name: "person", Type: field.TypeString, Size: 1000},
+		{Name: "connection_id", Type: field.TypeString},
+		{Name: "scope_key", Type: field.TypeString, Unique: true},
+	}
+	// BindingsTable holds the schema information for the "bindings" table.
+	BindingsTable = &schema.Table{
+		Name:       "bindings",
+		Columns:    BindingsColumns,
+		PrimaryKey: []*schema.Column{BindingsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "binding_project_id",
+				Unique:  false,
+				Columns: []*schema.Column{BindingsColumns[2]},
+			},
+			{
+				Name:    "binding_project_id_connection_id_id",
+				Unique:  false,
+				Columns: []*schema.Column{BindingsColumns[2], BindingsColumns[7], BindingsColumns[0]},
+			},
+			{
+				Name:    "binding_project_id_connection_id_person",
+				Unique:  false,
+				Columns: []*schema.Column{BindingsColumns[2], BindingsColumns[7], BindingsColumns[6]},
+			},
+		},
+	}
 	// BlobsColumns holds the columns for the "blobs" table.
 	BlobsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString},
@@ -128,6 +163,10 @@ var (
 		{Name: "address", Type: field.TypeString, Nullable: true},
 		{Name: "inbox_key", Type: field.TypeString, Unique: true, Nullable: true},
 		{Name: "route_key", Type: field.TypeString, Unique: true, Nullable: true},
+		{Name: "line", Type: field.TypeString, Nullable: true},
+		{Name: "join_code", Type: field.TypeString, Nullable: true},
+		{Name: "join_link", Type: field.TypeString, Nullable: true},
+		{Name: "join_key", Type: field.TypeString, Unique: true, Nullable: true},
 		{Name: "authorize_url", Type: field.TypeString, Nullable: true},
 		{Name: "oauth_state", Type: field.TypeString, Unique: true, Nullable: true},
 		{Name: "webhook_url", Type: field.TypeString, Nullable: true},
@@ -150,6 +189,11 @@ var (
 				Name:    "connection_address",
 				Unique:  false,
 				Columns: []*schema.Column{ConnectionsColumns[11]},
+			},
+			{
+				Name:    "connection_line",
+				Unique:  false,
+				Columns: []*schema.Column{ConnectionsColumns[14]},
 			},
 		},
 	}
@@ -287,6 +331,30 @@ var (
 		Name:       "leases",
 		Columns:    LeasesColumns,
 		PrimaryKey: []*schema.Column{LeasesColumns[0]},
+	}
+	// LineAnswersColumns holds the columns for the "line_answers" table.
+	LineAnswersColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 200},
+		{Name: "line", Type: field.TypeString},
+		{Name: "answered_at", Type: field.TypeTime},
+	}
+	// LineAnswersTable holds the schema information for the "line_answers" table.
+	LineAnswersTable = &schema.Table{
+		Name:       "line_answers",
+		Columns:    LineAnswersColumns,
+		PrimaryKey: []*schema.Column{LineAnswersColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "lineanswer_line_answered_at",
+				Unique:  false,
+				Columns: []*schema.Column{LineAnswersColumns[1], LineAnswersColumns[2]},
+			},
+			{
+				Name:    "lineanswer_answered_at",
+				Unique:  false,
+				Columns: []*schema.Column{LineAnswersColumns[2]},
+			},
+		},
 	}
 	// MessagesColumns holds the columns for the "messages" table.
 	MessagesColumns = []*schema.Column{
@@ -516,6 +584,7 @@ var (
 		APIKeysTable,
 		AccountsTable,
 		AttachmentsTable,
+		BindingsTable,
 		BlobsTable,
 		ConnectionsTable,
 		ConversationsTable,
@@ -523,6 +592,7 @@ var (
 		DeviceRequestsTable,
 		DomainsTable,
 		LeasesTable,
+		LineAnswersTable,
 		MessagesTable,
 		PendingReceiptsTable,
 		ProjectsTable,

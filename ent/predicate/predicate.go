@@ -15,6 +15,9 @@ type Account func(*sql.Selector)
 // Attachment is the predicate function for attachment builders.
 type Attachment func(*sql.Selector)
 
+// Binding is the predicate function for binding builders.
+type Binding func(*sql.Selector)
+
 // Blob is the predicate function for blob builders.
 type Blob func(*sql.Selector)
 
@@ -35,6 +38,9 @@ type Domain func(*sql.Selector)
 
 // Lease is the predicate function for lease builders.
 type Lease func(*sql.Selector)
+
+// LineAnswer is the predicate function for lineanswer builders.
+type LineAnswer func(*sql.Selector)
 
 // Message is the predicate function for message builders.
 type Message func(*sql.Selector)

@@ -8,6 +8,7 @@ import (
 	"github.com/comm-gateway/comm/ent/account"
 	"github.com/comm-gateway/comm/ent/apikey"
 	"github.com/comm-gateway/comm/ent/attachment"
+	"github.com/comm-gateway/comm/ent/binding"
 	"github.com/comm-gateway/comm/ent/blob"
 	"github.com/comm-gateway/comm/ent/connection"
 	"github.com/comm-gateway/comm/ent/conversation"
@@ -15,6 +16,7 @@ import (
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
 	"github.com/comm-gateway/comm/ent/lease"
+	"github.com/comm-gateway/comm/ent/lineanswer"
 	"github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/pendingreceipt"
 	"github.com/comm-gateway/comm/ent/project"
@@ -126,6 +128,37 @@ func init() {
 	attachment.DefaultID = attachmentDescID.Default.(func() string)
 	// attachment.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	attachment.IDValidator = attachmentDescID.Validators[0].(func(string) error)
+	bindingMixin := schema.Binding{}.Mixin()
+	bindingMixinHooks2 := bindingMixin[2].Hooks()
+	binding.Hooks[0] = bindingMixinHooks2[0]
+	bindingMixinInters2 := bindingMixin[2].Interceptors()
+	binding.Interceptors[0] = bindingMixinInters2[0]
+	bindingMixinFields0 := bindingMixin[0].Fields()
+	_ = bindingMixinFields0
+	bindingMixinFields1 := bindingMixin[1].Fields()
+	_ = bindingMixinFields1
+	bindingMixinFields2 := bindingMixin[2].Fields()
+	_ = bindingMixinFields2
+	bindingFields := schema.Binding{}.Fields()
+	_ = bindingFields
+	// bindingDescCreatedAt is the schema descriptor for created_at field.
+	bindingDescCreatedAt := bindingMixinFields1[0].Descriptor()
+	// binding.DefaultCreatedAt holds the default value on creation for the created_at field.
+	binding.DefaultCreatedAt = bindingDescCreatedAt.Default.(func() time.Time)
+	// bindingDescProjectID is the schema descriptor for project_id field.
+	bindingDescProjectID := bindingMixinFields2[0].Descriptor()
+	// binding.ProjectIDValidator is a validator for the "project_id" field. It is called by the builders before save.
+	binding.ProjectIDValidator = bindingDescProjectID.Validators[0].(func(string) error)
+	// bindingDescPerson is the schema descriptor for person field.
+	bindingDescPerson := bindingFields[3].Descriptor()
+	// binding.PersonValidator is a validator for the "person" field. It is called by the builders before save.
+	binding.PersonValidator = bindingDescPerson.Validators[0].(func(string) error)
+	// bindingDescID is the schema descriptor for id field.
+	bindingDescID := bindingMixinFields0[0].Descriptor()
+	// binding.DefaultID holds the default value on creation for the id field.
+	binding.DefaultID = bindingDescID.Default.(func() string)
+	// binding.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	binding.IDValidator = bindingDescID.Validators[0].(func(string) error)
 	blobMixin := schema.Blob{}.Mixin()
 	blobMixinFields0 := blobMixin[0].Fields()
 	_ = blobMixinFields0
@@ -313,6 +346,26 @@ func init() {
 	// lease.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	lease.IDValidator = func() func(string) error {
 		validators := leaseDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	lineanswerFields := schema.LineAnswer{}.Fields()
+	_ = lineanswerFields
+	// lineanswerDescID is the schema descriptor for id field.
+	lineanswerDescID := lineanswerFields[0].Descriptor()
+	// lineanswer.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	lineanswer.IDValidator = func() func(string) error {
+		validators := lineanswerDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),

@@ -42,6 +42,14 @@ func (Connection) Fields() []ent.Field {
 			Comment("channel:address of an inbox this gateway hosts (email); globally unique, cleared on delete"),
 		field.String("route_key").Optional().Nillable().Unique().Annotations(entgql.Skip()).
 			Comment("channel:key that app-level provider events for this connection carry (a Slack team, a page); globally unique, cleared on delete"),
+		field.String("line").Optional().Nillable().Immutable().
+			Comment("the operator's line the connection is on, on a channel whose lines projects share (hosted WhatsApp, iMessage)"),
+		field.String("join_code").Optional().Nillable().Immutable().
+			Comment("the code people send (join <code>) to bind themselves to the connection on its shared line; null on a dedicated line"),
+		field.String("join_link").Optional().Nillable().Immutable().
+			Comment("a link that opens the join message to the line; null when the channel has none or the line is dedicated"),
+		field.String("join_key").Optional().Nillable().Unique().Annotations(entgql.Skip()).
+			Comment("channel:line:code of the join code; globally unique, cleared on delete"),
 		field.String("authorize_url").Optional().
 			Comment("while pending an install of the operator's app: where the person approves it"),
 		field.String("oauth_state").Optional().Nillable().Unique().Sensitive().Annotations(entgql.Skip()).
@@ -59,5 +67,5 @@ func (Connection) Fields() []ent.Field {
 // Indexes of the Connection: addresses are looked up across projects (an
 // inbox address released recently is quarantined).
 func (Connection) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("address")}
+	return []ent.Index{index.Fields("address"), index.Fields("line")}
 }

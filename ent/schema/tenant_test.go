@@ -19,6 +19,7 @@ import (
 	entaccount "github.com/comm-gateway/comm/ent/account"
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	entattachment "github.com/comm-gateway/comm/ent/attachment"
+	entbinding "github.com/comm-gateway/comm/ent/binding"
 	entblob "github.com/comm-gateway/comm/ent/blob"
 	entconnection "github.com/comm-gateway/comm/ent/connection"
 	entconversation "github.com/comm-gateway/comm/ent/conversation"
@@ -26,6 +27,7 @@ import (
 	entdevicerequest "github.com/comm-gateway/comm/ent/devicerequest"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
 	entlease "github.com/comm-gateway/comm/ent/lease"
+	entlineanswer "github.com/comm-gateway/comm/ent/lineanswer"
 	entmessage "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/migrate"
 	entpendingreceipt "github.com/comm-gateway/comm/ent/pendingreceipt"
@@ -75,6 +77,8 @@ var schemas = map[string]entgo.Interface{
 	entlease.Table:          schema.Lease{},
 	entstate.Table:          schema.ProviderState{},
 	entpendingreceipt.Table: schema.PendingReceipt{},
+	entbinding.Table:        schema.Binding{},
+	entlineanswer.Table:     schema.LineAnswer{},
 }
 
 // TestSchemaTenantMixin walks the generated table list: every table with a
