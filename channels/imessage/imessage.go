@@ -360,9 +360,14 @@ func Address(to string) (string, error) {
 	return s, nil
 }
 
-// Config is a connection's configuration: nothing to set (the gateway
-// chooses the relay).
-type Config struct{}
+// Config is a connection's configuration: nothing of the adapter's own.
+// The gateway reads "dedicated" (a relay to the connection alone) and
+// "line" (a relay's address) to choose the line; the adapter accepts and
+// ignores them.
+type Config struct {
+	Dedicated json.RawMessage `json:"dedicated,omitempty"`
+	Line      json.RawMessage `json:"line,omitempty"`
+}
 
 // Adapter is an iMessage connection on one relay.
 type Adapter struct {
@@ -373,7 +378,7 @@ type Adapter struct {
 
 func (c *channel) newAdapter(_ context.Context, conn channels.Connection) (channels.Adapter, error) {
 	var cfg Config
-	if err := channels.DecodeConfig(conn.Config, &cfg, Channel, "none", "{}"); err != nil {
+	if err := channels.DecodeConfig(conn.Config, &cfg, Channel, "dedicated, line", `{} or {"dedicated":true} or {"line":"agent@icloud.com"}`); err != nil {
 		return nil, err
 	}
 	r := c.byLine(conn.Line)

@@ -20,7 +20,7 @@ import (
 // the guids at that date, as the query's "after" is inclusive) is kept in
 // Options.State once emit committed, so another replica's session goes on
 // where this one stopped. A relay met for the first time is followed from
-// now on: its history is not replayed.
+// its newest message on: its history is not replayed.
 //
 // This polls rather than following the relay's Socket.IO stream: the
 // query endpoint is plain HTTP, what a restart missed is read again from
@@ -99,8 +99,7 @@ func (c *channel) follow(ctx context.Context, r *relay, emit func(key string, in
 	}
 	var cur cursor
 	if raw == nil {
-		cur = cursor{After: c.opts.Now().UnixMilli()}
-		return c.saveCursor(ctx, r, cur)
+		return c.startCursor(ctx, r)
 	}
 	if err := json.Unmarshal(raw, &cur); err != nil {
 		return fmt.Errorf("imessage: relay %s: the saved cursor is malformed: %w", r.Address, err)
@@ -150,6 +149,21 @@ func (c *channel) follow(ctx context.Context, r *relay, emit func(key string, in
 		cur = next
 	}
 	return nil
+}
+
+// startCursor puts a relay met for the first time's cursor at its newest
+// message (now, when it has none), so that its history is not replayed.
+func (c *channel) startCursor(ctx context.Context, r *relay) error {
+	var newest []message
+	body := map[string]any{"limit": 1, "sort": "DESC"}
+	if err := c.call(ctx, r, "query messages", http.MethodPost, "/api/v1/message/query", nil, body, &newest); err != nil {
+		return err
+	}
+	cur := cursor{After: c.opts.Now().UnixMilli()}
+	if len(newest) > 0 && newest[0].DateCreated > 0 {
+		cur = cursor{After: newest[0].DateCreated, Seen: []string{newest[0].GUID}}
+	}
+	return c.saveCursor(ctx, r, cur)
 }
 
 func (c *channel) saveCursor(ctx context.Context, r *relay, cur cursor) error {
