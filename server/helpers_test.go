@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/imessage"
 	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/slack"
 
@@ -84,6 +85,8 @@ type setup struct {
 	meta meta.Options
 	// twilio configures SMS and WhatsApp through Twilio (its API URLs).
 	twilio twilio.Options
+	// imessage configures the iMessage channel (the operator's relays).
+	imessage imessage.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
@@ -106,7 +109,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, Channels: su.channels},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, IMessage: su.imessage, Channels: su.channels},
 		Workers: workers,
 	})}
 }
