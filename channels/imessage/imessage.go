@@ -88,6 +88,9 @@ const (
 	// DefaultPollInterval is how often a followed relay is asked for new
 	// messages.
 	DefaultPollInterval = 2 * time.Second
+	// DefaultTypingHold is how long a typing indicator is kept up
+	// (messaging.TypingLease).
+	DefaultTypingHold = 10 * time.Second
 	// MaxEvent bounds a webhook body accepted.
 	MaxEvent = 4 << 20
 	// maxResponse bounds a relay's JSON answer read.
@@ -132,6 +135,11 @@ type Options struct {
 	// PollInterval is how often a followed relay is asked;
 	// DefaultPollInterval when 0.
 	PollInterval time.Duration
+	// TypingHold is how long a typing indicator stays up before the
+	// channel takes it down (DELETE /api/v1/chat/{guid}/typing; iMessage
+	// keeps it until then): DefaultTypingHold, comm's typing lease, when
+	// 0.
+	TypingHold time.Duration
 	// Logger receives what the channel leaves out; slog.Default() when
 	// nil.
 	Logger *slog.Logger
@@ -166,6 +174,9 @@ func (o Options) withDefaults() Options {
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
 	}
+	if o.TypingHold <= 0 {
+		o.TypingHold = DefaultTypingHold
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -193,6 +204,7 @@ type relay struct {
 	info   serverInfo
 	infoAt time.Time
 	sent   *sentMemo
+	typing map[string]*time.Timer // chat guid -> when its indicator is taken down
 
 	regMu   sync.Mutex // one registration at a time
 	hookURL string     // the webhook URL this process registered

@@ -664,3 +664,30 @@ func relayID(t *testing.T, e relayEnv) string {
 	u, _ := url.Parse(srv.Webhooks()[0].URL)
 	return u.Query().Get("relay")
 }
+
+// TestTypingHold: the indicator is taken down once TypingHold passes
+// without another Typing for the chat.
+func TestTypingHold(t *testing.T) {
+	t.Parallel()
+	e := newRelay(t, true, imessage.Options{TypingHold: 150 * time.Millisecond})
+	a := e.adapter(t, "")
+	ty := channels.Typing{ThreadKey: "iMessage;-;" + person, To: person}
+	if err := a.Typing(t.Context(), ty); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(75 * time.Millisecond)
+	if err := a.Typing(t.Context(), ty); err != nil { // refreshed: the hold starts again
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if stops := e.srv.TypingStops(); len(stops) != 0 {
+		t.Fatalf("taken down %q while refreshed", stops)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(e.srv.TypingStops()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if stops := e.srv.TypingStops(); len(stops) != 1 || stops[0] != "iMessage;-;"+person {
+		t.Errorf("stops %q, want one in the chat", stops)
+	}
+}

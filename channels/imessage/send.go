@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/comm-gateway/comm/channels"
 )
@@ -112,8 +113,9 @@ func (c *channel) send(ctx context.Context, r *relay, msg channels.Outbound) (ch
 }
 
 // Typing shows the typing indicator in the chat
-// (POST /api/v1/chat/{guid}/typing). It needs the relay's Private API;
-// without it Typing does nothing.
+// (POST /api/v1/chat/{guid}/typing) and takes it down after TypingHold
+// (DELETE) unless Typing comes again: iMessage keeps it up until told.
+// It needs the relay's Private API; without it Typing does nothing.
 func (a *Adapter) Typing(ctx context.Context, t channels.Typing) error {
 	chat, err := chatGUID("typing", t.ThreadKey, t.To)
 	if err != nil {
@@ -126,7 +128,41 @@ func (a *Adapter) Typing(ctx context.Context, t channels.Typing) error {
 	if !info.privateAPI() {
 		return nil
 	}
-	return a.ch.call(ctx, a.relay, "typing", http.MethodPost, "/api/v1/chat/"+url.PathEscape(chat)+"/typing", nil, nil, nil)
+	if err := a.ch.call(ctx, a.relay, "typing", http.MethodPost, "/api/v1/chat/"+url.PathEscape(chat)+"/typing", nil, nil, nil); err != nil {
+		return err
+	}
+	a.ch.holdTyping(a.relay, chat)
+	return nil
+}
+
+// maxTyping bounds the chats whose indicators a relay keeps up at once.
+const maxTyping = 1000
+
+// holdTyping takes chat's indicator down after TypingHold, unless Typing
+// is called for it again meanwhile.
+func (c *channel) holdTyping(r *relay, chat string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.typing[chat]; ok {
+		t.Reset(c.opts.TypingHold)
+		return
+	}
+	if r.typing == nil {
+		r.typing = map[string]*time.Timer{}
+	}
+	if len(r.typing) >= maxTyping {
+		return
+	}
+	r.typing[chat] = time.AfterFunc(c.opts.TypingHold, func() {
+		r.mu.Lock()
+		delete(r.typing, chat)
+		r.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.CallTimeout)
+		defer cancel()
+		if err := c.call(ctx, r, "stop typing", http.MethodDelete, "/api/v1/chat/"+url.PathEscape(chat)+"/typing", nil, nil, nil); err != nil {
+			c.opts.Logger.Debug("imessage: taking a typing indicator down failed", "relay", r.Address, "err", err)
+		}
+	})
 }
 
 func randomID() string {

@@ -16,6 +16,7 @@
 //	POST   /api/v1/message/text                  {chatGuid, tempGuid, message, method, selectedMessageGuid, partIndex}
 //	POST   /api/v1/message/query                 {after, sort, limit, offset, with}
 //	POST   /api/v1/chat/{guid}/typing            (Private API only)
+//	DELETE /api/v1/chat/{guid}/typing            (Private API only)
 //	GET    /api/v1/attachment/{guid}/download
 //
 // SetDown makes the relay unavailable (503, or the connection closed);
@@ -170,6 +171,7 @@ type Server struct {
 	nextHook   int64
 	sent       []Sent
 	typings    []string
+	stops      []string
 	messages   []*Message
 	files      map[string]file
 	calls      map[string]int
@@ -233,6 +235,13 @@ func (s *Server) Typings() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.typings)
+}
+
+// TypingStops returns the chat guids typing was taken down in, in order.
+func (s *Server) TypingStops() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.stops)
 }
 
 // Calls returns how many authorized calls were made to path (with its
@@ -490,8 +499,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.sendText(w, r, body)
 	case r.Method == http.MethodPost && route == "message/query":
 		s.query(w, body)
-	case r.Method == http.MethodPost && strings.HasPrefix(route, "chat/") && strings.HasSuffix(route, "/typing"):
-		s.typing(w, strings.TrimSuffix(strings.TrimPrefix(route, "chat/"), "/typing"))
+	case (r.Method == http.MethodPost || r.Method == http.MethodDelete) && strings.HasPrefix(route, "chat/") && strings.HasSuffix(route, "/typing"):
+		s.typing(w, strings.TrimSuffix(strings.TrimPrefix(route, "chat/"), "/typing"), r.Method == http.MethodDelete)
 	case r.Method == http.MethodGet && strings.HasPrefix(route, "attachment/") && strings.HasSuffix(route, "/download"):
 		s.download(w, strings.TrimSuffix(strings.TrimPrefix(route, "attachment/"), "/download"))
 	default:
@@ -709,7 +718,7 @@ func (s *Server) query(w http.ResponseWriter, body []byte) {
 		"metadata": map[string]int{"offset": in.Offset, "limit": limit, "total": total, "count": len(list)}})
 }
 
-func (s *Server) typing(w http.ResponseWriter, chat string) {
+func (s *Server) typing(w http.ResponseWriter, chat string, stop bool) {
 	chat, err := url.PathUnescape(chat)
 	if err != nil {
 		fail(w, 400, "Validation Error", "Bad request", "bad chat guid")
@@ -719,6 +728,13 @@ func (s *Server) typing(w http.ResponseWriter, chat string) {
 	defer s.mu.Unlock()
 	if !s.privateAPI {
 		fail(w, 500, "iMessage Error", "Please make sure you have completed the setup for the Private API, and your helper is connected!", "iMessage Private API Helper is not connected!")
+		return
+	}
+	if stop {
+		if len(s.stops) < MaxRecorded {
+			s.stops = append(s.stops, chat)
+		}
+		reply(w, 200, "Successfully stopped typing!", nil)
 		return
 	}
 	if len(s.typings) < MaxRecorded {
