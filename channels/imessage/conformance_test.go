@@ -125,7 +125,7 @@ func (p *pool) fake(t *testing.T) *channeltest.Fake {
 				return person, ""
 			case channeltest.Rejected:
 				srv.FailNext(bluebubblestest.BadRequest)
-				return person, "Chat does not exist"
+				return person, "Invalid chat GUID"
 			case channeltest.Unauthorized:
 				srv.FailNext(bluebubblestest.WrongPassword)
 				return person, "refused the password"

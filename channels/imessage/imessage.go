@@ -35,8 +35,10 @@
 //
 // A new-message from someone else becomes an Inbound: ProviderID is the
 // Apple message guid, Sender the handle's address (phone numbers in
-// E.164, emails lower-cased), ThreadKey the chat guid ("iMessage;-;+1555…",
-// "iMessage;+;chat…" for a group), threadOriginatorGuid a reference, the
+// E.164, emails lower-cased), ThreadKey the sender's address for a
+// person's own chat (so that comm's sends to them share the
+// conversation) and the chat guid for a group ("iMessage;+;chat…"),
+// threadOriginatorGuid a reference, the
 // attachments downloaded (GET /api/v1/attachment/{guid}/download, at most
 // Options.MaxAttachment bytes each; one that cannot be fetched is left
 // out and named in the details rather than losing the message, as the
@@ -45,8 +47,10 @@
 // updated-message of our own with dateDelivered or dateRead is a delivered
 // or read Receipt.
 //
-// Outbound: POST /api/v1/message/text with the chat guid (the thread's, or
-// "iMessage;-;<to>"), tempGuid the comm message id, and method
+// Outbound: POST /api/v1/message/text with the chat guid (a group's; for a
+// person the chat the relay last named for them, else
+// "iMessage;-;<to>", and "any;-;<to>" when a macOS 26 relay finds no such
+// chat), tempGuid the comm message id, and method
 // "private-api" when the relay's Private API helper is connected (then a
 // reply carries selectedMessageGuid), else "apple-script". Texts over
 // MaxText characters go out as several messages. Typing
@@ -204,6 +208,7 @@ type relay struct {
 	info   serverInfo
 	infoAt time.Time
 	sent   *sentMemo
+	chats  *chatMemo
 	typing map[string]*time.Timer // chat guid -> when its indicator is taken down
 
 	regMu   sync.Mutex // one registration at a time
@@ -265,7 +270,7 @@ func newRelay(r Relay) *relay {
 	m := hmac.New(sha256.New, []byte(r.Password))
 	m.Write([]byte("comm/imessage/webhook\x00" + r.Address))
 	return &relay{Relay: r, base: strings.TrimRight(r.URL, "/"), id: hex.EncodeToString(sum[:6]),
-		secret: hex.EncodeToString(m.Sum(nil)), sent: newSentMemo()}
+		secret: hex.EncodeToString(m.Sum(nil)), sent: newSentMemo(), chats: newChatMemo()}
 }
 
 // byLine returns the relay whose address is line; the first one when line

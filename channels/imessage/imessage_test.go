@@ -331,7 +331,7 @@ func TestReceive(t *testing.T) {
 		t.Fatalf("got %d items, want 1", len(got))
 	}
 	in := got[0]
-	if in.Line != address || in.ProviderID != m.GUID || in.Sender != person || in.ThreadKey != "iMessage;-;+1 555 123 0000" || in.Text != "join K7Q2" || in.Receipt != nil {
+	if in.Line != address || in.ProviderID != m.GUID || in.Sender != person || in.ThreadKey != person || in.Text != "join K7Q2" || in.Receipt != nil {
 		t.Errorf("inbound = %+v", in)
 	}
 	var details map[string]any
@@ -506,7 +506,7 @@ func TestSendRelayDown(t *testing.T) {
 		t.Errorf("hang: %v; want transient", err)
 	}
 	e.srv.FailNext(bluebubblestest.BadRequest)
-	if _, err := a.Send(t.Context(), out); !errors.Is(err, channels.ErrPermanent) || !strings.Contains(err.Error(), "Chat does not exist") {
+	if _, err := a.Send(t.Context(), out); !errors.Is(err, channels.ErrPermanent) || !strings.Contains(err.Error(), "Invalid chat GUID") {
 		t.Errorf("400: %v; want permanent with the relay's message", err)
 	}
 	if _, err := a.Send(t.Context(), channels.Outbound{MessageID: "msg_2", To: "5551234", Text: "hi"}); !errors.Is(err, channels.ErrPermanent) {
@@ -606,7 +606,7 @@ func TestSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := wait(ch, "first")
-	if got.key != address || got.in.ProviderID != m1.GUID || got.in.Sender != person || got.in.ThreadKey != "iMessage;-;"+person {
+	if got.key != address || got.in.ProviderID != m1.GUID || got.in.Sender != person || got.in.ThreadKey != person {
 		t.Errorf("emitted %+v", got)
 	}
 	if err := stop(); err != nil {
@@ -689,5 +689,45 @@ func TestTypingHold(t *testing.T) {
 	}
 	if stops := e.srv.TypingStops(); len(stops) != 1 || stops[0] != "iMessage;-;"+person {
 		t.Errorf("stops %q, want one in the chat", stops)
+	}
+}
+
+// TestTahoeChats: on macOS 26 a person's chat is "any;-;<address>": an
+// inbound message's thread is still the person's address, and replies
+// go to the chat the relay named (Private API), or to
+// "iMessage;-;<address>" through AppleScript (which cannot send to
+// "any"); a process that never saw the chat falls back to "any;-;" when
+// the relay finds no "iMessage;-;" chat.
+func TestTahoeChats(t *testing.T) {
+	t.Parallel()
+	e := newRelay(t, true, imessage.Options{})
+	e.srv.SetTahoe(true)
+	if _, err := e.adapter(t, hookBase+"/conn_1").Provision(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	m := e.srv.Incoming(bluebubblestest.Incoming{From: person, Text: "hi from Tahoe"})
+	got, err := e.receive(t, e.hook(t), "new-message", m)
+	if err != nil || len(got) != 1 || got[0].ThreadKey != person || !strings.Contains(string(got[0].Details), `"chat_guid":"any;-;+15551230000"`) {
+		t.Fatalf("inbound %+v %v", got, err)
+	}
+	if _, err := e.adapter(t, "").Send(t.Context(), channels.Outbound{MessageID: "msg_1", ThreadKey: person, To: person, Text: "reply"}); err != nil {
+		t.Fatal(err)
+	}
+	// Another process: it has not seen the chat.
+	fresh := relayEnv{srv: e.srv, d: imessage.Descriptor(imessage.Options{Relays: []imessage.Relay{{URL: e.srv.URL, Password: password, Address: address}}})}
+	if _, err := fresh.adapter(t, "").Send(t.Context(), channels.Outbound{MessageID: "msg_2", ThreadKey: person, To: person, Text: "from elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.SetPrivateAPI(false)
+	apple := relayEnv{srv: e.srv, d: imessage.Descriptor(imessage.Options{Relays: []imessage.Relay{{URL: e.srv.URL, Password: password, Address: address}}})}
+	if _, err := apple.adapter(t, "").Send(t.Context(), channels.Outbound{MessageID: "msg_3", ThreadKey: person, To: person, Text: "by AppleScript"}); err != nil {
+		t.Fatal(err)
+	}
+	var chats []string
+	for _, s := range e.srv.Sent() {
+		chats = append(chats, s.ChatGUID)
+	}
+	if want := []string{"any;-;" + person, "any;-;" + person, "iMessage;-;" + person}; strings.Join(chats, " ") != strings.Join(want, " ") {
+		t.Errorf("sent to %q, want %q", chats, want)
 	}
 }

@@ -221,9 +221,16 @@ func (c *channel) message(ctx context.Context, r *relay, m message) (channels.In
 	if sender == "" {
 		return channels.Inbound{}, false
 	}
-	thread := "iMessage;-;" + sender
+	// A person's own chat is keyed by their address (as comm's sends to
+	// them are), a group by its chat guid.
+	thread, chat := sender, ""
 	if len(m.Chats) > 0 && isChatGUID(m.Chats[0].GUID) {
-		thread = m.Chats[0].GUID
+		chat = m.Chats[0].GUID
+		if strings.Contains(chat, ";+;") {
+			thread = chat
+		} else if _, h, _ := strings.Cut(chat, ";-;"); h == m.Handle.Address || h == sender {
+			r.chats.put(sender, chat)
+		}
 	}
 	in := channels.Inbound{ProviderID: m.GUID, Sender: sender, ThreadKey: thread,
 		Text: strings.TrimSpace(strings.ReplaceAll(m.Text, "\ufffc", ""))}
@@ -234,7 +241,7 @@ func (c *channel) message(ctx context.Context, r *relay, m message) (channels.In
 		subject := m.Subject
 		in.Subject = &subject
 	}
-	details := map[string]any{"guid": m.GUID, "chat_guid": thread, "relay": r.Address, "group": strings.Contains(thread, ";+;")}
+	details := map[string]any{"guid": m.GUID, "chat_guid": chat, "relay": r.Address, "group": strings.Contains(chat, ";+;")}
 	if m.DateCreated > 0 {
 		details["date_created"] = time.UnixMilli(m.DateCreated).UTC()
 	}

@@ -32,20 +32,39 @@ func isChatGUID(s string) bool {
 	return ok && svc != "" && len(s) <= 512 && (strings.HasPrefix(rest, "-;") || strings.HasPrefix(rest, "+;")) && len(rest) > 2
 }
 
-// chatGUID is the chat a message goes to: the thread's, else the
-// one-to-one iMessage chat with to.
-func chatGUID(op, thread, to string) (string, error) {
+// chatGUID is the chat a message goes to: a group's chat guid as the
+// thread names it; for a person (the thread is their address, or a
+// one-to-one chat guid) the chat this relay last saw them in, else
+// "iMessage;-;<address>". Through AppleScript a person's chat is always
+// addressed "iMessage;-;<address>" (or the SMS chat it is): BlueBubbles'
+// AppleScript cannot send to the "any;-;" chats macOS 26 makes.
+func (c *channel) chatGUID(r *relay, op, thread, to string, private bool) (chat, addr string, err error) {
+	if isChatGUID(thread) && strings.Contains(thread, ";+;") {
+		return thread, "", nil
+	}
+	who := to
 	if isChatGUID(thread) {
-		return thread, nil
+		_, who, _ = strings.Cut(thread, ";-;")
+	} else if thread != "" {
+		who = thread
 	}
-	if thread != "" && to == "" {
-		to = thread
+	addr, aerr := Address(who)
+	if aerr != nil {
+		return "", "", channels.Permanent("imessage: %s: %v", op, aerr)
 	}
-	addr, err := Address(to)
-	if err != nil {
-		return "", channels.Permanent("imessage: %s: %v", op, err)
+	known := r.chats.get(addr)
+	switch {
+	case known != "" && (private || strings.HasPrefix(known, "SMS;-;")):
+		return known, addr, nil
+	case isChatGUID(thread) && (private || strings.HasPrefix(thread, "SMS;-;")):
+		return thread, addr, nil
 	}
-	return "iMessage;-;" + addr, nil
+	return "iMessage;-;" + addr, addr, nil
+}
+
+// noChat reports whether err is the relay saying a chat does not exist.
+func noChat(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "chat does not exist")
 }
 
 // Send delivers msg.Text through the adapter's relay
@@ -60,10 +79,6 @@ func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.Sen
 }
 
 func (c *channel) send(ctx context.Context, r *relay, msg channels.Outbound) (channels.SendResult, error) {
-	chat, err := chatGUID("send message", msg.ThreadKey, msg.To)
-	if err != nil {
-		return channels.SendResult{}, err
-	}
 	if strings.TrimSpace(msg.Text) == "" {
 		return channels.SendResult{}, channels.Permanent("imessage: send message: the message has no text")
 	}
@@ -71,6 +86,10 @@ func (c *channel) send(ctx context.Context, r *relay, msg channels.Outbound) (ch
 		return channels.SendResult{ProviderID: guid}, nil
 	}
 	info, err := c.serverInfo(ctx, r, false)
+	if err != nil {
+		return channels.SendResult{}, err
+	}
+	chat, addr, err := c.chatGUID(r, "send message", msg.ThreadKey, msg.To, info.privateAPI())
 	if err != nil {
 		return channels.SendResult{}, err
 	}
@@ -94,7 +113,20 @@ func (c *channel) send(ctx context.Context, r *relay, msg channels.Outbound) (ch
 			}
 		}
 		var m message
-		if err := c.call(ctx, r, "send message", http.MethodPost, "/api/v1/message/text", nil, body, &m); err != nil {
+		err := c.call(ctx, r, "send message", http.MethodPost, "/api/v1/message/text", nil, body, &m)
+		if noChat(err) && i == 0 && addr != "" && strings.HasPrefix(chat, "iMessage;-;") && info.privateAPI() {
+			// macOS 26 names a person's chat "any;-;<address>".
+			chat = "any;-;" + addr
+			body["chatGuid"] = chat
+			err = c.call(ctx, r, "send message", http.MethodPost, "/api/v1/message/text", nil, body, &m)
+			if err == nil {
+				r.chats.put(addr, chat)
+			}
+		}
+		if err != nil {
+			if info.privateAPI() && strings.Contains(err.Error(), "Private API") {
+				r.forgetInfo() // the helper went away: ask server/info again
+			}
 			return channels.SendResult{}, err
 		}
 		guid := m.GUID
@@ -117,16 +149,16 @@ func (c *channel) send(ctx context.Context, r *relay, msg channels.Outbound) (ch
 // (DELETE) unless Typing comes again: iMessage keeps it up until told.
 // It needs the relay's Private API; without it Typing does nothing.
 func (a *Adapter) Typing(ctx context.Context, t channels.Typing) error {
-	chat, err := chatGUID("typing", t.ThreadKey, t.To)
-	if err != nil {
-		return err
-	}
 	info, err := a.ch.serverInfo(ctx, a.relay, false)
 	if err != nil {
 		return err
 	}
 	if !info.privateAPI() {
 		return nil
+	}
+	chat, _, err := a.ch.chatGUID(a.relay, "typing", t.ThreadKey, t.To, true)
+	if err != nil {
+		return err
 	}
 	if err := a.ch.call(ctx, a.relay, "typing", http.MethodPost, "/api/v1/chat/"+url.PathEscape(chat)+"/typing", nil, nil, nil); err != nil {
 		return err
@@ -209,4 +241,43 @@ func (s *sentMemo) put(id, guid string) {
 	}
 	s.m[id] = guid
 	s.order = append(s.order, id)
+}
+
+// chatMemo remembers the chat guid a relay last saw each person in
+// (macOS 26 makes "any;-;<address>", older macOS "iMessage;-;<address>"
+// or "SMS;-;<address>"). Bounded: the newest maxChats people.
+type chatMemo struct {
+	mu    sync.Mutex
+	m     map[string]string
+	order []string
+}
+
+const maxChats = 10000
+
+func newChatMemo() *chatMemo { return &chatMemo{m: map[string]string{}} }
+
+func (c *chatMemo) get(addr string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[addr]
+}
+
+func (c *chatMemo) put(addr, chat string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[addr]; !ok {
+		if len(c.order) >= maxChats {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, addr)
+	}
+	c.m[addr] = chat
+}
+
+// forgetInfo makes the next call ask server/info again.
+func (r *relay) forgetInfo() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.infoAt = time.Time{}
 }

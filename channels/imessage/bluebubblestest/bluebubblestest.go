@@ -20,7 +20,8 @@
 //	GET    /api/v1/attachment/{guid}/download
 //
 // SetDown makes the relay unavailable (503, or the connection closed);
-// FailNext fails the next send. Incoming makes a person's message (kept
+// SetTahoe makes it behave as a Mac on macOS 26; FailNext fails the next
+// send. Incoming makes a person's message (kept
 // for message/query); Push and PushAll post events to webhook URLs;
 // Delivered and Read update a sent message and push updated-message to
 // the registered webhooks. Safe for concurrent use.
@@ -165,6 +166,7 @@ type Server struct {
 
 	mu         sync.Mutex
 	privateAPI bool
+	tahoe      bool
 	down       Down
 	fail       []Failure
 	webhooks   []Webhook
@@ -200,6 +202,17 @@ func (s *Server) SetPrivateAPI(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.privateAPI = on
+}
+
+// SetTahoe makes the fake behave as a Mac on macOS 26: a person's chats
+// are "any;-;<address>" (Incoming's default), a private-api send to
+// "iMessage;-;<address>" finds no chat (404 "Chat does not exist!"), and
+// an AppleScript send to an "any;-;" chat fails (500, error -1700), as
+// BlueBubbles 1.9.9 does there.
+func (s *Server) SetTahoe(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tahoe = on
 }
 
 // SetDown makes the relay unavailable (or Up again).
@@ -292,6 +305,9 @@ func (s *Server) Incoming(in Incoming) Message {
 	chat := in.ChatGUID
 	if chat == "" {
 		chat = "iMessage;-;" + in.From
+		if s.tahoe {
+			chat = "any;-;" + in.From
+		}
 	}
 	m.Chats = []Chat{{GUID: chat}}
 	if m.Attachments == nil {
@@ -610,7 +626,7 @@ func (s *Server) sendText(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		return
 	case BadRequest:
-		fail(w, 400, "Validation Error", "Bad request", "Chat does not exist: "+*in.ChatGUID)
+		fail(w, 400, "Validation Error", "Bad request", "Invalid chat GUID: "+*in.ChatGUID)
 		return
 	case WrongPassword:
 		fail(w, 401, "Authentication Error", "You are not authorized to access this resource", "You are not authorized to access this resource")
@@ -636,8 +652,16 @@ func (s *Server) sendText(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	s.mu.Lock()
-	on := s.privateAPI
+	on, tahoe := s.privateAPI, s.tahoe
 	s.mu.Unlock()
+	switch {
+	case tahoe && method == "private-api" && strings.HasPrefix(*in.ChatGUID, "iMessage;-;"):
+		fail(w, 404, "Database Error", "The requested resource was not found", "Chat does not exist!")
+		return
+	case tahoe && method == "apple-script" && strings.HasPrefix(*in.ChatGUID, "any;"):
+		fail(w, 500, "iMessage Error", "Message Send Error", `execution error: Can't make "any" into type constant. (-1700)`)
+		return
+	}
 	if method == "private-api" && !on {
 		fail(w, 500, "iMessage Error", "Please make sure you have completed the setup for the Private API, and your helper is connected!", "iMessage Private API Helper is not connected!")
 		return
