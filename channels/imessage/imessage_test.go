@@ -731,3 +731,26 @@ func TestTahoeChats(t *testing.T) {
 		t.Errorf("sent to %q, want %q", chats, want)
 	}
 }
+
+// TestSendResumesSplit: when a later part of a split text fails, the
+// retry sends only the parts not sent yet.
+func TestSendResumesSplit(t *testing.T) {
+	t.Parallel()
+	e := newRelay(t, false, imessage.Options{})
+	a := e.adapter(t, "")
+	text := strings.Repeat("word ", imessage.MaxText/5+10) // two parts
+	out := channels.Outbound{MessageID: "msg_split", To: person, Text: text}
+	e.srv.FailNext(0) // the first part goes through
+	e.srv.FailNext(bluebubblestest.ServerError)
+	if _, err := a.Send(t.Context(), out); !errors.Is(err, channels.ErrTransient) {
+		t.Fatalf("second part failing: %v", err)
+	}
+	res, err := a.Send(t.Context(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := e.srv.Sent()
+	if len(sent) != 2 || sent[0].Text+sent[1].Text != text || res.ProviderID != sent[0].GUID || sent[1].TempGUID != "msg_split.2" {
+		t.Errorf("sent %d parts (want 2, the first once), result %+v", len(sent), res)
+	}
+}

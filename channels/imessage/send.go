@@ -71,9 +71,9 @@ func noChat(err error) bool {
 // (POST /api/v1/message/text). The relay's answer is the sent message;
 // its guid is the provider id. A text over MaxText goes out as several
 // messages (the first's guid names the message). A message id this
-// process sent already returns the same guid without sending again
-// (BlueBubbles' tempGuid only refuses a duplicate while the first is in
-// flight).
+// process sent already returns the same guid without sending again, and
+// a retry after a later part failed sends only the rest (BlueBubbles'
+// tempGuid only refuses a duplicate while the first is in flight).
 func (a *Adapter) Send(ctx context.Context, msg channels.Outbound) (channels.SendResult, error) {
 	return a.ch.send(ctx, a.relay, msg)
 }
@@ -82,8 +82,9 @@ func (c *channel) send(ctx context.Context, r *relay, msg channels.Outbound) (ch
 	if strings.TrimSpace(msg.Text) == "" {
 		return channels.SendResult{}, channels.Permanent("imessage: send message: the message has no text")
 	}
-	if guid, ok := r.sent.get(msg.MessageID); ok {
-		return channels.SendResult{ProviderID: guid}, nil
+	prog := r.sent.get(msg.MessageID)
+	if prog.complete {
+		return channels.SendResult{ProviderID: prog.first}, nil
 	}
 	info, err := c.serverInfo(ctx, r, false)
 	if err != nil {
@@ -97,10 +98,10 @@ func (c *channel) send(ctx context.Context, r *relay, msg channels.Outbound) (ch
 	if temp == "" {
 		temp = randomID()
 	}
-	first := ""
+	first := prog.first
 	for i, part := range channels.Split(msg.Text, MaxText, channels.UTF16Units) {
-		if i > 0 && strings.TrimSpace(part) == "" {
-			continue
+		if i < prog.done || (i > 0 && strings.TrimSpace(part) == "") {
+			continue // sent by an earlier attempt of this process, or blank
 		}
 		body := map[string]any{"chatGuid": chat, "tempGuid": temp, "message": part, "method": MethodAppleScript}
 		if i > 0 {
@@ -139,8 +140,9 @@ func (c *channel) send(ctx context.Context, r *relay, msg channels.Outbound) (ch
 		if i == 0 {
 			first = guid
 		}
+		r.sent.put(msg.MessageID, progress{first: first, done: i + 1})
 	}
-	r.sent.put(msg.MessageID, first)
+	r.sent.put(msg.MessageID, progress{first: first, complete: true})
 	return channels.SendResult{ProviderID: first}, nil
 }
 
@@ -203,44 +205,51 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// sentMemo remembers the guids of the messages this process sent, by comm
-// message id, so that a repeated send returns the first's guid. Bounded:
-// the newest maxSent.
+// sentMemo remembers how far this process got with each comm message
+// id: a repeated send of a message sent whole returns the first part's
+// guid without sending again, and a retry of a split message whose later
+// part failed sends only the parts not sent yet. Bounded: the newest
+// maxSent ids.
 type sentMemo struct {
 	mu    sync.Mutex
-	m     map[string]string
+	m     map[string]progress
 	order []string
+}
+
+// progress is a message's parts sent so far.
+type progress struct {
+	first    string // the first part's guid
+	done     int    // parts sent
+	complete bool
 }
 
 const maxSent = 10000
 
-func newSentMemo() *sentMemo { return &sentMemo{m: map[string]string{}} }
+func newSentMemo() *sentMemo { return &sentMemo{m: map[string]progress{}} }
 
-func (s *sentMemo) get(id string) (string, bool) {
+func (s *sentMemo) get(id string) progress {
 	if id == "" {
-		return "", false
+		return progress{}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.m[id]
-	return g, ok
+	return s.m[id]
 }
 
-func (s *sentMemo) put(id, guid string) {
+func (s *sentMemo) put(id string, p progress) {
 	if id == "" {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.m[id]; ok {
-		return
+	if _, ok := s.m[id]; !ok {
+		if len(s.order) >= maxSent {
+			delete(s.m, s.order[0])
+			s.order = s.order[1:]
+		}
+		s.order = append(s.order, id)
 	}
-	if len(s.order) >= maxSent {
-		delete(s.m, s.order[0])
-		s.order = s.order[1:]
-	}
-	s.m[id] = guid
-	s.order = append(s.order, id)
+	s.m[id] = p
 }
 
 // chatMemo remembers the chat guid a relay last saw each person in

@@ -222,7 +222,8 @@ func (s *Server) SetDown(d Down) {
 	s.down = d
 }
 
-// FailNext makes the next send fail as f.
+// FailNext makes the next send without a failure queued fail as f; 0
+// lets that send through (to fail a later one).
 func (s *Server) FailNext(f Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
