@@ -243,6 +243,29 @@ func (c *Client) DeleteConnection(ctx context.Context, id string) error {
 	return c.do(ctx, request{method: http.MethodDelete, path: "/v1/connections/" + url.PathEscape(id)})
 }
 
+// Bindings lists the people who joined a connection on its shared line
+// (hosted WhatsApp, iMessage) by sending its join code, oldest first
+// (GET /v1/connections/{id}/bindings). Page with after (the last
+// binding's id) and limit as in Connections.
+func (c *Client) Bindings(ctx context.Context, connectionID, after string, limit int) ([]Binding, error) {
+	out := []Binding{}
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/connections/" + url.PathEscape(connectionID) + "/bindings",
+		query: page(nil, after, limit), out: &out})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Unbind removes a person's binding to a connection: their messages on the
+// line reach no connection until they join again
+// (DELETE /v1/connections/{id}/bindings/{person}). A person who has not
+// joined it is ErrNotFound.
+func (c *Client) Unbind(ctx context.Context, connectionID, person string) error {
+	return c.do(ctx, request{method: http.MethodDelete,
+		path: "/v1/connections/" + url.PathEscape(connectionID) + "/bindings/" + url.PathEscape(person)})
+}
+
 // Conversations lists conversations, oldest first, of one connection or
 // (connectionID "") all (GET /v1/conversations). Page with after and
 // limit as in Connections.

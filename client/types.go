@@ -38,6 +38,9 @@ type MessageEvent = api.MessageEvent
 // Connection is a channel connection (an inbox, a bot, an app).
 type Connection = api.Connection
 
+// Binding is a person who joined a connection on its shared line.
+type Binding = api.Binding
+
 // ConnectRequest is the body of Connect. Empty fields are left out: the
 // channel's only provider, and the project's default customer and agent.
 type ConnectRequest struct {

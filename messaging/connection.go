@@ -179,7 +179,7 @@ func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, er
 				SetStatus(StatusActive).SetCustomerID(in.CustomerID).SetAgentID(in.AgentID).
 				SetName(in.Name).SetConfig(s.sealConfig(config)).SetCreatedAt(now)
 			if place != nil {
-				if err := s.checkLineFree(tx, d, place); err != nil {
+				if err := s.checkLineFree(tx, d, place, id); err != nil {
 					return err
 				}
 				create.SetLine(place.line.ID)

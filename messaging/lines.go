@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/ent"
 	entbinding "github.com/comm-gateway/comm/ent/binding"
 	entconn "github.com/comm-gateway/comm/ent/connection"
+	entlease "github.com/comm-gateway/comm/ent/lease"
 	entanswer "github.com/comm-gateway/comm/ent/lineanswer"
 	entmsg "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/predicate"
@@ -158,13 +159,23 @@ func (s *Service) linesInUse(ctx context.Context, d channels.Descriptor) (used, 
 // checkLineFree checks again, in the transaction that stores the new
 // connection, that its line is still as placeOnLine found it (another
 // connection may have taken it since).
-func (s *Service) checkLineFree(tx *stream.Tx, d channels.Descriptor, place *linePlace) error {
+func (s *Service) checkLineFree(tx *stream.Tx, d channels.Descriptor, place *linePlace, connID string) error {
+	// Connects on one line take turns: the line's lock row is written
+	// first, so a concurrent connect on another replica waits for this
+	// transaction and then sees its connection (READ COMMITTED reads
+	// each statement afresh; SQLite has one writer anyway).
+	ctx := tenant.System(tx.Context())
+	err := tx.Client().Lease.Create().SetID("line:" + hashKey(d.Channel, d.Provider, place.line.ID)).SetOwner(connID).
+		SetUntil(s.now()).OnConflictColumns(entlease.FieldID).UpdateOwner().UpdateUntil().Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("lock line %s: %w", place.line.ID, err)
+	}
 	q := tx.Client().Connection.Query().Where(entconn.Channel(d.Channel), entconn.Provider(d.Provider),
 		entconn.Line(place.line.ID), entconn.DeletedAtIsNil())
 	if !place.dedicated {
 		q = q.Where(entconn.RouteKeyNotNil())
 	}
-	taken, err := q.Exist(tenant.System(tx.Context()))
+	taken, err := q.Exist(ctx)
 	if err != nil {
 		return err
 	}

@@ -54,8 +54,10 @@ type Service struct {
 }
 
 // UnroutedEvents is how many app-level webhook routing keys (a Page, a
-// workspace) came for which no live connection is registered: taken,
-// acknowledged to the provider, and dropped.
+// workspace) came for which no live connection is registered, and how
+// many messages came to a shared line from people bound to no connection
+// there (or receipts naming no message of the line): taken, acknowledged
+// to the provider, and dropped.
 func (s *Service) UnroutedEvents() int64 { return s.unrouted.Load() }
 
 // Options configure the service.

@@ -336,8 +336,26 @@ func TestSharedLineJoin(t *testing.T) {
 			t.Errorf("after REST unbind A got %q", ta)
 		}
 
+		// Bindings come in pages, with a Link to the next.
+		postLine(t, g, lineItem{Line: "L1", ID: "m11", From: "p3", Text: "join " + *ca.JoinCode},
+			lineItem{Line: "L1", ID: "m12", From: "p4", Text: "join " + *ca.JoinCode})
+		r = g.do(t, request{Path: "/v1/connections/" + ca.ID + "/bindings?limit=1", Key: a})
+		var page []struct {
+			ID        string    `json:"id"`
+			Person    string    `json:"person"`
+			CreatedAt time.Time `json:"created_at"`
+		}
+		decodeJSON(t, r.Body, &page)
+		link := r.Header.Get("Link")
+		if r.Status != http.StatusOK || len(page) != 1 || page[0].Person != "p3" || !strings.Contains(link, "after="+page[0].ID) {
+			t.Fatalf("first page: %d %s, Link %q", r.Status, r.Body, link)
+		}
+		g.get(t, a, "/v1/connections/"+ca.ID+"/bindings?limit=1&after="+page[0].ID, &page)
+		if len(page) != 1 || page[0].Person != "p4" {
+			t.Fatalf("second page: %+v", page)
+		}
+
 		// Deleting a connection removes its bindings.
-		postLine(t, g, lineItem{Line: "L1", ID: "m11", From: "p3", Text: "join " + *ca.JoinCode})
 		if r := g.do(t, request{Method: "DELETE", Path: "/v1/connections/" + ca.ID, Key: a}); r.Status != http.StatusNoContent {
 			t.Fatalf("delete A: %d %s", r.Status, r.Body)
 		}
@@ -396,12 +414,32 @@ func TestSharedLineDedicated(t *testing.T) {
 		wantError(t, g.post(t, a, "/v1/messages", `{"connection_id":"`+shared.ID+`","to":"someone","text":"hello"}`),
 			http.StatusBadRequest, "invalid_parameter", "to")
 
-		// Deleted: L2 is free to dedicate again.
+		// Deleted: L2 is free to dedicate again, to one of those racing
+		// for it.
 		if r := g.do(t, request{Method: "DELETE", Path: "/v1/connections/" + ded.ID, Key: b}); r.Status != http.StatusNoContent {
 			t.Fatalf("delete: %d %s", r.Status, r.Body)
 		}
-		if d2 := connectLine(t, g, c, "dedicated again", `{"dedicated":true}`); *d2.Line != "L2" {
-			t.Fatalf("dedicated again on %s, want L2", *d2.Line)
+		// Two ask for it to themselves, two to share it: either one
+		// dedicated connection has it alone, or it is shared.
+		keys := []string{a, b, c, g.newSandbox(t, "D").APIKey}
+		configs := []string{`{"dedicated":true}`, `{"line":"L2"}`, `{"dedicated":true}`, `{"line":"L2"}`}
+		statuses := make([]int, len(keys))
+		var wg sync.WaitGroup
+		for i, k := range keys {
+			wg.Go(func() {
+				statuses[i] = g.post(t, k, "/v1/connections", `{"channel":"linechat","config":`+configs[i]+`}`).Status
+			})
+		}
+		wg.Wait()
+		for _, st := range statuses {
+			if st != http.StatusCreated && st != http.StatusConflict {
+				t.Errorf("racing connect: status %d", st)
+			}
+		}
+		onL2 := count(t, g.DB, "SELECT COUNT(*) FROM connections WHERE line = 'L2' AND deleted_at IS NULL")
+		dedicated := count(t, g.DB, "SELECT COUNT(*) FROM connections WHERE line = 'L2' AND deleted_at IS NULL AND route_key IS NOT NULL")
+		if dedicated > 1 || (dedicated == 1 && onL2 != 1) || onL2 == 0 {
+			t.Errorf("after the race L2 has %d connections, %d dedicated (statuses %v)", onL2, dedicated, statuses)
 		}
 	})
 }
@@ -430,4 +468,82 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// lineSession is linechat's relay stream (an AppSession): what the test
+// pushes, emitted by line.
+type lineSession struct{ items chan lineItem }
+
+func (s lineSession) Run(ctx context.Context, emit func(key string, ins ...channels.Inbound) error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case it := <-s.items:
+			if err := emit(it.Line, channels.Inbound{ProviderID: it.ID, Sender: it.From, Text: it.Text}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// TestSharedLineSession: a shared channel's app session (a relay's event
+// stream) runs once a connection is on one of its lines, and what it
+// emits by line is routed as the app-level webhook's messages are: join,
+// then the person's messages reach the connection.
+func TestSharedLineSession(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		f := newLineFake()
+		sess := lineSession{items: make(chan lineItem, 10)}
+		d := f.descriptor("linechat", "", channels.Free)
+		d.Session = sess
+		g := startGateway(t, cfg, setup{sessions: true, channels: []channels.Descriptor{d}})
+		key := g.newSandbox(t, "relay").APIKey
+		c := connectLine(t, g, key, "relay assistant", `{}`)
+		sess.items <- lineItem{Line: "L1", ID: "s1", From: "p1", Text: "join " + *c.JoinCode}
+		sess.items <- lineItem{Line: "L1", ID: "s2", From: "p1", Text: "over the relay"}
+		waitFor(t, "the session's message", func() bool { return len(receivedTexts(t, g, key)) == 1 })
+		if got := receivedTexts(t, g, key); got[0] != "over the relay" {
+			t.Errorf("received %q", got)
+		}
+		if ans := f.answersTo("p1"); len(ans) != 1 || !strings.Contains(ans[0], "relay assistant") {
+			t.Errorf("answers %q, want the join's confirmation", ans)
+		}
+	})
+}
+
+// TestSharedLineAnswerEvery: a person bound to nothing is answered again
+// only after an hour, and what the line remembers of answers is pruned
+// after a day.
+func TestSharedLineAnswerEvery(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		t.Parallel()
+		f := newLineFake()
+		clock := &readsClock{}
+		g := startGateway(t, cfg, setup{svc: messaging.Options{Now: clock.now},
+			channels: []channels.Descriptor{f.descriptor("linechat", "", channels.Free)}})
+		connectLine(t, g, g.newSandbox(t, "A").APIKey, "A", `{}`)
+		postLine(t, g, lineItem{Line: "L1", ID: "a1", From: "p1", Text: "hi"})
+		clock.advance(59 * time.Minute)
+		postLine(t, g, lineItem{Line: "L1", ID: "a2", From: "p1", Text: "hi?"})
+		if ans := f.answersTo("p1"); len(ans) != 1 {
+			t.Fatalf("within the hour: %d answers, want 1", len(ans))
+		}
+		clock.advance(2 * time.Minute)
+		postLine(t, g, lineItem{Line: "L1", ID: "a3", From: "p1", Text: "hi??"})
+		if ans := f.answersTo("p1"); len(ans) != 2 {
+			t.Fatalf("after the hour: %d answers, want 2", len(ans))
+		}
+		if n := count(t, g.DB, "SELECT COUNT(*) FROM line_answers"); n != 1 {
+			t.Errorf("%d answers remembered, want 1", n)
+		}
+		clock.advance(25 * time.Hour)
+		postLine(t, g, lineItem{Line: "L1", ID: "a4", From: "p2", Text: "hello"})
+		if n := count(t, g.DB, "SELECT COUNT(*) FROM line_answers"); n != 1 {
+			t.Errorf("%d answers remembered after a day, want 1 (p1's pruned)", n)
+		}
+	})
 }

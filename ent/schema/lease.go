@@ -10,7 +10,9 @@ import (
 // Lease is a named lease one replica holds at a time, for work that
 // belongs to no single connection (the long-lived session of the
 // operator's own app, such as its Discord gateway, serving every
-// connection the app was installed for).
+// connection the app was installed for). A row named line:<hash> is
+// instead the lock of one of the operator's shared lines: connects on the
+// line write it first, so they take turns (messaging.checkLineFree).
 type Lease struct{ ent.Schema }
 
 // Annotations of the Lease: never in GraphQL.
