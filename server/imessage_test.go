@@ -214,3 +214,25 @@ func TestIMessageFollow(t *testing.T) {
 		waitFor(t, "the message", func() bool { return slices.Contains(receivedTexts(t, g, key), "polled hello") })
 	})
 }
+
+// TestIMessageRelayPassword: a relay that refuses the operator's password
+// is the operator's problem: connecting answers 502 provider_unavailable
+// saying so, not a 400 about the caller's config, and stores nothing.
+func TestIMessageRelayPassword(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.SQLite(t)
+	relay := bluebubblestest.NewServer(imRelayPassword, imRelayAddress)
+	t.Cleanup(relay.Close)
+	g := startGateway(t, cfg, setup{imessage: imessage.Options{Relays: []imessage.Relay{{URL: relay.URL, Password: "an-old-password", Address: imRelayAddress}}}})
+	sb := g.newSandbox(t, "imessage")
+	key := signedInKey(t, g, sb.ProjectID)
+	e := wantError(t, g.post(t, key, "/v1/connections", `{"channel":"imessage"}`), http.StatusBadGateway, "provider_unavailable", "")
+	if !strings.Contains(e.Error.Message, "refused the password") || strings.Contains(e.Error.Message, "an-old-password") {
+		t.Errorf("message %q: want it to say the relay refused the password, without the password", e.Error.Message)
+	}
+	var conns []connection
+	g.get(t, key, "/v1/connections", &conns)
+	if len(conns) != 0 || len(relay.Webhooks()) != 0 {
+		t.Errorf("after the refusal: %d connections, %d webhooks", len(conns), len(relay.Webhooks()))
+	}
+}
