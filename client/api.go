@@ -181,9 +181,38 @@ func (c *Client) Connect(ctx context.Context, in ConnectRequest) (*Connection, e
 // ConnectIMessage connects the iMessage channel, a paid channel: with an
 // anonymous (sandbox) key it fails with an *Error matching
 // ErrPaymentRequired whose message says how to sign in; the same call with
-// the signed-in key then succeeds.
-func (c *Client) ConnectIMessage(ctx context.Context) (*Connection, error) {
-	return c.Connect(ctx, ConnectRequest{Channel: "imessage"})
+// the signed-in key then succeeds. The connection is on one of the
+// operator's iMessage relays: Address is the relay's address and, unless
+// the relay is the connection's alone (IMessageDedicated), JoinCode is
+// what a person sends ("join <code>") to that address to reach this
+// connection, and JoinLink an sms: link that opens that message. A
+// gateway with no relays answers ErrNotImplemented.
+func (c *Client) ConnectIMessage(ctx context.Context, opts ...IMessageOption) (*Connection, error) {
+	cfg := map[string]any{}
+	for _, o := range opts {
+		o(cfg)
+	}
+	in := ConnectRequest{Channel: "imessage"}
+	if len(cfg) > 0 {
+		in.Config = cfg
+	}
+	return c.Connect(ctx, in)
+}
+
+// IMessageOption chooses the relay of ConnectIMessage.
+type IMessageOption func(config map[string]any)
+
+// IMessageLine puts the connection on the relay with this address
+// (config.line).
+func IMessageLine(address string) IMessageOption {
+	return func(config map[string]any) { config["line"] = address }
+}
+
+// IMessageDedicated asks for a relay of the connection's own: no join
+// step, everyone who writes to it reaches the connection
+// (config.dedicated). It fails with a conflict when no relay is free.
+func IMessageDedicated() IMessageOption {
+	return func(config map[string]any) { config["dedicated"] = true }
 }
 
 // Connections lists the live connections, oldest first

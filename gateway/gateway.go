@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/imessage"
 	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/slack"
 
@@ -69,6 +70,10 @@ type Config struct {
 	// numbers (channel whatsapp, provider hosted): the numbers, the
 	// Graph API URL and the Meta app that signs their webhooks.
 	WhatsAppHosted wacloud.Options
+	// IMessage configures the iMessage channel (the operator's BlueBubbles
+	// relays); its State and Logger are filled in here, and it follows the
+	// relays (Follow) when the gateway has no public base URL.
+	IMessage imessage.Options
 	// Server configures the HTTP front door; Mail and Logger are filled
 	// in here.
 	Server server.Options
@@ -131,6 +136,17 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.WhatsAppHosted.Logger == nil {
 		cfg.WhatsAppHosted.Logger = logger
 	}
+	if cfg.IMessage.Logger == nil {
+		cfg.IMessage.Logger = logger
+	}
+	if cfg.IMessage.State == nil {
+		// The followed relays' cursors, shared by the replicas.
+		cfg.IMessage.State = messaging.ProviderState(log, imessage.Channel)
+	}
+	if cfg.Service.BaseURL == "" && cfg.Server.BaseURL == "" {
+		// No public URL: the relays cannot reach the gateway.
+		cfg.IMessage.Follow = true
+	}
 	reg := registry(ch, cfg)
 	for _, d := range cfg.Channels {
 		reg.Add(d)
@@ -188,6 +204,7 @@ func registry(mail *email.Channel, cfg Config) *channels.Registry {
 	}
 	r.Add(x.Descriptor(cfg.X))
 	r.Add(wacloud.Descriptor(cfg.WhatsAppHosted))
+	r.Add(imessage.Descriptor(cfg.IMessage))
 	return r
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/comm-gateway/comm/channels/discord"
+	"github.com/comm-gateway/comm/channels/imessage"
 	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/slack"
 
@@ -92,6 +93,8 @@ type setup struct {
 	// whatsAppHosted configures hosted WhatsApp (the operator's numbers,
 	// the Graph API URL, the Meta app).
 	whatsAppHosted wacloud.Options
+	// imessage configures the iMessage channel (the operator's relays).
+	imessage imessage.Options
 	// sessions runs the session worker (long-lived provider sessions).
 	sessions bool
 	// channels are more channel descriptors (a test's own adapter).
@@ -116,7 +119,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, WhatsAppHosted: su.whatsAppHosted, X: su.x, Channels: su.channels, Credit: su.credit},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, WhatsAppHosted: su.whatsAppHosted, X: su.x, IMessage: su.imessage, Channels: su.channels, Credit: su.credit},
 		Workers: workers,
 	})}
 }

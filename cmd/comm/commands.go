@@ -352,6 +352,14 @@ func connectCmd(f *flagSet, args []string) error {
 			fmt.Fprintf(w, " %s", *conn.Address)
 		}
 		fmt.Fprintln(w)
+		if conn.JoinCode != nil && conn.Address != nil {
+			// A shared line (iMessage relay, hosted WhatsApp number).
+			fmt.Fprintf(w, "People reach this connection by sending \"join %s\" to %s", *conn.JoinCode, *conn.Address)
+			if conn.JoinLink != nil {
+				fmt.Fprintf(w, " (link: %s)", *conn.JoinLink)
+			}
+			fmt.Fprintln(w)
+		}
 		if conn.WebhookURL != nil {
 			fmt.Fprintf(w, "Webhook URL (where %s sends its events): %s\n", conn.Channel, *conn.WebhookURL)
 		}

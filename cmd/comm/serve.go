@@ -22,6 +22,7 @@ import (
 
 	"github.com/comm-gateway/comm/channels/discord"
 	"github.com/comm-gateway/comm/channels/email/mailhost"
+	"github.com/comm-gateway/comm/channels/imessage"
 	"github.com/comm-gateway/comm/channels/meta"
 	"github.com/comm-gateway/comm/channels/slack"
 	"github.com/comm-gateway/comm/channels/telegram"
@@ -98,6 +99,8 @@ func serve(s *flagSet, args []string) error {
 	metaConfigID := s.String("meta-login-config-id", "COMM_META_LOGIN_CONFIG_ID", "", "Facebook Login for Business configuration id (config_id) to use instead of the default permissions")
 	twilioURL := s.String("twilio-api-url", "COMM_TWILIO_API_URL", twilio.DefaultAPIURL, "Twilio REST API base URL (SMS and WhatsApp through customers' own Twilio accounts; a fake in tests)")
 	twilioMsgURL := s.String("twilio-messaging-url", "COMM_TWILIO_MESSAGING_URL", twilio.DefaultMessagingURL, "Twilio Messaging API base URL (Messaging Services, WhatsApp typing indicators)")
+	imRelays := s.String("imessage-relays", "COMM_IMESSAGE_RELAYS", "", `the operator's BlueBubbles servers for the iMessage channel (paid), a JSON array of {"url","password","address"}: the server's URL, its password and the phone number or email its Apple ID sends from; projects share each relay's address through join codes. Apple may restrict an Apple ID used for automated messaging: the relays are the operator's responsibility`)
+	imFollow := s.String("imessage-follow", "COMM_IMESSAGE_FOLLOW", "false", "poll the iMessage relays for new messages instead of registering a webhook (<base-url>/hooks/imessage) on them: for a gateway the relays cannot reach; receipts are not seen then")
 	twilioMedia := s.String("twilio-max-media-bytes", "COMM_TWILIO_MAX_MEDIA_BYTES", fmt.Sprint(twilio.DefaultMaxAttachment), "largest MMS or WhatsApp media file downloaded into an inbound message, in bytes (larger ones are left out and listed in the message's details)")
 	xURL := s.String("x-api-url", "COMM_X_API_URL", x.DefaultAPIURL, "X API base URL (X direct messages)")
 	xAuthorize := s.String("x-authorize-url", "COMM_X_AUTHORIZE_URL", x.DefaultAuthorizeURL, "where people approve the operator's X app (OAuth 2.0 with PKCE)")
@@ -317,6 +320,14 @@ func serve(s *flagSet, args []string) error {
 	if waOpts.MaxAttachment, err = strconv.ParseInt(*waMedia, 10, 64); err != nil || waOpts.MaxAttachment <= 0 {
 		return fmt.Errorf("--whatsapp-hosted-max-media-bytes must be a positive number of bytes, not %q", *waMedia)
 	}
+	relays, err := imessage.ParseRelays(*imRelays)
+	if err != nil {
+		return fmt.Errorf("COMM_IMESSAGE_RELAYS (--imessage-relays): %w", err)
+	}
+	follow, err := parseBool("--imessage-follow", *imFollow)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -337,6 +348,7 @@ func serve(s *flagSet, args []string) error {
 		X: x.Options{APIURL: *xURL, AuthorizeURL: *xAuthorize, ClientID: *xID, ClientSecret: *xSecret,
 			ConsumerSecret: *xConsumer, BearerToken: *xBearer, PollInterval: xPollD},
 		WhatsAppHosted: waOpts,
+		IMessage:       imessage.Options{Relays: relays, Follow: follow},
 		Webhook:        webhook.Options{AllowPrivate: private},
 		Service: messaging.Options{Box: box, BaseURL: base,
 			MessagePageBytes:   nMsgPageBytes,
