@@ -406,7 +406,7 @@ func TestReceipts(t *testing.T) {
 		r.URL, _ = url.Parse(hook) // as the gateway sees its own URL
 		got, err := e.d.Shared.Receive(r, body.Bytes())
 		if err != nil {
-			http.Error(w, err.Error(), 401)
+			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
 		mu.Lock()
