@@ -31,7 +31,12 @@
 //     reach): Descriptor.Session polls each relay's messages
 //     (POST /api/v1/message/query, sorted by date, after a cursor kept in
 //     Options.State) every Options.PollInterval. Receipts are not seen
-//     this way (message/query selects by creation date only).
+//     this way (message/query selects by creation date only). In webhook
+//     mode the same session reads the relays every CatchUpInterval (30 s),
+//     so that a message the webhook did not deliver (BlueBubbles posts
+//     each event once; the gateway was down or unreachable) is stored late
+//     instead of lost; what the webhook stored is not stored again (the
+//     guid is the provider id).
 //
 // A new-message from someone else becomes an Inbound: ProviderID is the
 // Apple message guid, Sender the handle's address (phone numbers in
@@ -92,6 +97,9 @@ const (
 	// DefaultPollInterval is how often a followed relay is asked for new
 	// messages.
 	DefaultPollInterval = 2 * time.Second
+	// DefaultCatchUpInterval is how often the relays are read in webhook
+	// mode, for messages their webhook did not deliver.
+	DefaultCatchUpInterval = 30 * time.Second
 	// DefaultTypingHold is how long a typing indicator is kept up
 	// (messaging.TypingLease).
 	DefaultTypingHold = 10 * time.Second
@@ -139,6 +147,12 @@ type Options struct {
 	// PollInterval is how often a followed relay is asked;
 	// DefaultPollInterval when 0.
 	PollInterval time.Duration
+	// CatchUpInterval is how often the relays are asked in webhook mode,
+	// for what their webhook did not deliver (BlueBubbles posts each event
+	// once: a message that came while the gateway was down or unreachable
+	// is read from the cursor instead of lost); DefaultCatchUpInterval
+	// when 0.
+	CatchUpInterval time.Duration
 	// TypingHold is how long a typing indicator stays up before the
 	// channel takes it down (DELETE /api/v1/chat/{guid}/typing; iMessage
 	// keeps it until then): DefaultTypingHold, comm's typing lease, when
@@ -177,6 +191,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
+	}
+	if o.CatchUpInterval <= 0 {
+		o.CatchUpInterval = DefaultCatchUpInterval
 	}
 	if o.TypingHold <= 0 {
 		o.TypingHold = DefaultTypingHold
@@ -241,9 +258,9 @@ func Descriptor(opts Options) channels.Descriptor {
 	d.New = ch.newAdapter
 	d.App = &App{ch: ch}
 	d.Shared = &Shared{ch: ch}
-	if ch.opts.Follow {
-		d.Session = &Session{ch: ch}
-	}
+	// Following the relays, or, in webhook mode, catching up with what
+	// the webhook did not deliver (stored once by guid either way).
+	d.Session = &Session{ch: ch}
 	return d
 }
 

@@ -81,8 +81,8 @@ func TestDescriptorWithoutRelays(t *testing.T) {
 		t.Errorf("descriptor without relays = %+v; want the paid channel with no adapter (501)", d)
 	}
 	e := newRelay(t, false, imessage.Options{})
-	if e.d.New == nil || e.d.App == nil || e.d.Shared == nil || e.d.Session != nil {
-		t.Errorf("descriptor with a relay: New, App, Shared set and no Session (webhook mode), got %+v", e.d)
+	if e.d.New == nil || e.d.App == nil || e.d.Shared == nil || e.d.Session == nil {
+		t.Errorf("descriptor with a relay: New, App, Shared and Session (catching up in webhook mode) set, got %+v", e.d)
 	}
 	f := newRelay(t, false, imessage.Options{Follow: true})
 	if f.d.Session == nil {
@@ -529,6 +529,43 @@ func TestAnswer(t *testing.T) {
 	}
 	if err := e.d.Shared.Answer(t.Context(), "+15559990000", person, "x"); err == nil {
 		t.Error("Answer on an unknown line succeeded")
+	}
+}
+
+// TestCatchUp: in webhook mode the session still reads the relay (every
+// CatchUpInterval), so a message whose webhook never reached the gateway
+// (it was down: BlueBubbles does not retry) is emitted late, not lost.
+func TestCatchUp(t *testing.T) {
+	t.Parallel()
+	state := &channels.MemState{}
+	e := newRelay(t, false, imessage.Options{State: state, CatchUpInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan channels.Inbound, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.d.Session.Run(ctx, func(key string, ins ...channels.Inbound) error {
+			for _, in := range ins {
+				got <- in
+			}
+			return nil
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for v, _ := state.Get(t.Context(), "cursor/"+relayID(t, e)); v == nil; v, _ = state.Get(t.Context(), "cursor/"+relayID(t, e)) {
+		if time.Now().After(deadline) {
+			t.Fatal("no cursor saved")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.srv.Incoming(bluebubblestest.Incoming{From: person, Text: "sent while comm was down"})
+	select {
+	case in := <-got:
+		if in.Text != "sent while comm was down" {
+			t.Errorf("caught up %q", in.Text)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message the webhook missed was never read")
 	}
 }
 

@@ -84,7 +84,7 @@ func (s *Session) Run(ctx context.Context, emit func(key string, ins ...channels
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(c.opts.PollInterval):
+		case <-time.After(c.interval()):
 		}
 	}
 }
@@ -172,4 +172,13 @@ func (c *channel) saveCursor(ctx context.Context, r *relay, cur cursor) error {
 		return err
 	}
 	return c.opts.State.Put(ctx, cursorKey(r), raw)
+}
+
+// interval is the pause between rounds: PollInterval when following the
+// relays, CatchUpInterval when their webhooks deliver.
+func (c *channel) interval() time.Duration {
+	if c.opts.Follow {
+		return c.opts.PollInterval
+	}
+	return c.opts.CatchUpInterval
 }
