@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/comm-gateway/comm/ent/schema"
 	"math/rand/v2"
 	"time"
 
@@ -52,7 +53,9 @@ func headOfConversation() predicate.Message {
 		earlier := sql.Table(entmsg.Table).As("earlier")
 		sel.Where(sql.NotExists(sql.Select(earlier.C(entmsg.FieldID)).From(earlier).Where(sql.And(
 			sql.ColumnsEQ(earlier.C(entmsg.FieldConversationID), sel.C(entmsg.FieldConversationID)),
-			sql.In(earlier.C(entmsg.FieldStatus), string(entmsg.StatusQueued), string(entmsg.StatusSending)),
+			// In the very words of the partial index's condition, so that
+			// the message_conversation_in_flight index serves it.
+			sql.ExprP("earlier."+schema.InFlight),
 			sql.ColumnsLT(earlier.C(entmsg.FieldID), sel.C(entmsg.FieldID)),
 		))))
 	})

@@ -423,6 +423,14 @@ var (
 					Where: "status IN ('queued', 'sending')",
 				},
 			},
+			{
+				Name:    "message_conversation_in_flight",
+				Unique:  false,
+				Columns: []*schema.Column{MessagesColumns[3], MessagesColumns[0]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "status IN ('queued', 'sending')",
+				},
+			},
 		},
 	}
 	// PendingReceiptsColumns holds the columns for the "pending_receipts" table.

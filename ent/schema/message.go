@@ -86,5 +86,10 @@ func (Message) Indexes() []ent.Index {
 		// holds only those and inbound messages never touch it.
 		index.Fields("project_id", "connection_id").StorageKey("message_in_flight").
 			Annotations(entsql.IndexWhere(InFlight)),
+		// The outbox's head-of-conversation check (is an earlier message of
+		// this conversation still waiting?) reads only the conversation's
+		// messages in flight, not all it ever had.
+		index.Fields("conversation_id", "id").StorageKey("message_conversation_in_flight").
+			Annotations(entsql.IndexWhere(InFlight)),
 	}
 }
