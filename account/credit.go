@@ -137,13 +137,31 @@ func (p Prices) Check(reg *channels.Registry) error {
 			}
 		}
 		if !found {
-			return fmt.Errorf("prices: %q names no channel of this gateway (channels: %s)", k, strings.Join(reg.Channels(), ", "))
+			return fmt.Errorf("prices (COMM_PRICES): %q names no channel of this gateway (channels: %s)", k, strings.Join(reg.Channels(), ", "))
 		}
 		if !paid {
-			return fmt.Errorf("prices: %q is a free channel; only paid channels are charged", k)
+			return fmt.Errorf("prices (COMM_PRICES): %q is a free channel; only paid channels are charged", k)
 		}
 	}
 	return nil
+}
+
+// Over returns p laid over base: p's prices, and base's for the channels p
+// does not name. A channel-level key of p ("whatsapp") also replaces
+// base's provider-level ones of that channel ("whatsapp/hosted").
+func (p Prices) Over(base Prices) Prices {
+	out := Prices{}
+	for k, v := range base {
+		ch, _, _ := strings.Cut(k, "/")
+		if _, named := p[ch]; named {
+			continue
+		}
+		out[k] = v
+	}
+	for k, v := range p {
+		out[k] = v
+	}
+	return out
 }
 
 // of returns the price of a message on channel/provider in direction.
@@ -242,12 +260,12 @@ func (s *Service) Charge(tx *stream.Tx, c messaging.Charge) error {
 		return fault.InsufficientCredit("the account's balance is %s USD and this %s message costs %s USD: add credit, then send again",
 			FormatDollars(balance), label(c.Channel, c.Provider), FormatDollars(price))
 	}
-	what := "sent"
+	what := "outbound"
 	if c.Direction == messaging.ChargeIn {
-		what = "received"
+		what = "inbound"
 	}
 	if err := s.entry(tx, acct, entcredit.KindDebit, -price, "debit:"+c.MessageID,
-		fmt.Sprintf("%s message %s %s", label(c.Channel, c.Provider), c.MessageID, what), c.ProjectID); err != nil {
+		fmt.Sprintf("%s %s message %s", label(c.Channel, c.Provider), what, c.MessageID), c.ProjectID); err != nil {
 		return err
 	}
 	if t := s.lowThreshold; t > 0 && balance < t && balance+price >= t {
@@ -281,7 +299,7 @@ func (s *Service) Refund(tx *stream.Tx, c messaging.Charge) error {
 		return err
 	}
 	return s.entry(tx, acct, entcredit.KindRefund, amount, "refund:"+c.MessageID,
-		fmt.Sprintf("refund: %s message %s failed", label(c.Channel, c.Provider), c.MessageID), c.ProjectID)
+		fmt.Sprintf("refund: %s outbound message %s failed", label(c.Channel, c.Provider), c.MessageID), c.ProjectID)
 }
 
 // debit takes price from acct's balance when it covers it, and returns

@@ -349,7 +349,7 @@ func (r *lineRouter) route(it channels.LineInbound) (*ent.Connection, error) {
 	if !strings.HasPrefix(r.address(it.Line), "+") && r.d.Channel != "whatsapp" {
 		noun = "address"
 	}
-	kind, text := "help", fmt.Sprintf("This %s is shared. To reach an assistant, send the join code you were given: join ABC123", noun)
+	kind, text := "help", fmt.Sprintf("This %s is shared. To reach an assistant, send the word join and the code you were given, like: join <code>", noun)
 	if isJoin {
 		kind, text = "invalid", fmt.Sprintf("That join code is not valid on this %s. Check the code you were given and send: join <code>", noun)
 	}

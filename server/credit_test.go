@@ -287,9 +287,25 @@ func TestPrices(t *testing.T) {
 	if err := unknown.Check(reg); err == nil || !strings.Contains(err.Error(), "pigeon") {
 		t.Errorf("an unknown channel's price: %v", err)
 	}
+	over := mustPrices(t, `{"whatsapp":{"out":0.02},"x":{"in":0}}`).Over(p)
+	if over["whatsapp"].Out != 20_000 || over["x"].In != 0 || over["x"].Out != 0 || over["imessage"].Out != 10_000 {
+		t.Errorf("prices laid over the defaults: %+v", over)
+	}
+	if _, ok := over["whatsapp/hosted"]; ok {
+		t.Errorf("a channel-level price left the default provider-level one in place: %+v", over)
+	}
 	for m, want := range map[int64]string{100_000_000: "100.00", -5_000: "-0.005", 99_995_000: "99.995", -250_000: "-0.25", 0: "0.00", 1: "0.000001"} {
 		if got := account.FormatDollars(m); got != want {
 			t.Errorf("FormatDollars(%d) = %q, want %q", m, got, want)
 		}
 	}
+}
+
+func mustPrices(t *testing.T, s string) account.Prices {
+	t.Helper()
+	p, err := account.ParsePrices(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

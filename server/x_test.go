@@ -24,6 +24,7 @@ func xOptions(fake *xtest.Server, webhooks bool) x.Options {
 		ConsumerSecret: fake.ConsumerSecret, PollInterval: 50 * time.Millisecond}
 	if webhooks {
 		o.BearerToken = fake.BearerToken
+		o.InsecureWebhooks = true // the fake listens on http with a port
 	}
 	return o
 }

@@ -54,6 +54,7 @@ func TestConformanceWebhook(t *testing.T) {
 	t.Cleanup(srv.Close)
 	opts := options(srv)
 	opts.BearerToken = srv.BearerToken
+	opts.InsecureWebhooks = true // the fake listens on http with a port
 	d := x.Descriptor(opts)
 	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, resp, err := d.App.Route(r, nil)

@@ -111,6 +111,10 @@ type Options struct {
 	// webhook registration (/2/webhooks) needs. Without it, or without a
 	// public URL, connections poll.
 	BearerToken string
+	// InsecureWebhooks takes the webhook mode with a base URL X would
+	// refuse (http, or with a port): for a fake X in tests. Without it,
+	// such a gateway polls.
+	InsecureWebhooks bool
 	// Scopes are asked for at install; DefaultScopes when empty.
 	Scopes []string
 	// HTTPClient makes the calls; a client of its own when nil.
@@ -305,9 +309,20 @@ func (a *Adapter) Close() error {
 }
 
 // webhookMode reports whether inbound comes by webhook: the gateway has a
-// public URL and the operator gave the bearer token that registers it.
+// public URL X accepts (https, no port) and the operator gave the bearer
+// token that registers it. Otherwise the connection polls.
 func (a *Adapter) webhookMode() bool {
-	return a.conn.WebhookURL != "" && a.opts.BearerToken != ""
+	if a.conn.WebhookURL == "" || a.opts.BearerToken == "" {
+		return false
+	}
+	return a.opts.InsecureWebhooks || WebhookURLAccepted(a.conn.WebhookURL)
+}
+
+// WebhookURLAccepted reports whether X would register a webhook at u: an
+// https URL without a port.
+func WebhookURLAccepted(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && p.Scheme == "https" && p.Port() == "" && p.Host != ""
 }
 
 // appURL is the app-level webhook (<base>/hooks/x), from the connection's

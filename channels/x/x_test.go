@@ -418,6 +418,7 @@ func TestWebhookHealth(t *testing.T) {
 	t.Cleanup(srv.Close)
 	opts := options(srv)
 	opts.BearerToken = srv.BearerToken
+	opts.InsecureWebhooks = true // the fake listens on http with a port
 	d := x.Descriptor(opts)
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, resp, err := d.App.Route(r, nil); err == nil && resp != nil {
@@ -449,5 +450,22 @@ func TestWebhookHealth(t *testing.T) {
 	stop()
 	if !srv.Webhooks()[0].Valid {
 		t.Fatal("the invalid webhook was not revalidated")
+	}
+}
+
+// TestWebhookURLAccepted: X registers only https URLs without a port, so
+// a gateway whose base URL is anything else polls.
+func TestWebhookURLAccepted(t *testing.T) {
+	t.Parallel()
+	for u, want := range map[string]bool{
+		"https://comm.example.com/hooks/x/conn_1":      true,
+		"https://comm.example.com:8443/hooks/x/conn_1": false,
+		"http://comm.example.com/hooks/x/conn_1":       false,
+		"http://127.0.0.1:8080/hooks/x/conn_1":         false,
+		"":                                             false,
+	} {
+		if got := x.WebhookURLAccepted(u); got != want {
+			t.Errorf("WebhookURLAccepted(%q) = %v, want %v", u, got, want)
+		}
 	}
 }

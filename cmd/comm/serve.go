@@ -108,6 +108,7 @@ func serve(s *flagSet, args []string) error {
 	xSecret := s.String("x-client-secret", "COMM_X_CLIENT_SECRET", "", "OAuth 2.0 client secret of the operator's X app (also verifies x-twitter-webhooks-signature-oauth2)")
 	xConsumer := s.String("x-consumer-secret", "COMM_X_CONSUMER_SECRET", "", "OAuth 1.0 consumer secret (API secret key) of the operator's X app: answers webhook CRCs and verifies x-twitter-webhooks-signature; empty: the client secret answers CRCs")
 	xBearer := s.String("x-bearer-token", "COMM_X_BEARER_TOKEN", "", "app-only bearer token of the operator's X app, which registers the webhook <base-url>/hooks/x (https, no port); empty: connections poll GET /2/dm_events instead")
+	xInsecure := s.String("x-insecure-webhooks", "COMM_X_INSECURE_WEBHOOKS", "false", "register the X webhook even when --base-url is not https without a port (X refuses such URLs; for a fake X)")
 	xPoll := s.String("x-poll-interval", "COMM_X_POLL_INTERVAL", x.DefaultPollInterval.String(), "how often X connections without webhooks read GET /2/dm_events (X bills each DM event read)")
 	dnsResolver := s.String("dns-resolver", "COMM_DNS_RESOLVER", "", "DNS server (host:port) for domain verification and sender checks; empty: the system resolver")
 	mxHost := s.String("mx-host", "COMM_MX_HOST", "", "public host name of the SMTP listener that custom domains point their MX at; default: the mail domain")
@@ -137,9 +138,13 @@ func serve(s *flagSet, args []string) error {
 	wsPerKey := s.String("ws-max-per-key", "COMM_WS_MAX_PER_KEY", "50", "most open websockets of one API key (per replica); more are closed at connection_init with 4429")
 	wsPerIP := s.String("ws-max-per-ip", "COMM_WS_MAX_PER_IP", "200", "most open websockets from one client IP (per replica); more are refused at the upgrade with 429")
 	wsKeyCheck := s.String("ws-key-check-interval", "COMM_WS_KEY_CHECK_INTERVAL", "5s", "how often the keys of open websockets are checked against the database (a revoked key's sockets close; a revocation's NOTIFY closes them at once)")
-	prices := s.String("prices", "COMM_PRICES", account.DefaultPricesJSON, "USD per message of the paid channels by channel (or channel/provider) and direction, a JSON object; each paid message debits the account's credit when it is recorded, a failed send is refunded, a send the balance does not cover answers 402 insufficient_credit")
+	prices := s.String("prices", "COMM_PRICES", account.DefaultPricesJSON, "USD per message of the paid channels by channel (or channel/provider) and direction, a JSON object laid over the defaults (a channel left out keeps its default price; 0 makes it free); each paid message debits the account's credit when it is recorded, a failed send is refunded, a send the balance does not cover answers 402 insufficient_credit")
 	lowCredit := s.String("credit-low-threshold", "COMM_CREDIT_LOW_THRESHOLD", "5", "balance in USD under which account.balance_low is appended to the project's stream (once per crossing); 0 disables")
 	if err := s.parse(args, 0, "no arguments"); err != nil {
+		return err
+	}
+	xInsecureB, err := parseBool("--x-insecure-webhooks", *xInsecure)
+	if err != nil {
 		return err
 	}
 	credit, err := parseCredit(*prices, *lowCredit)
@@ -346,7 +351,7 @@ func serve(s *flagSet, args []string) error {
 			VerifyToken: *metaVerify, LoginConfigID: *metaConfigID},
 		Twilio: twilio.Options{APIURL: *twilioURL, MessagingURL: *twilioMsgURL, MaxAttachment: twilioMediaN},
 		X: x.Options{APIURL: *xURL, AuthorizeURL: *xAuthorize, ClientID: *xID, ClientSecret: *xSecret,
-			ConsumerSecret: *xConsumer, BearerToken: *xBearer, PollInterval: xPollD},
+			ConsumerSecret: *xConsumer, BearerToken: *xBearer, PollInterval: xPollD, InsecureWebhooks: xInsecureB},
 		WhatsAppHosted: waOpts,
 		IMessage:       imessage.Options{Relays: relays, Follow: follow},
 		Webhook:        webhook.Options{AllowPrivate: private},
@@ -609,7 +614,9 @@ func parseCredit(prices, low string) (account.Options, error) {
 	if t == 0 {
 		t = -1 // none
 	}
-	return account.Options{Prices: p, LowThreshold: t}, nil
+	// The operator's prices replace the defaults of the channels they
+	// name; the others keep theirs (set 0 to make one free).
+	return account.Options{Prices: p.Over(account.DefaultPrices()), LowThreshold: t}, nil
 }
 
 // whatsAppHosted is hosted WhatsApp's configuration from
