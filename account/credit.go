@@ -252,21 +252,19 @@ func (s *Service) Charge(tx *stream.Tx, c messaging.Charge) error {
 		// one that was (a test's harness) is not charged.
 		return nil
 	}
-	balance, ok, err := s.debit(tx, acct, price)
+	what := "outbound"
+	if c.Direction == messaging.ChargeIn {
+		what = "inbound"
+	}
+	e := entryRow{acct: acct, kind: entcredit.KindDebit, amount: -price, key: "debit:" + c.MessageID,
+		description: fmt.Sprintf("%s %s message %s", label(c.Channel, c.Provider), what, c.MessageID), project: c.ProjectID}
+	balance, ok, err := s.debitWithEntry(tx, e)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fault.InsufficientCredit("the account's balance is %s USD and this %s message costs %s USD: add credit, then send again",
 			FormatDollars(balance), label(c.Channel, c.Provider), FormatDollars(price))
-	}
-	what := "outbound"
-	if c.Direction == messaging.ChargeIn {
-		what = "inbound"
-	}
-	if err := s.entry(tx, acct, entcredit.KindDebit, -price, "debit:"+c.MessageID,
-		fmt.Sprintf("%s %s message %s", label(c.Channel, c.Provider), what, c.MessageID), c.ProjectID); err != nil {
-		return err
 	}
 	if t := s.lowThreshold; t > 0 && balance < t && balance+price >= t {
 		return tx.Append(stream.AccountBalanceLow, api.BalanceLowEvent{AccountID: acct, BalanceMicros: balance,
@@ -300,6 +298,61 @@ func (s *Service) Refund(tx *stream.Tx, c messaging.Charge) error {
 	}
 	return s.entry(tx, acct, entcredit.KindRefund, amount, "refund:"+c.MessageID,
 		fmt.Sprintf("refund: %s outbound message %s failed", label(c.Channel, c.Provider), c.MessageID), c.ProjectID)
+}
+
+// entryRow is a ledger entry to write.
+type entryRow struct {
+	acct        string
+	kind        entcredit.Kind
+	amount      Micros
+	key         string
+	description string
+	project     string
+}
+
+// debitWithEntry takes -e.amount from the account's balance when it covers
+// it and writes the entry, in as few statements as the database allows (a
+// debit is on the path of every paid send): on PostgreSQL one (the update
+// and the insert in one statement), on SQLite two. It returns the balance
+// after (or the balance that did not cover the price).
+func (s *Service) debitWithEntry(tx *stream.Tx, e entryRow) (Micros, bool, error) {
+	price := -e.amount
+	id, now := ident.New(ident.CreditEntry), s.now()
+	if tx.Postgres() {
+		rows, err := tx.Query(`WITH d AS (UPDATE accounts SET balance_micros = balance_micros - $1
+				WHERE id = $2 AND balance_micros >= $1 RETURNING balance_micros)
+			INSERT INTO credit_entries (id, created_at, account_id, kind, amount_cents, amount_micros, key, description, project_id_ref)
+			SELECT $3, $4, $2, $5, $6, $7, $8, $9, $10 FROM d RETURNING (SELECT balance_micros FROM d)`,
+			price, e.acct, id, now, string(e.kind), e.amount/10_000, e.amount, e.key, e.description, e.project)
+		if err != nil {
+			return 0, false, fmt.Errorf("credit: debit: %w", err)
+		}
+		var after Micros
+		got := rows.Next()
+		if got {
+			err = rows.Scan(&after)
+		}
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("credit: debit: %w", err)
+		}
+		if got {
+			return after, true, nil
+		}
+	}
+	// SQLite, or a PostgreSQL balance that did not cover it (or was never
+	// computed): the conditional update, then the entry.
+	after, ok, err := s.debit(tx, e.acct, price)
+	if err != nil || !ok {
+		return after, ok, err
+	}
+	if _, err := tx.Exec(tx.Rebind(`INSERT INTO credit_entries (id, created_at, account_id, kind, amount_cents, amount_micros, key, description, project_id_ref)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), id, now, e.acct, string(e.kind), e.amount/10_000, e.amount, e.key, e.description, e.project); err != nil {
+		return 0, false, fmt.Errorf("credit: ledger entry: %w", err)
+	}
+	return after, true, nil
 }
 
 // debit takes price from acct's balance when it covers it, and returns

@@ -47,6 +47,10 @@ func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
 	return t.conn.QueryContext(t.ctx, query, args...)
 }
 
+// Postgres reports whether the transaction is PostgreSQL's (else SQLite's),
+// for the rare statement the two write differently.
+func (t *Tx) Postgres() bool { return t.dialect == dialect.Postgres }
+
 // Rebind turns a query written with ? placeholders into the dialect's.
 func (t *Tx) Rebind(query string) string {
 	if t.dialect != dialect.Postgres {
