@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels"
@@ -296,8 +297,9 @@ func (s *Service) Refund(tx *stream.Tx, c messaging.Charge) error {
 	if _, err := tx.Exec(tx.Rebind("UPDATE accounts SET balance_micros = balance_micros + ? WHERE id = ? AND balance_micros IS NOT NULL"), amount, acct); err != nil {
 		return err
 	}
-	return s.entry(tx, acct, entcredit.KindRefund, amount, "refund:"+c.MessageID,
-		fmt.Sprintf("refund: %s outbound message %s failed", label(c.Channel, c.Provider), c.MessageID), c.ProjectID)
+	return s.insertEntry(tx, ident.New(ident.CreditEntry), s.now(), entryRow{acct: acct, kind: entcredit.KindRefund, amount: amount,
+		key: "refund:" + c.MessageID, project: c.ProjectID,
+		description: fmt.Sprintf("refund: %s outbound message %s failed", label(c.Channel, c.Provider), c.MessageID)})
 }
 
 // entryRow is a ledger entry to write.
@@ -348,9 +350,8 @@ func (s *Service) debitWithEntry(tx *stream.Tx, e entryRow) (Micros, bool, error
 	if err != nil || !ok {
 		return after, ok, err
 	}
-	if _, err := tx.Exec(tx.Rebind(`INSERT INTO credit_entries (id, created_at, account_id, kind, amount_cents, amount_micros, key, description, project_id_ref)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), id, now, e.acct, string(e.kind), e.amount/10_000, e.amount, e.key, e.description, e.project); err != nil {
-		return 0, false, fmt.Errorf("credit: ledger entry: %w", err)
+	if err := s.insertEntry(tx, id, now, e); err != nil {
+		return 0, false, err
 	}
 	return after, true, nil
 }
@@ -410,11 +411,15 @@ func (s *Service) scanOne(tx *stream.Tx, dst any, query string, args ...any) err
 	return rows.Scan(dst)
 }
 
-// entry writes a ledger entry.
-func (s *Service) entry(tx *stream.Tx, acct string, kind entcredit.Kind, amount Micros, key, description, project string) error {
-	return tx.Client().CreditEntry.Create().SetID(ident.New(ident.CreditEntry)).SetAccountID(acct).SetKind(kind).
-		SetAmountMicros(amount).SetAmountCents(amount / 10_000).SetKey(key).SetDescription(description).
-		SetProjectIDRef(project).SetCreatedAt(s.now()).Exec(tx.Context())
+// insertEntry writes a ledger entry (the one writer of debits and refunds;
+// PostgreSQL's debit writes its entry in the same statement as the
+// balance, with the same columns).
+func (s *Service) insertEntry(tx *stream.Tx, id string, now time.Time, e entryRow) error {
+	if _, err := tx.Exec(tx.Rebind(`INSERT INTO credit_entries (id, created_at, account_id, kind, amount_cents, amount_micros, key, description, project_id_ref)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), id, now, e.acct, string(e.kind), e.amount/10_000, e.amount, e.key, e.description, e.project); err != nil {
+		return fmt.Errorf("credit: ledger entry: %w", err)
+	}
+	return nil
 }
 
 // microsOf is an entry's amount: amount_micros, or amount_cents on rows
