@@ -40,6 +40,14 @@ func TestSocketReconnect(t *testing.T) {
 	if in := <-got; in.Text != "one" || in.ProviderID != "D1:1700000000.000100" {
 		t.Errorf("first: %+v", in)
 	}
+	// The acknowledgement follows the emit; a disconnect before it would
+	// have Slack deliver "one" again (as it does), which is not what this
+	// test is about.
+	ackCtx, ackCancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer ackCancel()
+	if !team.WaitPending(0, ackCtx.Done()) {
+		t.Fatalf("the first envelope was not acknowledged")
+	}
 	team.Disconnect()
 	team.QueueSocket(slacktest.EventCallback(team.ID, "Ev2", slacktest.Event{Channel: "D1", User: "U1", Text: "two", TS: "1700000000.000200"}))
 	if in := <-got; in.Text != "two" {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,13 +158,18 @@ func newFake(t *testing.T, srv *twiliotest.Server, channel string) *channeltest.
 	}
 }
 
+// nextSID numbers the MessageSids of every subtest's inbound messages.
+var nextSID atomic.Uint64
+
 // params are the webhook parameters delivering m: the suite's token picks
 // the MessageSid, so a repeat is Twilio's retry of the same message.
 func (f *fake) params(m channels.Inbound) url.Values {
 	f.mu.Lock()
 	sid, ok := f.sids[m.ProviderID]
 	if !ok {
-		sid = fmt.Sprintf("SM%032x", len(f.sids)+1)
+		// Unique across the subtests, which share one fake server and
+		// run in parallel: the server keeps inbound messages by sid.
+		sid = fmt.Sprintf("SM%032x", nextSID.Add(1))
 		f.sids[m.ProviderID] = sid
 	}
 	f.mu.Unlock()
