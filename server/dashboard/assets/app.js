@@ -1,0 +1,1 @@
+/* placeholder: the dashboard app (issue 17) */
