@@ -189,6 +189,14 @@ func TestDashboardAccess(t *testing.T) {
 		if p := ada.do(req); p.Status != http.StatusUnauthorized {
 			t.Errorf("the session cookie on /graphql: %d %s", p.Status, p.Body)
 		}
+		// Downloads: the session's own projects only.
+		att := "/dashboard/projects/" + bProject + "/messages/msg_01m8cjx9q8zmnm9pzjr3tmygsc/attachments/att_01m8cjx9q8zmnm9pzjr3tmygsc"
+		if p := ada.get(att); p.Status != http.StatusForbidden {
+			t.Errorf("another account's attachment: %d %s", p.Status, p.Body)
+		}
+		if p := bob.get(att); p.Status != http.StatusNotFound {
+			t.Errorf("an unknown attachment of one's own project: %d %s", p.Status, p.Body)
+		}
 		// Nothing refused was done.
 		st, out = ada.gql(t, aProject, aBoot.CSRF, `{ connections { totalCount } }`)
 		if n := out["data"].(map[string]any)["connections"].(map[string]any)["totalCount"]; st != 200 || n != float64(1) {
