@@ -121,6 +121,7 @@ type ComplexityRoot struct {
 		ConnectionID  func(childComplexity int) int
 		CreatedAt     func(childComplexity int) int
 		ID            func(childComplexity int) int
+		LastMessage   func(childComplexity int) int
 		LastMessageAt func(childComplexity int) int
 		Participant   func(childComplexity int) int
 		Subject       func(childComplexity int) int
@@ -383,6 +384,8 @@ type ConnectionResolver interface {
 }
 type ConversationResolver interface {
 	TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error)
+
+	LastMessage(ctx context.Context, obj *ent.Conversation) (*ent.Message, error)
 }
 type DomainRecordResolver interface {
 	Kind(ctx context.Context, obj *api.DomainRecord) (string, error)
@@ -784,6 +787,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.ID(childComplexity), true
+	case "Conversation.lastMessage":
+		if e.ComplexityRoot.Conversation.LastMessage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.LastMessage(childComplexity), true
 	case "Conversation.lastMessageAt":
 		if e.ComplexityRoot.Conversation.LastMessageAt == nil {
 			break
@@ -2359,6 +2368,11 @@ type Attachment {
   url: String!
 }
 
+extend type Conversation {
+  "The conversation's newest message (inbound or outbound), for a list of conversations."
+  lastMessage: Message
+}
+
 extend type Message {
   "The message's attachments, on channels that have them (email); empty otherwise."
   attachments: [Attachment!]!
@@ -3912,6 +3926,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_typingUntil(ctx, field)
 	case "lastMessageAt":
 		return ec.fieldContext_Conversation_lastMessageAt(ctx, field)
+	case "lastMessage":
+		return ec.fieldContext_Conversation_lastMessage(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -6492,6 +6508,38 @@ func (ec *executionContext) _Conversation_lastMessageAt(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_Conversation_lastMessageAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Conversation_lastMessage(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_lastMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().LastMessage(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Message) graphql.Marshaler {
+			return ec.marshalOMessage2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋentᚐMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_lastMessage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ConversationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ConversationConnection) (ret graphql.Marshaler) {
@@ -17439,6 +17487,12 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "lastMessage":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Conversation_lastMessage(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

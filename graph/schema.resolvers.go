@@ -59,6 +59,11 @@ func (r *connectionResolver) Bindings(ctx context.Context, obj *ent.Connection, 
 	return bs, err
 }
 
+// LastMessage is the resolver for the lastMessage field.
+func (r *conversationResolver) LastMessage(ctx context.Context, obj *ent.Conversation) (*ent.Message, error) {
+	return r.lastMessage(ctx, obj)
+}
+
 // Kind is the resolver for the kind field.
 func (r *domainRecordResolver) Kind(ctx context.Context, obj *api.DomainRecord) (string, error) {
 	return string(obj.Kind), nil

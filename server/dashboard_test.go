@@ -152,6 +152,16 @@ func TestDashboardAccess(t *testing.T) {
 		}
 		connID := out["data"].(map[string]any)["connect"].(map[string]any)["id"].(string)
 
+		st, out = ada.gql(t, aProject, aBoot.CSRF, `mutation { a: injectInbound(connectionID: "`+connID+`", input: {sender: "ann", text: "first"}) { duplicate }
+			b: injectInbound(connectionID: "`+connID+`", input: {sender: "ann", text: "second"}) { duplicate } }`)
+		if st != http.StatusOK || out["errors"] != nil {
+			t.Fatalf("inject: %d %v", st, out)
+		}
+		st, out = ada.gql(t, aProject, aBoot.CSRF, `{ conversations(first: 10) { edges { node { participant lastMessage { text direction } } } } }`)
+		if b, _ := json.Marshal(out); st != http.StatusOK || !strings.Contains(string(b), `"lastMessage":{"direction":"inbound","text":"second"}`) {
+			t.Errorf("conversations with their last message: %d %s", st, b)
+		}
+
 		refused := []struct {
 			name       string
 			b          *webBrowser
