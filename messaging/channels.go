@@ -29,14 +29,14 @@ func (s *Service) Channels(ctx context.Context) ([]*ChannelInfo, error) {
 			c.Fields[j] = api.ChannelField{Name: f.Name, Label: f.Label, Help: f.Help, Secret: f.Secret,
 				Required: f.Required, Kind: f.Kind, Example: f.Example}
 		}
-		err := s.connectable(d, p)
-		if err == nil && d.OAuth && len(d.Fields) == 0 {
-			err = s.installable(d)
+		refused := s.connectable(d, p)
+		if refused == nil && d.OAuth && len(d.Fields) == 0 {
+			refused = s.installable(d)
 		}
-		if err != nil {
-			c.Reason = nonEmpty(err.Message)
+		if refused != nil {
+			c.Reason = nonEmpty(refused.Message)
 		}
-		c.Available = err == nil
+		c.Available = refused == nil
 		out[i] = c
 	}
 	return out, nil
