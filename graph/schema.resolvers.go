@@ -357,6 +357,11 @@ func (r *queryResolver) APIKeys(ctx context.Context) ([]*api.Key, error) {
 	return r.Service.Keys(ctx)
 }
 
+// Channels is the resolver for the channels field.
+func (r *queryResolver) Channels(ctx context.Context) ([]*api.ChannelInfo, error) {
+	return r.Service.Channels(ctx)
+}
+
 // Events is the resolver for the events field.
 func (r *subscriptionResolver) Events(ctx context.Context, afterSeq *int, typeArg *string) (<-chan *Event, error) {
 	return nil, errSubscriptionTransport
