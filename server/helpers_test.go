@@ -133,10 +133,13 @@ type (
 
 var client = gatewaytest.Client
 
-// do sends req to the gateway and reads the whole answer.
+// do sends req to the gateway and reads the whole answer, which must
+// agree with the OpenAPI document (checkOpenAPI).
 func (g *gateway) do(t *testing.T, req request) response {
 	t.Helper()
-	return g.Do(t, req)
+	resp := g.Do(t, req)
+	checkOpenAPI(t, req, resp)
+	return resp
 }
 
 // sandbox is the body of a 201 from POST /v1/projects/sandbox.

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,7 +93,7 @@ type Server struct {
 	mail    graph.Domains
 	acct    *account.Service
 	hooks   *webhook.Hooks
-	mux     *http.ServeMux
+	mux     *routeMux
 	logger  *slog.Logger
 	maxBody int64
 	live    *live.Server
@@ -136,7 +137,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 	if opts.WriteBurst <= 0 {
 		opts.WriteBurst = max(DefaultWriteBurst, opts.WritesPerSecond)
 	}
-	s := &Server{svc: svc, mux: http.NewServeMux(), logger: opts.Logger, maxBody: opts.MaxBodyBytes,
+	s := &Server{svc: svc, mux: &routeMux{ServeMux: http.NewServeMux()}, logger: opts.Logger, maxBody: opts.MaxBodyBytes,
 		baseURL:      strings.TrimRight(opts.BaseURL, "/"),
 		startLimit:   ratelimit.New(opts.StartsPerMinute, time.Minute, opts.StartsPerMinute),
 		sandboxLimit: ratelimit.New(opts.SandboxesPerHour, time.Hour, opts.SandboxesPerHour),
@@ -205,6 +206,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 func (s *Server) routes() {
 	s.mux.Handle("GET /healthz", s.public(s.healthz))
 	s.mux.Handle("POST /v1/projects/sandbox", s.public(s.createSandbox))
+	s.mux.Handle("GET /v1/openapi.json", s.public(s.openAPI))
 	s.mux.Handle("GET /v1/project", s.authed(s.getProject))
 	s.mux.Handle("GET /v1/events", s.authed(s.listEvents))
 
@@ -254,6 +256,27 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/domains/{id}/verify", s.writing(s.verifyDomain))
 	s.mux.Handle("DELETE /v1/domains/{id}", s.writing(s.deleteDomain))
 }
+
+// routeMux is the server's http.ServeMux, keeping the patterns registered
+// on it, in order, for Routes.
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *routeMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+// Routes returns the patterns ("GET /v1/messages/{id}") of every route the
+// server serves, in the order they were registered: what the OpenAPI
+// document's test checks the document against.
+func (s *Server) Routes() []string { return slices.Clone(s.mux.patterns) }
 
 type ctxKey int
 
