@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -144,29 +145,36 @@ func (sp *openAPISpec) operation(method, path string) (string, *openapi3.Operati
 	return p, sp.doc.Paths.Value(p).GetOperation(m)
 }
 
-// check reports how an answer to method path (with its query) disagrees
-// with the document: an undocumented route answered other than 404 or
-// 405, an undocumented status, a content type the status does not list,
-// or a body its schema refuses.
-func (sp *openAPISpec) check(method, target string, status int, header http.Header, body []byte) error {
+// check reports how an answer to req disagrees with the document: an
+// undocumented route answered other than 404 or 405, an undocumented
+// status, a content type the status does not list, or a body its schema
+// refuses. A request the server accepted (2xx) must be one the document
+// allows too: its query parameters documented, its body valid.
+func (sp *openAPISpec) check(req request, resp response) error {
+	method := cmp.Or(req.Method, http.MethodGet)
 	if method == http.MethodHead {
 		return nil // GET's answer without the body; the document lists GET
 	}
-	u, err := url.Parse(target)
+	u, err := url.Parse(req.Path)
 	if err != nil {
 		return err
 	}
 	tmpl, op := sp.operation(method, u.Path)
 	if op == nil {
-		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
-			return fmt.Errorf("%s %s is not in the document, yet answered %d", method, u.Path, status)
+		if resp.Status != http.StatusNotFound && resp.Status != http.StatusMethodNotAllowed {
+			return fmt.Errorf("%s %s is not in the document, yet answered %d", method, u.Path, resp.Status)
 		}
-		return sp.checkBody(pointer("components", "schemas", "Error"), body)
+		return sp.checkBody(pointer("components", "schemas", "Error"), resp.Body)
 	}
-	code := strconv.Itoa(status)
-	ref := op.Responses.Status(status)
+	if resp.Status/100 == 2 {
+		if err := sp.checkRequest(method, tmpl, op, u.Query(), req.Body); err != nil {
+			return fmt.Errorf("%s %s was accepted (%d), but %w", method, tmpl, resp.Status, err)
+		}
+	}
+	code := strconv.Itoa(resp.Status)
+	ref := op.Responses.Status(resp.Status)
 	if ref == nil {
-		return fmt.Errorf("%s %s answered %d, which the document does not list; body %.300s", method, tmpl, status, body)
+		return fmt.Errorf("%s %s answered %d, which the document does not list; body %.300s", method, tmpl, resp.Status, resp.Body)
 	}
 	base := pointer("paths", tmpl, strings.ToLower(method), "responses", code)
 	if name, ok := strings.CutPrefix(ref.Ref, "#/components/responses/"); ok {
@@ -174,27 +182,65 @@ func (sp *openAPISpec) check(method, target string, status int, header http.Head
 	}
 	content := ref.Value.Content
 	if len(content) == 0 {
-		if len(body) != 0 {
-			return fmt.Errorf("%s %s answered %d with a body, documented without one: %.300s", method, tmpl, status, body)
+		if len(resp.Body) != 0 {
+			return fmt.Errorf("%s %s answered %d with a body, documented without one: %.300s", method, tmpl, resp.Status, resp.Body)
 		}
 		return nil
 	}
-	ct := header.Get("Content-Type")
-	mt := content.Get(ct)
+	ct := resp.Header.Get("Content-Type")
+	key, mt := mediaType(content, ct)
 	if mt == nil {
-		return fmt.Errorf("%s %s answered %d as %q, not a documented content type", method, tmpl, status, ct)
+		return fmt.Errorf("%s %s answered %d as %q, not a documented content type", method, tmpl, resp.Status, ct)
 	}
 	if mt.Schema == nil {
 		return nil
 	}
-	key := ""
+	if err := sp.checkBody(base+pointer("content", key, "schema"), resp.Body); err != nil {
+		return fmt.Errorf("%s %s answered %d: %w", method, tmpl, resp.Status, err)
+	}
+	return nil
+}
+
+// mediaType is the entry of content that serves the content type ct, and
+// its key.
+func mediaType(content openapi3.Content, ct string) (string, *openapi3.MediaType) {
+	mt := content.Get(ct)
 	for k, v := range content {
 		if v == mt {
-			key = k
+			return k, mt
 		}
 	}
-	if err := sp.checkBody(base+pointer("content", key, "schema"), body); err != nil {
-		return fmt.Errorf("%s %s answered %d: %w", method, tmpl, status, err)
+	return "", nil
+}
+
+// checkRequest checks an accepted request against its operation: every
+// query parameter is documented, and the body is one the document takes.
+func (sp *openAPISpec) checkRequest(method, tmpl string, op *openapi3.Operation, q url.Values, body string) error {
+	params := slices.Concat(sp.doc.Paths.Value(tmpl).Parameters, op.Parameters)
+	for name := range q {
+		if params.GetByInAndName(openapi3.ParameterInQuery, name) == nil {
+			return fmt.Errorf("query parameter %q is not documented", name)
+		}
+	}
+	rb := op.RequestBody
+	switch {
+	case body == "" && rb != nil && rb.Value.Required:
+		return fmt.Errorf("it had no body, which the document requires")
+	case body == "":
+		return nil
+	case rb == nil:
+		return fmt.Errorf("it had a body, which the document does not take")
+	}
+	key, mt := mediaType(rb.Value.Content, "application/json")
+	if mt == nil || mt.Schema == nil {
+		return nil
+	}
+	base := pointer("paths", tmpl, strings.ToLower(method), "requestBody")
+	if name, ok := strings.CutPrefix(rb.Ref, "#/components/requestBodies/"); ok {
+		base = pointer("components", "requestBodies", name)
+	}
+	if err := sp.checkBody(base+pointer("content", key, "schema"), []byte(body)); err != nil {
+		return fmt.Errorf("its body: %w", err)
 	}
 	return nil
 }
@@ -223,11 +269,7 @@ func checkOpenAPI(t testing.TB, req request, resp response) {
 	if !slices.ContainsFunc(validated, func(p string) bool { return strings.HasPrefix(path, p) }) {
 		return
 	}
-	method := req.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	if err := spec(t).check(method, req.Path, resp.Status, resp.Header, resp.Body); err != nil {
+	if err := spec(t).check(req, resp); err != nil {
 		t.Errorf("OpenAPI: %v", err)
 	}
 }
