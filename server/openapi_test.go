@@ -11,6 +11,7 @@ import (
 	"go/token"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -269,9 +270,35 @@ func checkOpenAPI(t testing.TB, req request, resp response) {
 	if !slices.ContainsFunc(validated, func(p string) bool { return strings.HasPrefix(path, p) }) {
 		return
 	}
-	if err := spec(t).check(req, resp); err != nil {
+	sp := spec(t)
+	if err := sp.check(req, resp); err != nil {
 		t.Errorf("OpenAPI: %v", err)
 	}
+	sp.record(req, resp)
+}
+
+// record appends "METHOD /template status" to the file named by
+// COMM_OPENAPI_SEEN, if set: which operations and answers the tests
+// exercised (sort -u it).
+func (sp *openAPISpec) record(req request, resp response) {
+	name := os.Getenv("COMM_OPENAPI_SEEN")
+	if name == "" {
+		return
+	}
+	method := cmp.Or(req.Method, http.MethodGet)
+	path, _, _ := strings.Cut(req.Path, "?")
+	tmpl, op := sp.operation(method, path)
+	if op == nil {
+		tmpl = "(undocumented) " + path
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "%s %s %d\n", method, tmpl, resp.Status)
+	f.Close()
 }
 
 // TestOpenAPIDocument: the gateway serves the document without a key, it
