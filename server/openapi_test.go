@@ -592,3 +592,37 @@ func matchType(p *openapi3.SchemaRef, t reflect.Type, byType map[reflect.Type]st
 	}
 	return nil
 }
+
+// TestOpenAPIWebhookAnswers walks the webhook endpoints, which the other
+// tests of this package do not call (package delivery's do), so that g.do
+// checks their answers against the document too. No delivery worker runs:
+// nothing is sent to the registered URL.
+func TestOpenAPIWebhookAnswers(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), server.Options{})
+	key := g.newSandbox(t, "webhook answers").APIKey
+	call := func(method, path, body string, want int) response {
+		t.Helper()
+		req := request{Method: method, Path: path, Key: key}
+		if body != "" {
+			req.ContentType, req.Body = "application/json", body
+		}
+		resp := g.do(t, req)
+		if resp.Status != want {
+			t.Fatalf("%s %s: status %d, want %d; body %s", method, path, resp.Status, want, resp.Body)
+		}
+		return resp
+	}
+	wantError(t, call(http.MethodGet, "/v1/webhook", "", http.StatusNotFound), http.StatusNotFound, "not_found", "")
+	wantError(t, call(http.MethodPut, "/v1/webhook", `{"url":"http://plain.invalid/hook"}`, http.StatusBadRequest),
+		http.StatusBadRequest, "invalid_parameter", "url")
+	call(http.MethodPut, "/v1/webhook", `{"url":"https://hooks.invalid/comm"}`, http.StatusOK)
+	call(http.MethodPut, "/v1/webhook", `{"url":"https://hooks.invalid/comm","secret":"whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcY","from_seq":null}`, http.StatusOK)
+	call(http.MethodGet, "/v1/webhook", "", http.StatusOK)
+	call(http.MethodPost, "/v1/webhook/replay", `{"from_seq":0}`, http.StatusOK)
+	wantError(t, call(http.MethodPost, "/v1/webhook/replay", `{}`, http.StatusBadRequest), http.StatusBadRequest, "invalid_parameter", "from_seq")
+	call(http.MethodGet, "/v1/webhook/attempts?limit=10", "", http.StatusOK)
+	call(http.MethodDelete, "/v1/webhook", "", http.StatusNoContent)
+	call(http.MethodDelete, "/v1/webhook", "", http.StatusNotFound)
+	call(http.MethodGet, "/v1/account/ledger", "", http.StatusForbidden)
+}
