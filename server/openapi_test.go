@@ -29,6 +29,7 @@ import (
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store/storetest"
+	"github.com/comm-gateway/comm/stream"
 )
 
 // The OpenAPI document (api/openapi.yaml, served at /v1/openapi.json) is
@@ -625,4 +626,45 @@ func TestOpenAPIWebhookAnswers(t *testing.T) {
 	call(http.MethodDelete, "/v1/webhook", "", http.StatusNoContent)
 	call(http.MethodDelete, "/v1/webhook", "", http.StatusNotFound)
 	call(http.MethodGet, "/v1/account/ledger", "", http.StatusForbidden)
+}
+
+// TestOpenAPIEvents: TypedEvent (the webhook deliveries' body) names
+// every event type of the stream, and real events, read back from
+// GET /v1/events, match it.
+func TestOpenAPIEvents(t *testing.T) {
+	t.Parallel()
+	sp := spec(t)
+	var types []string
+	for _, env := range sp.doc.Components.Schemas["TypedEvent"].Value.OneOf {
+		for _, v := range env.Value.Properties["type"].Value.Enum {
+			types = append(types, v.(string))
+		}
+	}
+	slices.Sort(types)
+	if !slices.Equal(types, stream.Types) {
+		t.Errorf("TypedEvent's types %v, the stream's %v", types, stream.Types)
+	}
+
+	g := start(t, storetest.SQLite(t), server.Options{})
+	key := g.newSandbox(t, "typed events").APIKey
+	c := g.connectTest(t, key)
+	in := g.inject(t, key, c.ID, `{"sender":"alice","text":"hi","subject":"hello"}`)
+	g.queue(t, key, "/v1/messages/"+in.ID+"/reply", `{"text":"hello back"}`)
+	var evs []event
+	waitFor(t, "message.sent", func() bool {
+		evs = g.events(t, key, "")
+		return slices.ContainsFunc(evs, func(e event) bool { return e.Type == api.EventMessageSent })
+	})
+	for _, e := range evs {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.checkBody(pointer("components", "schemas", "TypedEvent"), b); err != nil {
+			t.Errorf("event %d (%s): %v", e.Seq, e.Type, err)
+		}
+	}
+	if len(evs) < 3 {
+		t.Errorf("%d events, want connection.active, message.received and message.sent", len(evs))
+	}
 }
