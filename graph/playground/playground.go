@@ -11,10 +11,13 @@ package playground
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"html/template"
+	"io"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -27,17 +30,24 @@ import (
 //go:embed static
 var static embed.FS
 
-// CSP is the page's Content-Security-Policy: scripts, styles and requests
-// only to the gateway itself. The fonts are data: URLs inside GraphiQL's
-// stylesheet. style-src needs 'unsafe-inline': GraphiQL's dialogs and
-// tooltips (radix-ui) position themselves with style attributes and
-// react-remove-scroll adds a <style> element, which 'self' alone refuses.
-// Styles cannot run code; scripts stay 'self' only, without 'unsafe-eval'
-// (nothing in the bundles evaluates strings). connect-src 'self' covers
-// the websocket at the same host (ws: under http:, wss: under https:).
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
-	"img-src 'self' data:; font-src 'self' data:; connect-src 'self'; " +
-	"frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+// csp is the Content-Security-Policy of the page (with the page's nonce)
+// and of its files: scripts, styles and requests only to the gateway
+// itself, no 'unsafe-eval' (nothing in the bundles evaluates strings), no
+// 'unsafe-inline'. GraphiQL sets its inline styles through the CSSOM,
+// which the policy allows; the one <style> element it adds (the scroll
+// lock of its dialogs, react-remove-scroll) carries the page's nonce,
+// which playground.js hands to it as __webpack_nonce__. The fonts are
+// data: URLs inside graphiql.min.css. connect-src 'self' covers the
+// websocket on the same host (ws: under http:, wss: under https:).
+func csp(nonce string) string {
+	style := "'self'"
+	if nonce != "" {
+		style += " 'nonce-" + nonce + "'"
+	}
+	return "default-src 'none'; script-src 'self'; style-src " + style + "; " +
+		"img-src 'self' data:; font-src 'self' data:; connect-src 'self'; " +
+		"frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+}
 
 // file is one response, ready to write.
 type file struct {
@@ -45,8 +55,6 @@ type file struct {
 	raw   []byte
 	gz    []byte // nil when gzip does not make it smaller
 	etag  string // of raw; the gzip variant's ends in -gz
-	// cache is the Cache-Control of a request with the right ?v=.
-	cache string
 }
 
 var (
@@ -75,9 +83,7 @@ func load() {
 			}).Parse(string(b)))
 			continue
 		}
-		f := newFile(contentType(e.Name()), b)
-		f.cache = "public, max-age=31536000, immutable"
-		assets[e.Name()] = f
+		assets[e.Name()] = newFile(contentType(e.Name()), b)
 	}
 }
 
@@ -125,18 +131,57 @@ func Handler(pagePath, endpoint string) http.Handler {
 		}
 		return pagePath + "/" + name + "?v=" + f.etag, nil
 	}})
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, struct{ Endpoint string }{endpoint}); err != nil {
+	if err := t.Execute(io.Discard, pageData{Endpoint: endpoint}); err != nil {
 		panic("playground: " + err.Error())
 	}
-	index := newFile("text/html; charset=utf-8", buf.Bytes())
-	index.cache = "no-cache"
-	return &handler{prefix: pagePath + "/", index: index}
+	return &handler{prefix: pagePath + "/", page: t, endpoint: endpoint}
 }
 
 type handler struct {
-	prefix string
-	index  *file
+	prefix   string
+	page     *template.Template
+	endpoint string
+}
+
+type pageData struct{ Endpoint, Nonce string }
+
+// servePage writes the page, with a nonce of its own for GraphiQL's
+// <style> element (so the page, 1.5 KB, is made and gzipped per request).
+func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
+	var b [18]byte
+	rand.Read(b[:])
+	nonce := base64.StdEncoding.EncodeToString(b[:])
+	var buf bytes.Buffer
+	if err := h.page.Execute(&buf, pageData{Endpoint: h.endpoint, Nonce: nonce}); err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	hd := w.Header()
+	setCommon(hd, csp(nonce))
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Vary", "Accept-Encoding")
+	body := buf.Bytes()
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		var zbuf bytes.Buffer
+		zw := gzip.NewWriter(&zbuf)
+		zw.Write(body)
+		zw.Close()
+		body = zbuf.Bytes()
+		hd.Set("Content-Encoding", "gzip")
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+func setCommon(hd http.Header, policy string) {
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Content-Security-Policy", policy)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -146,26 +191,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, sub := strings.CutPrefix(r.URL.Path, h.prefix)
-	var f *file
-	switch {
-	case !sub || name == "" || name == "index.html":
-		f = h.index
-	default:
-		f = assets[name]
+	if !sub || name == "" || name == "index.html" {
+		h.servePage(w, r)
+		return
 	}
+	f := assets[name]
 	if f == nil {
 		http.NotFound(w, r)
 		return
 	}
 	hd := w.Header()
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("X-Frame-Options", "DENY")
-	hd.Set("Content-Security-Policy", CSP)
+	setCommon(hd, csp(""))
 	hd.Set("Content-Type", f.ctype)
 	hd.Set("Cache-Control", "no-cache")
-	if f == h.index || r.URL.Query().Get("v") == f.etag {
-		hd.Set("Cache-Control", f.cache)
+	if r.URL.Query().Get("v") == f.etag {
+		// The page names each file with its version: that URL never
+		// changes content.
+		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
 	}
 	body, etag := f.raw, f.etag
 	if f.gz != nil {

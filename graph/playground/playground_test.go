@@ -56,17 +56,26 @@ func TestPageAndAssets(t *testing.T) {
 	var page []byte
 	for _, target := range []string{"/graphql/playground", "/graphql/playground/"} {
 		resp := get(t, h, target, gz)
-		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
-			t.Fatalf("%s: %d %s", target, resp.StatusCode, resp.Header.Get("Content-Type"))
-		}
-		if csp := resp.Header.Get("Content-Security-Policy"); csp != playground.CSP ||
-			strings.Contains(csp, "unsafe-eval") || !strings.Contains(csp, "script-src 'self';") {
-			t.Errorf("%s: CSP %q", target, csp)
-		}
-		if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
-			t.Errorf("%s: no nosniff", target)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+			resp.Header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("%s: %d %s %q", target, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"))
 		}
 		page = body(t, resp)
+		// The page's nonce is in its policy, for styles only, and new
+		// each time.
+		nonce := regexp.MustCompile(`nonce="([^"]+)"`).FindSubmatch(page)
+		csp := resp.Header.Get("Content-Security-Policy")
+		if nonce == nil || !strings.Contains(csp, "style-src 'self' 'nonce-"+string(nonce[1])+"';") ||
+			!strings.Contains(csp, "script-src 'self';") || !strings.Contains(csp, "default-src 'none';") ||
+			strings.Contains(csp, "unsafe-") {
+			t.Errorf("%s: CSP %q, page nonce %q", target, csp, nonce)
+		}
+		if again := body(t, get(t, h, target, nil)); bytes.Equal(again, page) {
+			t.Errorf("%s: the same nonce twice", target)
+		}
+		if resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: headers %v", target, resp.Header)
+		}
 	}
 	if m := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9]`).Find(page); m != nil {
 		t.Errorf("the page references another origin (%s):\n%s", m, page)

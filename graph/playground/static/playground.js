@@ -8,16 +8,34 @@
 // payload, where the gateway reads {"Authorization": "Bearer <key>"}.
 (function () {
   "use strict";
+  // The page's nonce, for the one <style> element GraphiQL adds (its
+  // dialogs' scroll lock reads it as __webpack_nonce__): the page's CSP
+  // has no style-src 'unsafe-inline'.
+  window.__webpack_nonce__ = document.currentScript.nonce;
   var root = document.getElementById("graphiql");
   var url = new URL(root.getAttribute("data-endpoint"), window.location.href);
   var ws = new URL(url.href);
   ws.protocol = url.protocol === "https:" ? "wss:" : "ws:";
   var fetcher = GraphiQL.createFetcher({ url: url.href, subscriptionUrl: ws.href });
+  var placeholder = "Bearer comm_...";
+  // Until the key is in, say so instead of sending the template (GraphiQL
+  // fetches the schema as soon as the page opens).
+  var hinting = function (params, opts) {
+    var headers = (opts && opts.headers) || {};
+    for (var name in headers) {
+      if (name.toLowerCase() === "authorization" && headers[name] === placeholder) {
+        return Promise.resolve({ errors: [{ message:
+          "Put your API key in the Headers tab in place of comm_..., then run the query; " +
+          "re-fetch the schema (\u27F3 on the left) for the docs." }] });
+      }
+    }
+    return fetcher(params, opts);
+  };
   ReactDOM.createRoot(root).render(
     React.createElement(GraphiQL, {
-      fetcher: fetcher,
+      fetcher: hinting,
       defaultQuery: "{\n  project {\n    id\n  }\n}\n",
-      defaultHeaders: JSON.stringify({ Authorization: "Bearer comm_..." }, null, 2),
+      defaultHeaders: JSON.stringify({ Authorization: placeholder }, null, 2),
       defaultEditorToolsVisibility: "headers",
       // The API key stays out of localStorage.
       shouldPersistHeaders: false,
