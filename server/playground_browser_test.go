@@ -45,6 +45,37 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// TestPlaygroundRoutes: with Playground, GET /graphql/playground is the
+// page and /graphql/playground/<file> its files; without, neither exists.
+func TestPlaygroundRoutes(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.SQLite(t)
+	on := start(t, cfg, server.Options{Playground: true})
+	for path, ctype := range map[string]string{
+		"/graphql/playground":                 "text/html; charset=utf-8",
+		"/graphql/playground/":                "text/html; charset=utf-8",
+		"/graphql/playground/graphiql.min.js": "text/javascript; charset=utf-8",
+		"/graphql/playground/playground.css":  "text/css; charset=utf-8",
+	} {
+		r := on.do(t, request{Path: path})
+		if r.Status != http.StatusOK || r.Header.Get("Content-Type") != ctype || r.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("GET %s: %d %q", path, r.Status, r.Header.Get("Content-Type"))
+		}
+	}
+	if r := on.do(t, request{Path: "/graphql/playground/nope.js"}); r.Status != http.StatusNotFound {
+		t.Errorf("GET /graphql/playground/nope.js: %d", r.Status)
+	}
+	if r := on.do(t, request{Method: http.MethodPost, Path: "/graphql/playground"}); r.Status != http.StatusMethodNotAllowed {
+		t.Errorf("POST /graphql/playground: %d", r.Status)
+	}
+	off := start(t, storetest.SQLite(t), server.Options{})
+	for _, path := range []string{"/graphql/playground", "/graphql/playground/graphiql.min.js"} {
+		if r := off.do(t, request{Path: path}); r.Status != http.StatusNotFound {
+			t.Errorf("without the playground, GET %s: %d", path, r.Status)
+		}
+	}
+}
+
 // watchCSP is run in the page before its scripts: it records what the
 // Content-Security-Policy refused.
 const watchCSP = `window.__csp = [];
@@ -256,6 +287,19 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		`[...document.querySelectorAll("style")].some(s => s.nonce && s.sheet && s.sheet.cssRules.length > 0) && getComputedStyle(document.body).overflow === "hidden"`))
 	if err != nil || !locked {
 		failed("the dialog's scroll lock", fmt.Errorf("not applied (%v)", err))
+	}
+
+	// The key stayed out of the browser's storage, which holds the
+	// history of operations.
+	history, err := chromedp.Run(ctx, chromedp.Evaluate[string](`localStorage.getItem("graphiql:queries") || ""`))
+	if err != nil || !strings.Contains(history, "subscription") {
+		failed("the history in localStorage", fmt.Errorf("%q (%v)", history, err))
+	}
+	stored, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
+		`Object.keys(localStorage).some(k => localStorage.getItem(k).includes(`+strconv.Quote(sb.APIKey)+`))`))
+	if err != nil || stored {
+		keys, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Object.keys(localStorage).filter(k => localStorage.getItem(k).includes(`+strconv.Quote(sb.APIKey)+`)).map(k => k + "=" + localStorage.getItem(k))`))
+		failed("localStorage", fmt.Errorf("holds the key: %v %q (%v)", stored, keys, err))
 	}
 
 	// Nothing came from elsewhere, and the CSP refused nothing.

@@ -8,8 +8,8 @@
 # The output is committed: CI and `go build` never run this.
 set -eu
 
-GRAPHIQL=graphiql@3.9.0 # the last major with a prebuilt browser (UMD) bundle
-REACT=react@18.3.1      # GraphiQL 3 wants React 16.8 to 18
+GRAPHIQL=graphiql@4.1.2 # the last with a prebuilt browser (UMD) bundle: 5.x is ES modules only
+REACT=react@18.3.1      # the last React with UMD builds (GraphiQL 4 takes 18 or 19)
 REACT_DOM=react-dom@18.3.1
 
 here=$(cd "$(dirname "$0")" && pwd)

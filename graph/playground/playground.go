@@ -150,7 +150,7 @@ type pageData struct{ Endpoint, Nonce string }
 func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	var b [18]byte
 	rand.Read(b[:])
-	nonce := base64.StdEncoding.EncodeToString(b[:])
+	nonce := base64.RawURLEncoding.EncodeToString(b[:])
 	var buf bytes.Buffer
 	if err := h.page.Execute(&buf, pageData{Endpoint: h.endpoint, Nonce: nonce}); err != nil {
 		http.Error(w, "internal error", http.StatusInternalServerError)
