@@ -124,6 +124,8 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	// Start the browser (the first run must not have a deadline of its
 	// own), then give the steps their time.
 	if err := chromedp.Do(tab); err != nil {
+		outMu.Lock()
+		defer outMu.Unlock()
 		t.Fatalf("start %s: %v\n%s", chrome, err, chromeOut.String())
 	}
 	ctx, cancelSteps := context.WithTimeout(tab, 60*time.Second)
