@@ -61,15 +61,27 @@ func (s *Server) idempotent(h handlerFunc) handlerFunc {
 		}
 
 		r = r.WithContext(context.WithoutCancel(r.Context()))
+		ctx := r.Context()
 		rec := &statusRecorder{header: http.Header{}}
-		if err := h(rec, r); err != nil {
-			s.writeError(rec, r, err)
-		}
+		func() {
+			// A handler that panics answers 500 (ServeHTTP): release
+			// the key, as for any 5xx.
+			defer func() {
+				if v := recover(); v != nil {
+					if err := claim.Release(ctx); err != nil {
+						s.logger.Warn("idempotency: release key", "request_id", requestID(ctx), "err", err)
+					}
+					panic(v)
+				}
+			}()
+			if err := h(rec, r); err != nil {
+				s.writeError(rec, r, err)
+			}
+		}()
 		status := rec.status
 		if status == 0 {
 			status = http.StatusOK
 		}
-		ctx := r.Context()
 		if status >= 500 || status == http.StatusTooManyRequests {
 			if err := claim.Release(ctx); err != nil {
 				s.logger.Warn("idempotency: release key", "request_id", requestID(ctx), "err", err)

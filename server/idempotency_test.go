@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/channels/imessage"
+	"github.com/comm-gateway/comm/channels/imessage/bluebubblestest"
 	"github.com/comm-gateway/comm/idempotency"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/server"
@@ -358,4 +360,27 @@ func TestIdempotencyKeySealed(t *testing.T) {
 			t.Errorf("stored answer is not sealed: %q", stored)
 		}
 	})
+}
+
+// TestIdempotencyKeyReleasedOn5xx: an answer the client is expected to
+// retry (here 502 provider_unavailable) is not kept: the key is released,
+// and the retry runs afresh.
+func TestIdempotencyKeyReleasedOn5xx(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.SQLite(t)
+	relay := bluebubblestest.NewServer(imRelayPassword, imRelayAddress)
+	t.Cleanup(relay.Close)
+	g := startGateway(t, cfg, setup{imessage: imessage.Options{Relays: []imessage.Relay{{URL: relay.URL, Password: "an-old-password", Address: imRelayAddress}}}})
+	sb := g.newSandbox(t, "idem-5xx")
+	key := signedInKey(t, g, sb.ProjectID)
+	for range 2 {
+		r := g.postKey(t, key, "/v1/connections", `{"channel":"imessage"}`, "five-hundred")
+		wantError(t, r, http.StatusBadGateway, "provider_unavailable", "")
+		if replayed(r) {
+			t.Errorf("a 502 was replayed")
+		}
+	}
+	if n := count(t, g.DB, "SELECT COUNT(*) FROM idempotency_keys WHERE project_id = ?", sb.ProjectID); n != 0 {
+		t.Errorf("%d keys kept after 502s, want 0", n)
+	}
 }
