@@ -26,6 +26,7 @@ import (
 
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/graph"
+	"github.com/comm-gateway/comm/idempotency"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
@@ -78,6 +79,9 @@ type Options struct {
 	// no private targets when nil. Give the delivery worker the same one,
 	// so registrations wake it.
 	Webhooks *webhook.Hooks
+	// Idempotency bounds the answers kept for POSTs made with an
+	// Idempotency-Key header (idempotency.go); Logger is filled in.
+	Idempotency idempotency.Options
 }
 
 // Defaults of the abuse limits (Options).
@@ -93,6 +97,7 @@ type Server struct {
 	mail    graph.Domains
 	acct    *account.Service
 	hooks   *webhook.Hooks
+	idem    *idempotency.Keys
 	mux     *http.ServeMux
 	logger  *slog.Logger
 	maxBody int64
@@ -152,7 +157,11 @@ func New(svc *messaging.Service, opts Options) *Server {
 		opts.Webhooks = webhook.New(svc, webhook.Options{})
 	}
 	opts.GraphQL.Mail, opts.GraphQL.Accounts, opts.GraphQL.Webhooks = opts.Mail, opts.Accounts, opts.Webhooks
+	if opts.Idempotency.Logger == nil {
+		opts.Idempotency.Logger = opts.Logger
+	}
 	s.mail, s.acct, s.hooks = opts.Mail, opts.Accounts, opts.Webhooks
+	s.idem = idempotency.New(svc, opts.Idempotency)
 	s.routes()
 	s.signInRoutes(opts.SignIn)
 	if opts.GraphQL.Logger == nil {
@@ -212,11 +221,11 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/events", s.authed(s.listEvents))
 
 	s.mux.Handle("GET /v1/channels", s.authed(s.listChannels))
-	s.mux.Handle("POST /v1/connections", s.writing(s.connect))
+	s.mux.Handle("POST /v1/connections", s.creating(s.connect))
 	s.mux.Handle("GET /v1/connections", s.authed(s.listConnections))
 	s.mux.Handle("GET /v1/connections/{id}", s.authed(s.getConnection))
 	s.mux.Handle("DELETE /v1/connections/{id}", s.writing(s.deleteConnection))
-	s.mux.Handle("POST /v1/connections/{id}/inbound", s.writing(s.inject))
+	s.mux.Handle("POST /v1/connections/{id}/inbound", s.creating(s.inject))
 	s.mux.Handle("GET /v1/connections/{id}/bindings", s.authed(s.listBindings))
 	s.mux.Handle("DELETE /v1/connections/{id}/bindings/{person}", s.writing(s.unbind))
 	s.mux.Handle("POST /hooks/{channel}/{id}", s.public(s.hook))
@@ -232,13 +241,13 @@ func (s *Server) routes() {
 	s.mux.Handle("PUT /v1/webhook", s.writing(s.setWebhook))
 	s.mux.Handle("GET /v1/webhook", s.authed(s.getWebhook))
 	s.mux.Handle("DELETE /v1/webhook", s.writing(s.deleteWebhook))
-	s.mux.Handle("POST /v1/webhook/replay", s.writing(s.replayWebhook))
+	s.mux.Handle("POST /v1/webhook/replay", s.creating(s.replayWebhook))
 	s.mux.Handle("GET /v1/webhook/attempts", s.authed(s.webhookAttempts))
 
-	s.mux.Handle("POST /v1/messages", s.writing(s.send))
+	s.mux.Handle("POST /v1/messages", s.creating(s.send))
 	s.mux.Handle("GET /v1/messages/{id}", s.authed(s.getMessage))
-	s.mux.Handle("POST /v1/messages/{id}/reply", s.writing(s.reply))
-	s.mux.Handle("POST /v1/messages/{id}/typing", s.writing(s.typing))
+	s.mux.Handle("POST /v1/messages/{id}/reply", s.creating(s.reply))
+	s.mux.Handle("POST /v1/messages/{id}/typing", s.creating(s.typing))
 	s.mux.Handle("GET /v1/messages/{id}/attachments/{attachment}", s.authed(s.getAttachment))
 
 	s.mux.Handle("POST /v1/auth/device/start", s.public(s.deviceStart))
@@ -248,10 +257,10 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/account", s.authed(s.getAccount))
 	s.mux.Handle("GET /v1/account/ledger", s.authed(s.listLedger))
 	s.mux.Handle("GET /v1/keys", s.authed(s.listKeys))
-	s.mux.Handle("POST /v1/keys", s.writing(s.createKey))
+	s.mux.Handle("POST /v1/keys", s.creating(s.createKey))
 	s.mux.Handle("DELETE /v1/keys/{id}", s.writing(s.revokeKey))
 
-	s.mux.Handle("POST /v1/domains", s.writing(s.createDomain))
+	s.mux.Handle("POST /v1/domains", s.creating(s.createDomain))
 	s.mux.Handle("GET /v1/domains", s.authed(s.listDomains))
 	s.mux.Handle("GET /v1/domains/{id}", s.authed(s.getDomain))
 	s.mux.Handle("POST /v1/domains/{id}/verify", s.writing(s.verifyDomain))
