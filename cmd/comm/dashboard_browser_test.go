@@ -1,0 +1,492 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/oauth2-proxy/mockoidc"
+)
+
+// cutProxy is a TCP proxy in front of the gateway, for the browser: cut
+// closes every connection through it (the dashboard's websocket with
+// them), and refuse makes it drop new connections at once, as a network
+// that is down.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	refuse bool
+}
+
+func newCutProxy(t *testing.T) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+	})
+	go p.serve()
+	return p
+}
+
+func (p *cutProxy) base() string { return "http://" + p.ln.Addr().String() }
+
+func (p *cutProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		refuse, target := p.refuse, p.target
+		p.mu.Unlock()
+		if refuse || target == "" {
+			c.Close()
+			continue
+		}
+		go p.pipe(c, target)
+	}
+}
+
+func (p *cutProxy) pipe(c net.Conn, target string) {
+	u, err := net.Dial("tcp", target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[c], p.conns[u] = true, true
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(u, c); done <- struct{}{} }()
+	go func() { io.Copy(c, u); done <- struct{}{} }()
+	<-done
+	c.Close()
+	u.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, u)
+	p.mu.Unlock()
+}
+
+// cut closes every open connection through the proxy.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+func (p *cutProxy) setRefuse(on bool) {
+	p.mu.Lock()
+	p.refuse = on
+	p.mu.Unlock()
+}
+
+var bootJSON = regexp.MustCompile(`(?s)<script id="comm-boot" type="application/json">(.*?)</script>`)
+
+type dashBoot struct {
+	Account struct{ ID, Email string }
+	Projects []struct{ ID, Name string }
+	CSRF     string
+}
+
+// signInHTTP signs a person in to the dashboard with a plain HTTP client
+// (mockoidc's authorize endpoint redirects straight back) and answers the
+// client, with its cookie, and the boot data of the dashboard.
+func signInHTTP(t *testing.T, base string) (*http.Client, dashBoot) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	cl := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	res, err := cl.Get(base + "/dashboard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`href="(/device/signin[^"]*)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no sign-in link on /dashboard: %s", b)
+	}
+	res, err = cl.Get(base + html.UnescapeString(string(m[1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	bm := bootJSON.FindSubmatch(b)
+	if res.Request.URL.Path != "/dashboard" || bm == nil {
+		t.Fatalf("after signing in: %s %d:\n%s", res.Request.URL, res.StatusCode, b)
+	}
+	var boot dashBoot
+	if err := json.Unmarshal(bm[1], &boot); err != nil {
+		t.Fatal(err)
+	}
+	return cl, boot
+}
+
+// TestDashboardInBrowser drives the dashboard in a real headless Chromium
+// against the real `comm serve`, signed in through an OpenID provider
+// (mockoidc): the live feed (a message injected over REST shows within a
+// second; a cut websocket resumes with no gap and no duplicate), a reply
+// from a thread going queued → sent live, the webhook secret shown once,
+// keys made and revoked, another account's project and a cross-origin
+// request refused. Screenshots of the pages go to COMM_TEST_SCREENSHOTS
+// (or a temporary directory).
+func TestDashboardInBrowser(t *testing.T) {
+	chrome := chromium(t)
+	began := time.Now()
+	bin := binary(t)
+
+	m, err := mockoidc.NewServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ln, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown() })
+	oc := m.Config()
+	m.QueueUser(&mockoidc.MockUser{Subject: "ada-dash", Email: "ada@example.com", EmailVerified: true, PreferredUsername: "ada"})
+
+	// The browser reaches the gateway through the proxy only, and the
+	// gateway's base URL is the proxy's (sign-in comes back there).
+	proxy := newCutProxy(t)
+	srv := start(t, bin, t.TempDir(), "COMM_BASE_URL="+proxy.base(), "COMM_WEBHOOK_ALLOW_PRIVATE=true",
+		"COMM_OIDC_ISSUER="+m.Issuer(), "COMM_OIDC_CLIENT_ID="+oc.ClientID, "COMM_OIDC_CLIENT_SECRET="+oc.ClientSecret)
+	proxy.mu.Lock()
+	proxy.target = strings.TrimPrefix(srv.base, "http://")
+	proxy.mu.Unlock()
+	base := proxy.base()
+
+	// Another account, signed in over plain HTTP: its project is the one
+	// the first account must not reach.
+	m.QueueUser(&mockoidc.MockUser{Subject: "bob-dash", Email: "bob@example.com", EmailVerified: true, PreferredUsername: "bob"})
+	bobClient, bob := signInHTTP(t, srv.base)
+	if len(bob.Projects) != 1 {
+		t.Fatalf("bob's boot: %+v", bob)
+	}
+	_ = bobClient
+	// And a sandbox project, which has no account.
+	var sandbox struct {
+		ProjectID string `json:"project_id"`
+		APIKey    string `json:"api_key"`
+	}
+	do(t, srv.base, "", "POST", "/v1/projects/sandbox", `{"name":"sandbox"}`, 201, &sandbox)
+
+	// The browser.
+	life, cancelLife := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancelLife()
+	var chromeOut lockedBuffer
+	actx, cancelAlloc := chromedp.NewExecAllocator(life,
+		chromedp.ExecPath(chrome),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+		chromedp.CombinedOutput(&chromeOut),
+	)
+	defer cancelAlloc()
+	tab, cancelTab := chromedp.NewContext(actx)
+	defer cancelTab()
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("start %s: %v\n%s", chrome, err, chromeOut.String())
+	}
+	ctx, cancelSteps := context.WithTimeout(tab, 90*time.Second)
+	defer cancelSteps()
+
+	shots := os.Getenv("COMM_TEST_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	screenshot := func(file string) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(tab, 10*time.Second)
+		defer cancel()
+		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Logf("screenshot %s: %v", file, err)
+			return
+		}
+		p := filepath.Join(shots, file)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+	failed := func(step string, err error) {
+		t.Helper()
+		screenshot("failure.png")
+		sctx, cancel := context.WithTimeout(tab, 5*time.Second)
+		defer cancel()
+		where, _ := chromedp.Run(sctx, chromedp.Location())
+		text, _ := chromedp.Run(sctx, chromedp.Text(chromedp.CSS("body")))
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = errors.New("timed out")
+		}
+		browserLog := chromeOut.String()
+		if len(browserLog) > 4000 {
+			browserLog = "..." + browserLog[len(browserLog)-4000:]
+		}
+		t.Fatalf("%s: %v\nbrowser at %s:\n%s\ncomm serve:\n%s\nchromium:\n%s", step, err, where, text, srv.out.String(), browserLog)
+	}
+	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			failed(step, err)
+		}
+	}
+	eval := func(step, js string) any {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](js, chromedp.EvalAwaitPromise))
+		if err != nil {
+			failed(step, err)
+		}
+		return v
+	}
+	// wait polls a JavaScript predicate.
+	wait := func(step, js string, d time.Duration) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[any](js, chromedp.WithPollingTimeout(d))); err != nil {
+			failed(step, err)
+		}
+	}
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+	// Sign in at /dashboard: the provider sends the browser back to the
+	// dashboard, whose account got a project.
+	run("open the dashboard", chromedp.Navigate(base+"/dashboard"), chromedp.WaitVisible(css(`a[href^="/device/signin"]`)))
+	screenshot("signin.png")
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(css(`a[href^="/device/signin"]`)))); err != nil {
+		failed("sign in", err)
+	}
+	run("the overview", chromedp.WaitVisible(css(`main .stats`)))
+	boot := eval("read the boot data", `JSON.parse(document.getElementById('comm-boot').textContent)`).(map[string]any)
+	projects := boot["projects"].([]any)
+	if len(projects) == 0 {
+		failed("the account's projects", errors.New("none"))
+	}
+	project := projects[0].(map[string]any)["id"].(string)
+	if where, _ := chromedp.Run(ctx, chromedp.Location()); !strings.HasSuffix(where, "#/p/"+project+"/overview") {
+		failed("the hash route", errors.New("at "+where))
+	}
+	if txt, _ := chromedp.Run(ctx, chromedp.Text(css("header"))); !strings.Contains(txt, "ada@example.com") {
+		t.Errorf("the header does not name the account: %q", txt)
+	}
+	wait("the live feed connects", `document.querySelector('.feed-state.open') !== null`, 10*time.Second)
+	screenshot("overview.png")
+
+	// A key for the REST calls, made on the Keys page (shown once).
+	run("keys page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/keys"), chromedp.WaitVisible(css(`.page.keys form input`)))
+	run("create a key", chromedp.SendKeys(css(`.page.keys form input`), "rest"), chromedp.Click(css(`.page.keys form button[type=submit]`)),
+		chromedp.WaitVisible(css(`.once output.secret`)))
+	key, err := chromedp.Run(ctx, chromedp.Text(css(`.once output.secret`)))
+	if err != nil || !strings.HasPrefix(key, "comm_") {
+		failed("the new key", fmt.Errorf("%q %v", key, err))
+	}
+	key = strings.TrimSpace(key)
+
+	// A test connection and a message: the live feed shows it within a second.
+	run("live events page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/live"), chromedp.WaitVisible(css(`.vlist`)))
+	var conn struct{ ID string }
+	do(t, srv.base, key, "POST", "/v1/connections", `{"channel":"test"}`, 201, &conn)
+	sent := time.Now()
+	do(t, srv.base, key, "POST", "/v1/connections/"+conn.ID+"/inbound", `{"sender":"ann","text":"hello from ann"}`, 201, nil)
+	wait("the message in the live feed", `[...document.querySelectorAll('.vlist .row')].some(r => r.textContent.includes('hello from ann'))`, 5*time.Second)
+	if d := time.Since(sent); d > time.Second {
+		t.Errorf("the message showed in the live feed after %s, want within 1 s", d)
+	} else {
+		t.Logf("message injected to shown in the live feed: %s", d.Round(time.Millisecond))
+	}
+	// Expand it with the keyboard and jump to its conversation.
+	run("expand the event", chromedp.Focus(css(`.vlist .row:last-child .row-btn`)), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(css(`#event-detail pre.json`)))
+	screenshot("live.png")
+	run("open the conversation", chromedp.Click(css(`#event-detail a[href*="/conversations/"]`)), chromedp.WaitVisible(css(`ol.thread li.msg`)))
+
+	// Reply from the page: queued, then sent, live.
+	run("reply", chromedp.SendKeys(css(`form.reply textarea`), "hi ann, from the dashboard"), chromedp.Click(css(`form.reply button[type=submit]`)))
+	wait("the reply is sent", `[...document.querySelectorAll('li.msg.out')].some(li => li.dataset.status === 'sent' && li.textContent.includes('from the dashboard'))`, 10*time.Second)
+	if ok := eval("message.sent in the feed", `window.commDashboard.feed.events.some(e => e.type === 'message.sent')`); ok != true {
+		t.Errorf("no message.sent in the live feed")
+	}
+	screenshot("thread.png")
+
+	// Cut the websocket while events happen: the feed resumes after the
+	// last seq shown, with no gap and no duplicate.
+	run("back to the live events", chromedp.Navigate(base+"/dashboard#/p/"+project+"/live"), chromedp.WaitVisible(css(`.vlist .row`)))
+	wait("live again", `document.querySelector('.feed-state.open') !== null`, 10*time.Second)
+	proxy.setRefuse(true)
+	proxy.cut()
+	wait("the feed sees the cut", `document.querySelector('.feed-state.open') === null`, 5*time.Second)
+	for i := range 5 {
+		do(t, srv.base, key, "POST", "/v1/connections/"+conn.ID+"/inbound", fmt.Sprintf(`{"sender":"ann","text":"while cut %d"}`, i), 201, nil)
+	}
+	proxy.setRefuse(false)
+	wait("the feed resumes", `window.commDashboard.feed.events.some(e => e.data.message && e.data.message.text === 'while cut 4')`, 20*time.Second)
+	for i := range 3 {
+		do(t, srv.base, key, "POST", "/v1/connections/"+conn.ID+"/inbound", fmt.Sprintf(`{"sender":"ann","text":"after %d"}`, i), 201, nil)
+	}
+	wait("after the cut", `[...document.querySelectorAll('.vlist .row')].some(r => r.textContent.includes('after 2'))`, 5*time.Second)
+	var head struct {
+		LastSeq int64 `json:"last_seq"`
+	}
+	do(t, srv.base, key, "GET", "/v1/project", "", 200, &head)
+	seqs := eval("the seqs held", `window.commDashboard.feed.events.map(e => e.seq)`).([]any)
+	for i, s := range seqs {
+		if int64(s.(float64)) != int64(i+1) {
+			t.Fatalf("the feed holds seqs %v: want 1..%d, no gap or duplicate", seqs, head.LastSeq)
+		}
+	}
+	if int64(len(seqs)) != head.LastSeq {
+		t.Errorf("the feed holds %d events, the stream has %d", len(seqs), head.LastSeq)
+	}
+	// And what the list shows is the same, in order.
+	shown := eval("the seqs shown", `[...document.querySelectorAll('.vlist .row')].map(r => +r.dataset.seq).sort((a, b) => a - b)`).([]any)
+	for i := 1; i < len(shown); i++ {
+		if shown[i].(float64) != shown[i-1].(float64)+1 {
+			t.Errorf("rows shown: %v", shown)
+			break
+		}
+	}
+
+	// Webhook: the generated secret is shown once.
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	defer hook.Close()
+	run("webhook page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/webhook"), chromedp.WaitVisible(css(`.page.webhook input[type=url]`)))
+	run("set the webhook", chromedp.SendKeys(css(`.page.webhook input[type=url]`), hook.URL+"/events"),
+		chromedp.Click(css(`.page.webhook form.stack button[type=submit]`)), chromedp.WaitVisible(css(`.once output.secret`)))
+	secret, _ := chromedp.Run(ctx, chromedp.Text(css(`.once output.secret`)))
+	if !strings.HasPrefix(strings.TrimSpace(secret), "whsec_") {
+		t.Errorf("webhook secret shown: %q", secret)
+	}
+	wait("attempts", `document.querySelector('.page.webhook table') !== null || true`, time.Second)
+	screenshot("webhook.png")
+	run("reload the webhook page", chromedp.Reload(), chromedp.WaitVisible(css(`.page.webhook dl.facts`)))
+	if txt, _ := chromedp.Run(ctx, chromedp.Text(css("main"))); strings.Contains(txt, strings.TrimSpace(secret)) || strings.Contains(txt, "whsec_") {
+		t.Errorf("the secret is shown again after a reload")
+	}
+
+	// Keys: make one, revoke it.
+	run("keys page again", chromedp.Navigate(base+"/dashboard#/p/"+project+"/keys"), chromedp.WaitVisible(css(`.page.keys table`)))
+	run("create another key", chromedp.SendKeys(css(`.page.keys form input`), "to revoke"), chromedp.Click(css(`.page.keys form button[type=submit]`)),
+		chromedp.WaitVisible(css(`.once output.secret`)))
+	revokeKey, _ := chromedp.Run(ctx, chromedp.Text(css(`.once output.secret`)))
+	revokeKey = strings.TrimSpace(revokeKey)
+	wait("the key in the list", `[...document.querySelectorAll('.page.keys tbody tr')].some(r => r.textContent.includes('to revoke'))`, 5*time.Second)
+	if code, _ := call(t, "GET", srv.base+"/v1/project", revokeKey, ""); code != 200 {
+		t.Errorf("the new key: %d", code)
+	}
+	eval("ask to revoke", `[...document.querySelectorAll('.page.keys tbody tr')].find(r => r.textContent.includes('to revoke')).querySelector('button.danger-outline').click()`)
+	eval("confirm", `[...document.querySelectorAll('.page.keys tbody tr')].find(r => r.textContent.includes('to revoke')).querySelector('button.danger').click()`)
+	wait("revoked", `[...document.querySelectorAll('.page.keys tbody tr')].some(r => r.textContent.includes('to revoke') && r.textContent.includes('revoked'))`, 5*time.Second)
+	if code, _ := call(t, "GET", srv.base+"/v1/project", revokeKey, ""); code != 401 {
+		t.Errorf("the revoked key: %d, want 401", code)
+	}
+	screenshot("keys.png")
+
+	// Connections and credit.
+	run("connections page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/connections"), chromedp.WaitVisible(css(`.page.connections ul.cards li.conn`)))
+	screenshot("connections.png")
+	run("credit page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/credit"), chromedp.WaitVisible(css(`.page.credit .balance`)))
+	if txt, _ := chromedp.Run(ctx, chromedp.Text(css(".page.credit .balance"))); !strings.Contains(txt, "100.00") {
+		t.Errorf("balance shown: %q", txt)
+	}
+	screenshot("credit.png")
+	run("conversations page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/conversations"), chromedp.WaitVisible(css(`ul.conv-list a.conv`)))
+	screenshot("conversations.png")
+
+	// A phone's width: the nav folds behind Menu.
+	run("narrow", chromedp.EmulateViewport(375, 812), chromedp.Navigate(base+"/dashboard#/p/"+project+"/overview"), chromedp.WaitVisible(css(`.nav-toggle`)))
+	if vis := eval("nav hidden", `getComputedStyle(document.getElementById('nav')).display`); vis != "none" {
+		t.Errorf("nav at 375 px: display %v", vis)
+	}
+	if w := eval("no horizontal scroll", `document.documentElement.scrollWidth`); w.(float64) > 375 {
+		t.Errorf("page is %v px wide at 375 px", w)
+	}
+	screenshot("overview-375.png")
+	run("open the menu", chromedp.Click(css(`.nav-toggle`)), chromedp.WaitVisible(css(`nav.open a[href$="/live"]`)))
+	screenshot("menu-375.png")
+	run("wide again", chromedp.EmulateViewport(1280, 900))
+
+	// Another account's project, and a sandbox project, through this
+	// session: refused.
+	for _, other := range []string{bob.Projects[0].ID, sandbox.ProjectID} {
+		status := eval("another project", fmt.Sprintf(`fetch('/dashboard/graphql', {method: 'POST', headers: {'Content-Type': 'application/json',
+			'X-Comm-Project': %q, 'X-CSRF-Token': JSON.parse(document.getElementById('comm-boot').textContent).csrf},
+			body: JSON.stringify({query: '{ project { id name } }'})}).then(r => r.status)`, other))
+		if s := status.(float64); s != 403 && s != 404 {
+			t.Errorf("X-Comm-Project %s from ada's session: %v, want 403 or 404", other, s)
+		}
+	}
+	// The sandbox key does not work on the cookie path.
+	req, _ := http.NewRequest("POST", srv.base+"/dashboard/graphql", strings.NewReader(`{"query":"{ project { id } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+sandbox.APIKey)
+	req.Header.Set("X-Comm-Project", sandbox.ProjectID)
+	if res, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else if res.Body.Close(); res.StatusCode/100 == 2 {
+		t.Errorf("a sandbox key on /dashboard/graphql: %d", res.StatusCode)
+	}
+
+	// A page on another origin posts to the dashboard's GraphQL with the
+	// browser's cookie: refused, and nothing changes.
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><title>elsewhere</title><form id="f" method="post" enctype="text/plain" action="%s/dashboard/graphql">
+<input type="hidden" name='{"query":"mutation { createAPIKey(name: \"csrf\") { id } }","x":"' value='"}'></form>
+<script>document.getElementById('f').submit()</script>`, base)
+	}))
+	defer attacker.Close()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(attacker.URL))
+	if err != nil {
+		failed("the other origin's page", err)
+	}
+	_ = resp
+	wait("the form posted", `location.pathname === '/dashboard/graphql'`, 10*time.Second)
+	txt, _ := chromedp.Run(ctx, chromedp.Text(css("body")))
+	code, body := call(t, "GET", srv.base+"/v1/keys", key, "")
+	if code != 200 || strings.Contains(string(body), `"csrf"`) {
+		t.Errorf("after the cross-origin post (%q): keys %d %s", txt, code, body)
+	}
+	t.Logf("the cross-origin post got: %.200s", txt)
+
+	t.Logf("whole test %s", time.Since(began).Round(time.Millisecond))
+}
