@@ -171,17 +171,8 @@ func (s *Service) StartWebSession(ctx context.Context, accountID string, tokenHa
 // WebSessionAccount returns the account of a browser session that is
 // recorded, unexpired and not signed out; "" otherwise.
 func (s *Service) WebSessionAccount(ctx context.Context, tokenHash []byte) (string, error) {
-	w, err := s.read.WebSession.Query().Where(entws.TokenHash(tokenHash)).Only(tenant.System(ctx))
-	if ent.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if w.RevokedAt != nil || !s.now().Before(w.ExpiresAt) {
-		return "", nil
-	}
-	return w.AccountID, nil
+	_, acct, err := s.WebSession(ctx, tokenHash)
+	return acct, err
 }
 
 // EndWebSession signs a browser session out, on every replica: its cookie
@@ -199,7 +190,28 @@ func (s *Service) EndWebSession(ctx context.Context, tokenHash []byte) error {
 		return tx.Client().WebSession.Update().Where(entws.ID(w.ID), entws.RevokedAtIsNil()).
 			SetRevokedAt(s.now()).Exec(tx.Context())
 	})
+	if err == nil {
+		// The dashboard's websockets of the session close, as a revoked
+		// key's do.
+		s.log.Signal(messaging.KeyRevokedSignal, w.ID)
+	}
 	return err
+}
+
+// WebSession returns the id and the account of a browser session that is
+// recorded, unexpired and not signed out; "" and "" otherwise.
+func (s *Service) WebSession(ctx context.Context, tokenHash []byte) (id, accountID string, err error) {
+	w, err := s.read.WebSession.Query().Where(entws.TokenHash(tokenHash)).Only(tenant.System(ctx))
+	if ent.IsNotFound(err) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if w.RevokedAt != nil || !s.now().Before(w.ExpiresAt) {
+		return "", "", nil
+	}
+	return w.ID, w.AccountID, nil
 }
 
 // CreditLine is one ledger entry.

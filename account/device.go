@@ -18,7 +18,6 @@ import (
 	entproject "github.com/comm-gateway/comm/ent/project"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/ident"
-	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/tenant"
 )
@@ -372,9 +371,8 @@ func (s *Service) ApproveDevice(ctx context.Context, accountID, code string) (*A
 		return nil, fmt.Errorf("approve: account %s: %w", accountID, err)
 	}
 	out := &Approval{ProjectID: d.SandboxProjectID, CarriedOver: d.SandboxProjectID != ""}
-	var customer, agent string
 	if !out.CarriedOver {
-		out.ProjectID, customer, agent = ident.New(ident.Project), ident.New(ident.Customer), ident.New(ident.Agent)
+		out.ProjectID = ident.New(ident.Project)
 	}
 	now := s.now()
 	_, err = s.log.Write(tenant.WithProject(ctx, out.ProjectID), out.ProjectID, func(tx *stream.Tx) error {
@@ -390,9 +388,7 @@ func (s *Service) ApproveDevice(ctx context.Context, accountID, code string) (*A
 				return fault.Conflict("the project of this sign-in belongs to another account")
 			}
 		} else {
-			name := "Project of " + firstNonEmpty(acct.Email, acct.Name, acct.Subject)
-			if err := cl.Project.Create().SetID(out.ProjectID).SetName(clip(name, messaging.MaxNameLen)).SetCustomerID(customer).
-				SetAgentID(agent).SetAccountID(accountID).Exec(sys); err != nil {
+			if err := s.createProject(tx, out.ProjectID, accountID, "Project of "+firstNonEmpty(acct.Email, acct.Name, acct.Subject)); err != nil {
 				return err
 			}
 		}

@@ -58,6 +58,7 @@ type conn struct {
 	ip        string
 	keyID     string               // set by admitKey, under s.mu
 	principal *messaging.Principal // set by connection_init (reader only)
+	authn     Authenticator        // nil: an API key authenticates
 	initTimer *time.Timer
 	// replaying is a token a replaying subscriber holds while it reads a
 	// page and queues it: one page in flight per socket.
@@ -90,12 +91,15 @@ type frame struct {
 	ctrl bool
 }
 
-func newConn(s *Server, ws *websocket.Conn, r *http.Request, ip string) *conn {
+func newConn(s *Server, ws *websocket.Conn, r *http.Request, ip string, authn Authenticator) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		s: s, ws: ws, legacy: ws.Subprotocol() == ProtocolLegacy,
 		ctx: ctx, cancel: cancel, room: make(chan struct{}), subs: map[string]*sub{},
-		replaying: make(chan struct{}, 1), ip: ip,
+		replaying: make(chan struct{}, 1), ip: ip, authn: authn,
+	}
+	if authn != nil {
+		return c
 	}
 	if scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		c.headerKey = strings.TrimSpace(key)
@@ -213,6 +217,9 @@ func (c *conn) handle(m message) bool {
 // authenticate takes the key from the init payload ({"Authorization":
 // "Bearer <key>"} or {"apiKey": "<key>"}) or the upgrade's header.
 func (c *conn) authenticate(payload json.RawMessage) (*messaging.Principal, error) {
+	if c.authn != nil {
+		return c.authn(c.ctx, payload)
+	}
 	key := c.headerKey
 	var fields map[string]any
 	if len(payload) > 0 && string(payload) != "null" {

@@ -201,6 +201,22 @@ func IsUpgrade(r *http.Request) bool { return websocket.IsWebSocketUpgrade(r) }
 // The request's goroutine becomes the socket's reader: an idle connection
 // holds one goroutine.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, nil)
+}
+
+// Authenticator decides who a socket's caller is from its connection_init
+// payload, instead of an API key.
+type Authenticator func(ctx context.Context, payload json.RawMessage) (*messaging.Principal, error)
+
+// ServeWith serves a socket whose caller authn names at connection_init
+// (the dashboard: a browser's session cookie, with the project and the
+// CSRF token in the payload); an Authorization header is ignored. The
+// principal's KeyID is the credential LiveKeys re-checks.
+func (s *Server) ServeWith(w http.ResponseWriter, r *http.Request, authn Authenticator) {
+	s.serve(w, r, authn)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, authn Authenticator) {
 	ip := s.opts.ClientIP(r)
 	if !s.admitIP(ip) {
 		w.Header().Set("Content-Type", "application/json")
@@ -215,7 +231,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.releaseIP(ip)
 		return // the upgrader answered
 	}
-	c := newConn(s, ws, r, ip)
+	c := newConn(s, ws, r, ip, authn)
 	if !s.track(c) {
 		s.releaseIP(ip)
 		c.closeWith(websocket.CloseGoingAway, "server shutting down")

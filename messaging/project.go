@@ -30,8 +30,12 @@ type Sandbox = api.Sandbox
 // Principal is an authenticated caller: one key of one project.
 type Principal struct {
 	ProjectID string
-	KeyID     string
-	Kind      string
+	// KeyID is the caller's credential: an API key's id, or, for a
+	// signed-in person on the dashboard, their browser session's id
+	// (ident.WebSession), which LiveKeys checks and KeyRevokedSignal ends
+	// like a key's.
+	KeyID string
+	Kind  string
 }
 
 // SignedIn reports whether the key is a signed-in key (the paid tier).
@@ -180,36 +184,60 @@ func principal(ctx context.Context) (*Principal, error) { return PrincipalFrom(c
 // the key whose id is its value was revoked.
 const KeyRevokedSignal = "key.revoked"
 
-// LiveKeys returns which of the key ids name keys that still work (exist
-// and are not revoked), in one query per 500 ids. Websockets re-check
-// their keys with it.
+// LiveKeys returns which of the credential ids name credentials that
+// still work: keys that exist and are not revoked, browser sessions
+// (ident.WebSession ids) that are neither signed out nor expired; in one
+// query per 500 ids of each. Websockets re-check their credentials with
+// it.
 func (s *Service) LiveKeys(ctx context.Context, ids []string) (map[string]bool, error) {
 	live := make(map[string]bool, len(ids))
+	var keys, sessions []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, ident.WebSession+"_") {
+			sessions = append(sessions, id)
+		} else {
+			keys = append(keys, id)
+		}
+	}
+	if err := s.liveIDs(ctx, live, keys, "SELECT id FROM api_keys WHERE revoked_at IS NULL AND id IN (?%s)"); err != nil {
+		return nil, err
+	}
+	err := s.liveIDs(ctx, live, sessions, "SELECT id FROM web_sessions WHERE revoked_at IS NULL AND expires_at > ? AND id IN (?%s)", s.now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	return live, nil
+}
+
+// liveIDs marks in live the ids query returns, asking for at most 500 at
+// a time: query's %s is where the placeholders after the first go; args
+// come before the ids.
+func (s *Service) liveIDs(ctx context.Context, live map[string]bool, ids []string, query string, args ...any) error {
 	for len(ids) > 0 {
 		n := min(len(ids), 500)
-		args := make([]any, n)
-		for i, id := range ids[:n] {
-			args[i] = id
+		qargs := append([]any(nil), args...)
+		for _, id := range ids[:n] {
+			qargs = append(qargs, id)
 		}
-		q := "SELECT id FROM api_keys WHERE revoked_at IS NULL AND id IN (?" + strings.Repeat(",?", n-1) + ")"
-		rows, err := s.db.R.QueryContext(ctx, s.db.Rebind(q), args...)
+		q := fmt.Sprintf(query, strings.Repeat(",?", n-1))
+		rows, err := s.db.R.QueryContext(ctx, s.db.Rebind(q), qargs...)
 		if err != nil {
-			return nil, fmt.Errorf("live keys: %w", err)
+			return fmt.Errorf("live keys: %w", err)
 		}
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("live keys: %w", err)
+				return fmt.Errorf("live keys: %w", err)
 			}
 			live[id] = true
 		}
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return nil, fmt.Errorf("live keys: %w", err)
+			return fmt.Errorf("live keys: %w", err)
 		}
 		ids = ids[n:]
 	}
-	return live, nil
+	return nil
 }

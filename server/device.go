@@ -39,7 +39,7 @@ var pageFuncs = template.FuncMap{
 // htmlPages are the templates by file name, each with the layout.
 var htmlPages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"code.html", "signin.html", "confirm.html", "message.html"} {
+	for _, name := range []string{"code.html", "signin.html", "confirm.html", "message.html", "dashboard.html"} {
 		out[name] = template.Must(template.New(name).Funcs(pageFuncs).ParseFS(templateFS, "templates/layout.html", "templates/"+name))
 	}
 	return out
@@ -98,6 +98,9 @@ type htmlPage struct {
 	// "you" or "other".
 	Owner         string
 	NotConfigured string
+	// Brand names the part of the gateway ("device sign-in" when empty);
+	// Next is where sign-in and sign-out go back to ("" for /device).
+	Brand, Next string
 }
 
 func (s *Server) newPage(r *http.Request, sess *webSession, acct *account.Account) *htmlPage {

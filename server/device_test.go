@@ -422,7 +422,7 @@ func TestDevicePageCodes(t *testing.T) {
 		rec := httptest.NewRecorder()
 		server.New(g.Svc, server.Options{BaseURL: "https://comm.example"}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/device", nil))
 		if c := rec.Header().Get("Set-Cookie"); !strings.Contains(c, "; Secure") || !strings.Contains(c, "HttpOnly") ||
-			!strings.Contains(c, "SameSite=Lax") || !strings.Contains(c, "Path=/device") {
+			!strings.Contains(c, "SameSite=Lax") || !strings.Contains(c, "Path=/;") {
 			t.Errorf("session cookie %q", c)
 		}
 		if c := b.get("/device").Header; c.Get("Cache-Control") != "no-store" {

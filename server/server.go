@@ -103,6 +103,7 @@ type Server struct {
 	writeLimit   *ratelimit.Bucket // writes, per API key id
 	trusted      []netip.Prefix
 	signin       *signIn
+	graphql      handlerFunc // the GraphQL endpoint, for the principal in the request's context
 }
 
 // Close closes the websockets (hijacked connections, which
@@ -157,7 +158,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 		opts.GraphQL.Logger = opts.Logger
 	}
 	gql := graph.NewHandler(svc, svc.Ent(), opts.GraphQL)
-	serveGQL := s.authed(func(w http.ResponseWriter, r *http.Request) error {
+	s.graphql = func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method == http.MethodPost {
 			// Read the body here: gqlgen would answer a body over the
 			// limit with a GraphQL error and 200, not 413.
@@ -176,7 +177,8 @@ func New(svc *messaging.Service, opts Options) *Server {
 		ctx, wait := graph.WithRetryAfter(r.Context())
 		gql.ServeHTTP(&retryAfterWriter{ResponseWriter: w, wait: wait}, r.WithContext(ctx))
 		return nil
-	})
+	}
+	serveGQL := s.authed(s.graphql)
 	// Websockets authenticate in connection_init, inside the protocol.
 	if opts.Live.ClientIP == nil {
 		opts.Live.ClientIP = s.clientIP
@@ -193,6 +195,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 		}
 		serveGQL.ServeHTTP(w, r)
 	}))
+	s.dashboardRoutes()
 	if opts.Playground {
 		s.mux.Handle("GET /graphql/playground", graph.Playground("/graphql"))
 	}

@@ -72,7 +72,8 @@ const (
 const (
 	sessionCookie   = "comm_session"
 	oidcStateCookie = "comm_oidc"
-	cookiePath      = "/device"
+	// The session is the /device page's and the dashboard's.
+	cookiePath      = "/"
 	sessionLifetime = 12 * time.Hour
 	oidcStateLife   = 10 * time.Minute
 	limitWindow     = 15 * time.Minute
@@ -319,11 +320,21 @@ type oidcState struct {
 	Nonce    string `json:"nonce"`
 	Verifier string `json:"verifier"`
 	Code     string `json:"code,omitempty"`
+	Next     string `json:"next,omitempty"`
 	Expires  int64  `json:"exp"`
 }
 
-// returnTo is the page to go back to after signing in.
-func returnTo(code string) string {
+// dashboardPath is the dashboard's page, the one other page sign-in goes
+// back to (a "next" parameter that names it).
+const dashboardPath = "/dashboard"
+
+// returnTo is the page to go back to after signing in: the dashboard
+// when next names it, else the /device page (with the code, if valid).
+// No other next is followed: it would be an open redirect.
+func returnTo(code string, next ...string) string {
+	if len(next) > 0 && next[0] == dashboardPath {
+		return dashboardPath
+	}
 	if norm, err := account.NormalizeUserCode(code); err == nil {
 		return "/device?code=" + url.QueryEscape(account.FormatUserCode(norm))
 	}
@@ -350,6 +361,9 @@ func (s *Server) oidcSignIn(w http.ResponseWriter, r *http.Request) {
 		Expires: time.Now().Add(oidcStateLife).Unix()}
 	if norm, err := account.NormalizeUserCode(r.URL.Query().Get("code")); err == nil {
 		st.Code = account.FormatUserCode(norm)
+	}
+	if r.URL.Query().Get("next") == dashboardPath {
+		st.Next = dashboardPath
 	}
 	v, err := signValue(si.stateKey, oidcStateCookie, st)
 	if err != nil {
@@ -379,7 +393,7 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	// The state is used once.
 	http.SetCookie(w, si.cookie(oidcStateCookie, "", -1))
-	back := returnTo(st.Code)
+	back := returnTo(st.Code, st.Next)
 	q := r.URL.Query()
 	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(st.State)) != 1 {
 		s.renderMessage(w, r, http.StatusBadRequest, "Sign-in failed",
@@ -489,7 +503,7 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := r.PostForm.Get("code")
-	back := returnTo(code)
+	back := returnTo(code, r.PostForm.Get("next"))
 	if ok, wait := si.localLimit.Allow(limitKey(s.clientIP(r))); !ok {
 		s.renderLimited(w, r, wait, "Too many sign-in attempts from your address.")
 		return
@@ -503,6 +517,11 @@ func (s *Server) localSignIn(w http.ResponseWriter, r *http.Request) {
 		p.Title, p.Error = "Sign in", "Wrong password or token."
 		if norm, err := account.NormalizeUserCode(code); err == nil {
 			p.Code = account.FormatUserCode(norm)
+		}
+		if back == dashboardPath {
+			p.Title, p.Brand = "Sign in to the dashboard", "dashboard"
+			s.render(w, r, http.StatusUnauthorized, "dashboard.html", p)
+			return
 		}
 		s.render(w, r, http.StatusUnauthorized, "signin.html", p)
 		return
@@ -527,7 +546,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 		s.renderFailure(w, r, err)
 		return
 	}
-	http.Redirect(w, r, returnTo(r.PostForm.Get("code")), http.StatusSeeOther)
+	http.Redirect(w, r, returnTo(r.PostForm.Get("code"), r.PostForm.Get("next")), http.StatusSeeOther)
 }
 
 // postForm reads a POSTed form and checks its csrf field against the
