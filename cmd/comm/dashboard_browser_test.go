@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -137,6 +138,17 @@ func signInHTTP(t *testing.T, base string) (*http.Client, dashBoot) {
 	}
 	b, _ = io.ReadAll(res.Body)
 	res.Body.Close()
+	// A first sign-in: the dashboard asks for the account's first project.
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(b)
+	if csrf == nil || !strings.Contains(string(b), `action="/dashboard/projects"`) {
+		t.Fatalf("after signing in, no form for a first project: %s %d:\n%s", res.Request.URL, res.StatusCode, b)
+	}
+	res, err = cl.PostForm(base+"/dashboard/projects", url.Values{"name": {"Bob's project"}, "csrf": {html.UnescapeString(string(csrf[1]))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
 	bm := bootJSON.FindSubmatch(b)
 	if res.Request.URL.Path != "/dashboard" || bm == nil {
 		t.Fatalf("after signing in: %s %d:\n%s", res.Request.URL, res.StatusCode, b)
@@ -174,12 +186,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	t.Cleanup(func() { m.Shutdown() })
 	oc := m.Config()
-	m.QueueUser(&mockoidc.MockUser{Subject: "ada-dash", Email: "ada@example.com", EmailVerified: true, PreferredUsername: "ada"})
 
-	// The browser reaches the gateway through the proxy only, and the
-	// gateway's base URL is the proxy's (sign-in comes back there).
+	// The browser uses the dashboard through the proxy (sign-in comes
+	// back to the gateway's own address: the session cookie is the host's,
+	// whatever the port).
 	proxy := newCutProxy(t)
-	srv := start(t, bin, t.TempDir(), "COMM_BASE_URL="+proxy.base(), "COMM_WEBHOOK_ALLOW_PRIVATE=true",
+	srv := start(t, bin, t.TempDir(), "COMM_BASE_URL=", "COMM_WEBHOOK_ALLOW_PRIVATE=true", "COMM_SPF_INCLUDE=spf.mail.example.net", "COMM_MX_HOST=mx.mail.example.net",
 		"COMM_OIDC_ISSUER="+m.Issuer(), "COMM_OIDC_CLIENT_ID="+oc.ClientID, "COMM_OIDC_CLIENT_SECRET="+oc.ClientSecret)
 	proxy.mu.Lock()
 	proxy.target = strings.TrimPrefix(srv.base, "http://")
@@ -194,6 +206,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("bob's boot: %+v", bob)
 	}
 	_ = bobClient
+	m.QueueUser(&mockoidc.MockUser{Subject: "ada-dash", Email: "ada@example.com", EmailVerified: true, PreferredUsername: "ada"})
 	// And a sandbox project, which has no account.
 	var sandbox struct {
 		ProjectID string `json:"project_id"`
@@ -296,7 +309,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(css(`a[href^="/device/signin"]`)))); err != nil {
 		failed("sign in", err)
 	}
+	run("the first project's form", chromedp.WaitVisible(css(`form[action="/dashboard/projects"] input[name=name]`)))
+	screenshot("first-project.png")
+	run("name the project", chromedp.SendKeys(css(`form[action="/dashboard/projects"] input[name=name]`), "Ada's agent"))
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil,
+		chromedp.Click(css(`form[action="/dashboard/projects"] button[type=submit]`)))); err != nil {
+		failed("create the first project", err)
+	}
 	run("the overview", chromedp.WaitVisible(css(`main .stats`)))
+	// From now on, through the proxy.
+	where, _ := chromedp.Run(ctx, chromedp.Location())
+	run("through the proxy", chromedp.Navigate(base+"/dashboard"+where[strings.Index(where, "#"):]), chromedp.WaitVisible(css(`main .stats`)))
 	boot := eval("read the boot data", `JSON.parse(document.getElementById('comm-boot').textContent)`).(map[string]any)
 	projects := boot["projects"].([]any)
 	if len(projects) == 0 {
@@ -396,10 +419,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.HasPrefix(strings.TrimSpace(secret), "whsec_") {
 		t.Errorf("webhook secret shown: %q", secret)
 	}
-	wait("attempts", `document.querySelector('.page.webhook table') !== null || true`, time.Second)
-	screenshot("webhook.png")
+	// An event for it to deliver: an attempt shows.
+	do(t, srv.base, key, "POST", "/v1/connections/"+conn.ID+"/inbound", `{"sender":"ann","text":"for the webhook"}`, 201, nil)
 	run("reload the webhook page", chromedp.Reload(), chromedp.WaitVisible(css(`.page.webhook dl.facts`)))
-	if txt, _ := chromedp.Run(ctx, chromedp.Text(css("main"))); strings.Contains(txt, strings.TrimSpace(secret)) || strings.Contains(txt, "whsec_") {
+	wait("an attempt", `document.querySelector('.page.webhook table') !== null || (location.reload(), false)`, 10*time.Second)
+	run("the webhook page", chromedp.WaitVisible(css(`.page.webhook table`)))
+	screenshot("webhook.png")
+	if txt, _ := chromedp.Run(ctx, chromedp.Text(css("main"))); strings.Contains(txt, strings.TrimSpace(secret)) || strings.Contains(txt, "not shown again") {
 		t.Errorf("the secret is shown again after a reload")
 	}
 
@@ -423,6 +449,12 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Connections and credit.
 	run("connections page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/connections"), chromedp.WaitVisible(css(`.page.connections ul.cards li.conn`)))
+	// A custom domain: its DNS records as zone lines.
+	run("add a domain", chromedp.SendKeys(css(`.page.connections form.inline-form input`), "mail.example.com"),
+		chromedp.Click(css(`.page.connections form.inline-form button[type=submit]`)), chromedp.WaitVisible(css(`.page.connections pre.zone`)))
+	if zone, _ := chromedp.Run(ctx, chromedp.Text(css(`.page.connections pre.zone`))); !strings.Contains(zone, "mail.example.com") {
+		t.Errorf("zone lines shown: %q", zone)
+	}
 	screenshot("connections.png")
 	run("credit page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/credit"), chromedp.WaitVisible(css(`.page.credit .balance`)))
 	if txt, _ := chromedp.Run(ctx, chromedp.Text(css(".page.credit .balance"))); !strings.Contains(txt, "100.00") {

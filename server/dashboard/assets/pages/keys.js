@@ -44,7 +44,7 @@ export function render(ctx) {
         d.apiKeys.map((k) => {
           const rowMsg = h('div');
           return h('tr', {dataset: {id: k.id}},
-            h('td', {class: 'mono'}, k.display),
+            h('td', {class: 'mono nowrap'}, k.display),
             h('td', null, k.name || h('span', {class: 'muted'}, '—')),
             h('td', null, k.kind.replace('_', ' ')),
             h('td', null, time(k.createdAt)),

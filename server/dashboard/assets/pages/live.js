@@ -234,7 +234,13 @@ export function render(ctx) {
     if (next) next.firstChild.focus({preventScroll: true});
   }
 
+  let typesSize = 0;
   function showCounts() {
+    // A type not seen before gets its option now.
+    if (feed.counts.size !== typesSize) {
+      typesSize = feed.counts.size;
+      fillTypes();
+    }
     const parts = [`${view.length} shown`, `${feed.events.length} in memory`, `${feed.total} received since opened`];
     if (!feed.following && feed.newWhilePaused) parts.push(`${feed.newWhilePaused} new while paused`);
     counts.textContent = parts.join(' · ');

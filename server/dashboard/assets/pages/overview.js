@@ -62,7 +62,7 @@ export function render(ctx) {
       section('Connections',
         conns.length ? table(['Channel', 'Name', 'Address', 'Status'], conns.map((c) => h('tr', null,
           h('td', null, c.channel + (c.provider ? ` (${c.provider})` : '')),
-          h('td', null, c.name || h('span', {class: 'muted'}, c.id)),
+          h('td', null, c.name || h('span', {class: 'muted mono'}, c.id)),
           h('td', {class: 'mono'}, c.address || ''),
           h('td', null, badge(c.status)))), 'Connections and their states')
           : h('p', null, 'No connections yet. ', h('a', {href: ctx.href('connections')}, 'Connect a channel'), '.')),
