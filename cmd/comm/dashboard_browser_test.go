@@ -110,7 +110,7 @@ func (p *cutProxy) setRefuse(on bool) {
 var bootJSON = regexp.MustCompile(`(?s)<script id="comm-boot" type="application/json">(.*?)</script>`)
 
 type dashBoot struct {
-	Account struct{ ID, Email string }
+	Account  struct{ ID, Email string }
 	Projects []struct{ ID, Name string }
 	CSRF     string
 }
