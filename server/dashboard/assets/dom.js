@@ -92,7 +92,7 @@ export function field(label, input, help) {
 
 // status renders a state word as a coloured badge.
 export function badge(word, kind) {
-  return h('span', {class: `badge ${kind || badgeKind(word)}`}, word);
+  return h('span', {class: `badge b-${kind || badgeKind(word)}`}, word);
 }
 
 function badgeKind(word) {

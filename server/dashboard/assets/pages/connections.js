@@ -185,7 +185,7 @@ export function render(ctx) {
     const add = h('button', {type: 'submit'}, 'Add domain');
     replace(domainBox,
       h('p', {class: 'muted'}, 'Send from (and receive at) your own domain: publish its DNS records, then verify.'),
-      domains.length ? h('ul', {class: 'cards'}, domains.map(domainCard)) : null,
+      domains.length ? h('ul', {class: 'cards wide'}, domains.map(domainCard)) : null,
       h('form', {class: 'inline-form', onsubmit: async (ev) => {
         ev.preventDefault();
         await busy(add, async () => {
