@@ -57,9 +57,27 @@ type Descriptor struct {
 	Provider string
 	// Tier decides which keys may connect it.
 	Tier Tier
+	// Summary says in one line what the channel is and what connecting it
+	// takes, for a connect form.
+	Summary string
+	// Fields are the configuration keys a caller sets, in the order a
+	// connect form shows them; none when the channel takes no
+	// configuration. Shared with every copy of the descriptor: read only.
+	Fields []Field
+	// OAuth says that connecting with an empty configuration starts an
+	// install of the operator's app (the adapter is an Installer whose
+	// NeedsInstall is true): the connection comes back pending with its
+	// authorize URL. The Fields, if any, are the other way in (the
+	// caller's own app or bot).
+	OAuth bool
+	// Settings names the operator settings that turn the channel on
+	// ("COMM_X_CLIENT_ID and COMM_X_CLIENT_SECRET"), for saying why New is
+	// nil; empty when it needs none.
+	Settings string
 	// New provisions an adapter for a connection from its configuration
 	// (the "config" object of POST /v1/connections). Nil while the adapter
-	// is not built yet: connecting answers 501.
+	// is not built yet, or the operator has not set it up (Settings):
+	// connecting answers 501.
 	New func(ctx context.Context, conn Connection) (Adapter, error)
 	// App takes the provider's app-level webhook (/hooks/<channel>), for
 	// providers that send every tenant's events to one URL (Slack, Meta,

@@ -72,3 +72,18 @@ type Credentials interface {
 	// Save replaces the connection's stored configuration.
 	Save(ctx context.Context, config json.RawMessage) error
 }
+
+// LineFields are the configuration keys the gateway itself reads on a
+// channel of shared lines, to choose the connection's line: "dedicated"
+// and "line" (lineExample is an address of a line, "+15550001111"). The
+// channel's adapters accept and ignore them.
+func LineFields(lineExample string) []Field {
+	return []Field{
+		{Name: "dedicated", Label: "Dedicated line", Kind: KindBool,
+			Help:    "Take a line of the connection's own, where the operator has one to spare: everyone who writes to it reaches the connection, with no join code.",
+			Example: "false"},
+		{Name: "line", Label: "Line", Kind: KindString,
+			Help:    "The operator's line to use, by its address or id; the first one free when empty.",
+			Example: lineExample},
+	}
+}

@@ -167,6 +167,20 @@ func (c *Client) WebhookAttempts(ctx context.Context, after string, limit int) (
 	return out, nil
 }
 
+// Channels lists the gateway's channels (GET /v1/channels), each with its
+// connect form (the config keys Connect takes), whether it connects by
+// OAuth (an empty config answers a pending connection with its
+// AuthorizeURL), and whether this key can connect it now (Available; else
+// Reason says why, as Connect's ErrPaymentRequired or ErrNotImplemented
+// would).
+func (c *Client) Channels(ctx context.Context) ([]ChannelInfo, error) {
+	out := []ChannelInfo{}
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/channels", out: &out}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Connect connects a channel (POST /v1/connections). A paid channel with
 // an anonymous key fails with ErrPaymentRequired; a channel this gateway
 // has no adapter for with ErrNotImplemented.

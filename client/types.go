@@ -39,6 +39,13 @@ type MessageEvent = api.MessageEvent
 // Connection is a channel connection (an inbox, a bot, an app).
 type Connection = api.Connection
 
+// ChannelInfo is a channel of the gateway, with its connect form
+// (Channels).
+type ChannelInfo = api.ChannelInfo
+
+// ChannelField is one config key of a channel's connect form.
+type ChannelField = api.ChannelField
+
 // Binding is a person who joined a connection on its shared line.
 type Binding = api.Binding
 

@@ -88,6 +88,27 @@ type ComplexityRoot struct {
 		Person    func(childComplexity int) int
 	}
 
+	ChannelField struct {
+		Example  func(childComplexity int) int
+		Help     func(childComplexity int) int
+		Kind     func(childComplexity int) int
+		Label    func(childComplexity int) int
+		Name     func(childComplexity int) int
+		Required func(childComplexity int) int
+		Secret   func(childComplexity int) int
+	}
+
+	ChannelInfo struct {
+		Available func(childComplexity int) int
+		Channel   func(childComplexity int) int
+		Fields    func(childComplexity int) int
+		OAuth     func(childComplexity int) int
+		Provider  func(childComplexity int) int
+		Reason    func(childComplexity int) int
+		Summary   func(childComplexity int) int
+		Tier      func(childComplexity int) int
+	}
+
 	Connection struct {
 		Address      func(childComplexity int) int
 		AgentID      func(childComplexity int) int
@@ -121,6 +142,7 @@ type ComplexityRoot struct {
 		ConnectionID  func(childComplexity int) int
 		CreatedAt     func(childComplexity int) int
 		ID            func(childComplexity int) int
+		LastMessage   func(childComplexity int) int
 		LastMessageAt func(childComplexity int) int
 		Participant   func(childComplexity int) int
 		Subject       func(childComplexity int) int
@@ -304,6 +326,7 @@ type ComplexityRoot struct {
 	Query struct {
 		APIKeys         func(childComplexity int) int
 		Account         func(childComplexity int) int
+		Channels        func(childComplexity int) int
 		Connections     func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConnectionOrder, where *ent.ConnectionWhereInput) int
 		Conversations   func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ConversationOrder, where *ent.ConversationWhereInput) int
 		Domain          func(childComplexity int, id string) int
@@ -383,6 +406,8 @@ type ConnectionResolver interface {
 }
 type ConversationResolver interface {
 	TypingUntil(ctx context.Context, obj *ent.Conversation) (*time.Time, error)
+
+	LastMessage(ctx context.Context, obj *ent.Conversation) (*ent.Message, error)
 }
 type DomainRecordResolver interface {
 	Kind(ctx context.Context, obj *api.DomainRecord) (string, error)
@@ -430,6 +455,7 @@ type QueryResolver interface {
 	Domain(ctx context.Context, id string) (*api.Domain, error)
 	Account(ctx context.Context) (*api.AccountView, error)
 	APIKeys(ctx context.Context) ([]*api.Key, error)
+	Channels(ctx context.Context) ([]*api.ChannelInfo, error)
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, afterSeq *int, typeArg *string) (<-chan *Event, error)
@@ -638,6 +664,98 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Binding.Person(childComplexity), true
 
+	case "ChannelField.example":
+		if e.ComplexityRoot.ChannelField.Example == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelField.Example(childComplexity), true
+	case "ChannelField.help":
+		if e.ComplexityRoot.ChannelField.Help == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelField.Help(childComplexity), true
+	case "ChannelField.kind":
+		if e.ComplexityRoot.ChannelField.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelField.Kind(childComplexity), true
+	case "ChannelField.label":
+		if e.ComplexityRoot.ChannelField.Label == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelField.Label(childComplexity), true
+	case "ChannelField.name":
+		if e.ComplexityRoot.ChannelField.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelField.Name(childComplexity), true
+	case "ChannelField.required":
+		if e.ComplexityRoot.ChannelField.Required == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelField.Required(childComplexity), true
+	case "ChannelField.secret":
+		if e.ComplexityRoot.ChannelField.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelField.Secret(childComplexity), true
+
+	case "ChannelInfo.available":
+		if e.ComplexityRoot.ChannelInfo.Available == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelInfo.Available(childComplexity), true
+	case "ChannelInfo.channel":
+		if e.ComplexityRoot.ChannelInfo.Channel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelInfo.Channel(childComplexity), true
+	case "ChannelInfo.fields":
+		if e.ComplexityRoot.ChannelInfo.Fields == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelInfo.Fields(childComplexity), true
+	case "ChannelInfo.oauth":
+		if e.ComplexityRoot.ChannelInfo.OAuth == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelInfo.OAuth(childComplexity), true
+	case "ChannelInfo.provider":
+		if e.ComplexityRoot.ChannelInfo.Provider == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelInfo.Provider(childComplexity), true
+	case "ChannelInfo.reason":
+		if e.ComplexityRoot.ChannelInfo.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelInfo.Reason(childComplexity), true
+	case "ChannelInfo.summary":
+		if e.ComplexityRoot.ChannelInfo.Summary == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelInfo.Summary(childComplexity), true
+	case "ChannelInfo.tier":
+		if e.ComplexityRoot.ChannelInfo.Tier == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelInfo.Tier(childComplexity), true
+
 	case "Connection.address":
 		if e.ComplexityRoot.Connection.Address == nil {
 			break
@@ -784,6 +902,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.ID(childComplexity), true
+	case "Conversation.lastMessage":
+		if e.ComplexityRoot.Conversation.LastMessage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.LastMessage(childComplexity), true
 	case "Conversation.lastMessageAt":
 		if e.ComplexityRoot.Conversation.LastMessageAt == nil {
 			break
@@ -1617,6 +1741,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Account(childComplexity), true
+	case "Query.channels":
+		if e.ComplexityRoot.Query.Channels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Channels(childComplexity), true
 	case "Query.connections":
 		if e.ComplexityRoot.Query.Connections == nil {
 			break
@@ -2359,6 +2489,11 @@ type Attachment {
   url: String!
 }
 
+extend type Conversation {
+  "The conversation's newest message (inbound or outbound), for a list of conversations."
+  lastMessage: Message
+}
+
 extend type Message {
   "The message's attachments, on channels that have them (email); empty otherwise."
   attachments: [Attachment!]!
@@ -2525,6 +2660,62 @@ extend type Mutation {
   not_found when they had not joined it.
   """
   unbind(connectionID: ID!, person: String!): Boolean!
+}
+
+"""
+A channel the gateway has (REST: GET /v1/channels): who may connect it,
+whether the caller can now, and the form that connects it (connect's
+input.config).
+"""
+type ChannelInfo {
+  "The channel's name, as connect takes it: email, telegram, sms ..."
+  channel: String!
+  "The provider where the channel has several (twilio, telnyx, hosted); null where it has one."
+  provider: String
+  "free (any key) or paid (a signed-in key)"
+  tier: String!
+  "True when the gateway would connect the channel for this key now."
+  available: Boolean!
+  """
+  Why not, in words, when available is false: what connect would answer
+  (payment_required: a paid channel needs a signed-in key; not_implemented:
+  the gateway's operator has not set the channel up). Null otherwise.
+  """
+  reason: String
+  """
+  Connecting with an empty config starts an install of the operator's app:
+  the connection comes back pending with its authorizeURL, where the person
+  approves it. The fields, if any, are the other way in (the caller's own app
+  or bot).
+  """
+  oauth: Boolean!
+  "One line: what the channel is and what connecting it takes."
+  summary: String!
+  "The config keys the caller sets, in the form's order; empty when the channel takes no config."
+  fields: [ChannelField!]!
+}
+
+"One key of a channel's config, as a connect form shows it."
+type ChannelField {
+  "The config key: bot_token."
+  name: String!
+  "A name for a person: Bot token."
+  label: String!
+  "What the value is and where to find it, in one sentence."
+  help: String!
+  "A credential (a token, a password): take it in a password input; the gateway never shows it back."
+  secret: Boolean!
+  "A config given by hand must have it (an OAuth install needs none)."
+  required: Boolean!
+  "string, bool (a JSON true or false), url, email or phone (the others are JSON strings)"
+  kind: String!
+  "A value of the right form, for a placeholder."
+  example: String!
+}
+
+extend type Query {
+  "The gateway's channels with their connect forms, in the registry's order."
+  channels: [ChannelInfo!]!
 }
 `, BuiltIn: false},
 	{Name: "../ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -3836,6 +4027,48 @@ func (ec *executionContext) childFields_Binding(ctx context.Context, field graph
 	return nil, fmt.Errorf("no field named %q was found under type Binding", field.Name)
 }
 
+func (ec *executionContext) childFields_ChannelField(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_ChannelField_name(ctx, field)
+	case "label":
+		return ec.fieldContext_ChannelField_label(ctx, field)
+	case "help":
+		return ec.fieldContext_ChannelField_help(ctx, field)
+	case "secret":
+		return ec.fieldContext_ChannelField_secret(ctx, field)
+	case "required":
+		return ec.fieldContext_ChannelField_required(ctx, field)
+	case "kind":
+		return ec.fieldContext_ChannelField_kind(ctx, field)
+	case "example":
+		return ec.fieldContext_ChannelField_example(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ChannelField", field.Name)
+}
+
+func (ec *executionContext) childFields_ChannelInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "channel":
+		return ec.fieldContext_ChannelInfo_channel(ctx, field)
+	case "provider":
+		return ec.fieldContext_ChannelInfo_provider(ctx, field)
+	case "tier":
+		return ec.fieldContext_ChannelInfo_tier(ctx, field)
+	case "available":
+		return ec.fieldContext_ChannelInfo_available(ctx, field)
+	case "reason":
+		return ec.fieldContext_ChannelInfo_reason(ctx, field)
+	case "oauth":
+		return ec.fieldContext_ChannelInfo_oauth(ctx, field)
+	case "summary":
+		return ec.fieldContext_ChannelInfo_summary(ctx, field)
+	case "fields":
+		return ec.fieldContext_ChannelInfo_fields(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ChannelInfo", field.Name)
+}
+
 func (ec *executionContext) childFields_Connection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3912,6 +4145,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_typingUntil(ctx, field)
 	case "lastMessageAt":
 		return ec.fieldContext_Conversation_lastMessageAt(ctx, field)
+	case "lastMessage":
+		return ec.fieldContext_Conversation_lastMessage(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -5802,6 +6037,360 @@ func (ec *executionContext) fieldContext_Binding_createdAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Binding", field, false, false, "Time")
 }
 
+func (ec *executionContext) _ChannelField_name(ctx context.Context, field graphql.CollectedField, obj *api.ChannelField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelField_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelField_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelField", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelField_label(ctx context.Context, field graphql.CollectedField, obj *api.ChannelField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelField_label(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Label, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelField_label(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelField", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelField_help(ctx context.Context, field graphql.CollectedField, obj *api.ChannelField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelField_help(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Help, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelField_help(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelField", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelField_secret(ctx context.Context, field graphql.CollectedField, obj *api.ChannelField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelField_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelField_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelField", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ChannelField_required(ctx context.Context, field graphql.CollectedField, obj *api.ChannelField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelField_required(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Required, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelField_required(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelField", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ChannelField_kind(ctx context.Context, field graphql.CollectedField, obj *api.ChannelField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelField_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelField_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelField", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelField_example(ctx context.Context, field graphql.CollectedField, obj *api.ChannelField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelField_example(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Example, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelField_example(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelField", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelInfo_channel(ctx context.Context, field graphql.CollectedField, obj *api.ChannelInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelInfo_channel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Channel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelInfo_channel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelInfo", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelInfo_provider(ctx context.Context, field graphql.CollectedField, obj *api.ChannelInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelInfo_provider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provider, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelInfo_provider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelInfo", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelInfo_tier(ctx context.Context, field graphql.CollectedField, obj *api.ChannelInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelInfo_tier(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tier, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelInfo_tier(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelInfo", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelInfo_available(ctx context.Context, field graphql.CollectedField, obj *api.ChannelInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelInfo_available(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Available, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelInfo_available(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelInfo", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ChannelInfo_reason(ctx context.Context, field graphql.CollectedField, obj *api.ChannelInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelInfo_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelInfo_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelInfo", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelInfo_oauth(ctx context.Context, field graphql.CollectedField, obj *api.ChannelInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelInfo_oauth(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OAuth, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelInfo_oauth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelInfo", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ChannelInfo_summary(ctx context.Context, field graphql.CollectedField, obj *api.ChannelInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelInfo_summary(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Summary, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelInfo_summary(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelInfo", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChannelInfo_fields(ctx context.Context, field graphql.CollectedField, obj *api.ChannelInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelInfo_fields(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fields, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []api.ChannelField) graphql.Marshaler {
+			return ec.marshalNChannelField2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐChannelFieldᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelInfo_fields(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ChannelInfo",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ChannelField(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Connection_id(ctx context.Context, field graphql.CollectedField, obj *ent.Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6492,6 +7081,38 @@ func (ec *executionContext) _Conversation_lastMessageAt(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_Conversation_lastMessageAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Conversation_lastMessage(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_lastMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().LastMessage(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Message) graphql.Marshaler {
+			return ec.marshalOMessage2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋentᚐMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_lastMessage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ConversationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ConversationConnection) (ret graphql.Marshaler) {
@@ -10113,6 +10734,38 @@ func (ec *executionContext) fieldContext_Query_apiKeys(_ context.Context, field 
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_APIKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_channels(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_channels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Channels(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*api.ChannelInfo) graphql.Marshaler {
+			return ec.marshalNChannelInfo2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐChannelInfoᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_channels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ChannelInfo(ctx, field)
 		},
 	}
 	return fc, nil
@@ -17197,6 +17850,137 @@ func (ec *executionContext) _Binding(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var channelFieldImplementors = []string{"ChannelField"}
+
+func (ec *executionContext) _ChannelField(ctx context.Context, sel ast.SelectionSet, obj *api.ChannelField) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, channelFieldImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ChannelField")
+		case "name":
+			out.Values[i] = ec._ChannelField_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "label":
+			out.Values[i] = ec._ChannelField_label(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "help":
+			out.Values[i] = ec._ChannelField_help(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secret":
+			out.Values[i] = ec._ChannelField_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "required":
+			out.Values[i] = ec._ChannelField_required(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ChannelField_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "example":
+			out.Values[i] = ec._ChannelField_example(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var channelInfoImplementors = []string{"ChannelInfo"}
+
+func (ec *executionContext) _ChannelInfo(ctx context.Context, sel ast.SelectionSet, obj *api.ChannelInfo) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, channelInfoImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ChannelInfo")
+		case "channel":
+			out.Values[i] = ec._ChannelInfo_channel(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "provider":
+			out.Values[i] = ec._ChannelInfo_provider(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "tier":
+			out.Values[i] = ec._ChannelInfo_tier(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "available":
+			out.Values[i] = ec._ChannelInfo_available(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._ChannelInfo_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "oauth":
+			out.Values[i] = ec._ChannelInfo_oauth(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "summary":
+			out.Values[i] = ec._ChannelInfo_summary(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fields":
+			out.Values[i] = ec._ChannelInfo_fields(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var connectionImplementors = []string{"Connection", "Node"}
 
 func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSet, obj *ent.Connection) graphql.Marshaler {
@@ -17439,6 +18223,12 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "lastMessage":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Conversation_lastMessage(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -18712,6 +19502,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_apiKeys(ctx, field)
 				})
+		case "channels":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_channels(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -19443,6 +20239,50 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNChannelField2githubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐChannelField(ctx context.Context, sel ast.SelectionSet, v api.ChannelField) graphql.Marshaler {
+	return ec._ChannelField(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNChannelField2ᚕgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐChannelFieldᚄ(ctx context.Context, sel ast.SelectionSet, v []api.ChannelField) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNChannelField2githubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐChannelField(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNChannelInfo2ᚕᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐChannelInfoᚄ(ctx context.Context, sel ast.SelectionSet, v []*api.ChannelInfo) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNChannelInfo2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐChannelInfo(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNChannelInfo2ᚖgithubᚗcomᚋcommᚑgatewayᚋcommᚋapiᚐChannelInfo(ctx context.Context, sel ast.SelectionSet, v *api.ChannelInfo) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ChannelInfo!")
+		return graphql.Null
+	}
+	return ec._ChannelInfo(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNConnectInput2githubᚗcomᚋcommᚑgatewayᚋcommᚋgraphᚐConnectInput(ctx context.Context, v any) (ConnectInput, error) {

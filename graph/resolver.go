@@ -170,3 +170,12 @@ func templateOf(in *TemplateInput) *channels.Template {
 	}
 	return t
 }
+
+// lastMessage is a conversation's newest message, nil for none.
+func (r *Resolver) lastMessage(ctx context.Context, c *ent.Conversation) (*ent.Message, error) {
+	m, err := r.Ent.Message.Query().Where(message.ConversationID(c.ID)).Order(ent.Desc(message.FieldID)).First(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	return m, err
+}

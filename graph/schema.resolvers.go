@@ -59,6 +59,11 @@ func (r *connectionResolver) Bindings(ctx context.Context, obj *ent.Connection, 
 	return bs, err
 }
 
+// LastMessage is the resolver for the lastMessage field.
+func (r *conversationResolver) LastMessage(ctx context.Context, obj *ent.Conversation) (*ent.Message, error) {
+	return r.lastMessage(ctx, obj)
+}
+
 // Kind is the resolver for the kind field.
 func (r *domainRecordResolver) Kind(ctx context.Context, obj *api.DomainRecord) (string, error) {
 	return string(obj.Kind), nil
@@ -350,6 +355,11 @@ func (r *queryResolver) Account(ctx context.Context) (*api.AccountView, error) {
 // APIKeys is the resolver for the apiKeys field.
 func (r *queryResolver) APIKeys(ctx context.Context) ([]*api.Key, error) {
 	return r.Service.Keys(ctx)
+}
+
+// Channels is the resolver for the channels field.
+func (r *queryResolver) Channels(ctx context.Context) ([]*api.ChannelInfo, error) {
+	return r.Service.Channels(ctx)
 }
 
 // Events is the resolver for the events field.

@@ -57,7 +57,7 @@ type ConnectInput struct {
 
 // Connect makes a connection on a channel. The tier is checked from the
 // key's row before any provider is contacted: a paid channel with an
-// anonymous key is ErrPaymentRequired.
+// anonymous key is ErrPaymentRequired (connectable).
 func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, error) {
 	p, err := principal(ctx)
 	if err != nil {
@@ -74,12 +74,8 @@ func (s *Service) Connect(ctx context.Context, in ConnectInput) (*Connection, er
 		}
 		return nil, err
 	}
-	if d.Tier == channels.Paid && !p.SignedIn() {
-		return nil, fault.PaymentRequired(
-			"channel %s is a paid channel and needs a signed-in key: run `comm login` (or POST /v1/auth/device/start with this key), then repeat this request with the signed-in key", label(d))
-	}
-	if d.New == nil {
-		return nil, fault.NotImplemented("channel %s is not available in this gateway yet", label(d))
+	if err := s.connectable(d, p); err != nil {
+		return nil, err
 	}
 	if in.CustomerID != "" {
 		if err := ident.Check(in.CustomerID, ident.Customer); err != nil {

@@ -35,8 +35,8 @@ func (s *Service) redirectURL(channel string) string {
 func (s *Service) pendingInstall(ctx context.Context, d channels.Descriptor, conn channels.Connection, in ConnectInput,
 	inst channels.Installer, adapter channels.Adapter) (*Connection, error) {
 	defer closeAdapter(adapter)
-	if s.baseURL == "" {
-		return nil, fault.NotImplemented("installing the %s app needs the gateway's public URL (--base-url)", label(d))
+	if err := s.installable(d); err != nil {
+		return nil, err
 	}
 	b := make([]byte, 24)
 	rand.Read(b)

@@ -152,6 +152,16 @@ func TestDashboardAccess(t *testing.T) {
 		}
 		connID := out["data"].(map[string]any)["connect"].(map[string]any)["id"].(string)
 
+		st, out = ada.gql(t, aProject, aBoot.CSRF, `mutation { a: injectInbound(connectionID: "`+connID+`", input: {sender: "ann", text: "first"}) { duplicate }
+			b: injectInbound(connectionID: "`+connID+`", input: {sender: "ann", text: "second"}) { duplicate } }`)
+		if st != http.StatusOK || out["errors"] != nil {
+			t.Fatalf("inject: %d %v", st, out)
+		}
+		st, out = ada.gql(t, aProject, aBoot.CSRF, `{ conversations(first: 10) { edges { node { participant lastMessage { text direction } } } } }`)
+		if b, _ := json.Marshal(out); st != http.StatusOK || !strings.Contains(string(b), `"lastMessage":{"direction":"inbound","text":"second"}`) {
+			t.Errorf("conversations with their last message: %d %s", st, b)
+		}
+
 		refused := []struct {
 			name       string
 			b          *webBrowser
@@ -188,6 +198,14 @@ func TestDashboardAccess(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		if p := ada.do(req); p.Status != http.StatusUnauthorized {
 			t.Errorf("the session cookie on /graphql: %d %s", p.Status, p.Body)
+		}
+		// Downloads: the session's own projects only.
+		att := "/dashboard/projects/" + bProject + "/messages/msg_01m8cjx9q8zmnm9pzjr3tmygsc/attachments/att_01m8cjx9q8zmnm9pzjr3tmygsc"
+		if p := ada.get(att); p.Status != http.StatusForbidden {
+			t.Errorf("another account's attachment: %d %s", p.Status, p.Body)
+		}
+		if p := bob.get(att); p.Status != http.StatusNotFound {
+			t.Errorf("an unknown attachment of one's own project: %d %s", p.Status, p.Body)
 		}
 		// Nothing refused was done.
 		st, out = ada.gql(t, aProject, aBoot.CSRF, `{ connections { totalCount } }`)

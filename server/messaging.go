@@ -46,6 +46,15 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (s *Server) listChannels(w http.ResponseWriter, r *http.Request) error {
+	cs, err := s.svc.Channels(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, cs)
+	return nil
+}
+
 func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	pg := page(q)

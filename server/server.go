@@ -208,6 +208,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/project", s.authed(s.getProject))
 	s.mux.Handle("GET /v1/events", s.authed(s.listEvents))
 
+	s.mux.Handle("GET /v1/channels", s.authed(s.listChannels))
 	s.mux.Handle("POST /v1/connections", s.writing(s.connect))
 	s.mux.Handle("GET /v1/connections", s.authed(s.listConnections))
 	s.mux.Handle("GET /v1/connections/{id}", s.authed(s.getConnection))

@@ -155,6 +155,8 @@ func Descriptor(opts Options) channels.Descriptor {
 	d := channels.Descriptor{
 		Channel: "discord",
 		Tier:    channels.Free,
+		Summary: "A Discord bot of your own: its token from the developer portal.",
+		Fields:  form,
 		New: func(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
 			a, err := New(ctx, opts, conn)
 			if err != nil {
@@ -165,8 +167,17 @@ func Descriptor(opts Options) channels.Descriptor {
 	}
 	if opts.operatorApp() {
 		d.Session = appSession{opts: opts}
+		d.OAuth = true
+		d.Summary = "A Discord server: install the gateway's bot, or give your own bot's token."
 	}
 	return d
+}
+
+// form is what a caller sets of a Config (bring your own bot).
+var form = []channels.Field{
+	{Name: "bot_token", Label: "Bot token", Secret: true, Required: true, Kind: channels.KindString,
+		Help:    "Your application's bot token, from the Discord developer portal's Bot page (Reset Token), without \"Bot \"; enable the Message Content intent there too.",
+		Example: "MTA5ODc2NTQzMjEwOTg3NjU0.GaBcDe.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789ab"},
 }
 
 // appSession is the operator's bot's one gateway session (a
@@ -209,7 +220,7 @@ type Config struct {
 // ParseConfig decodes and checks a connection's configuration.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var cfg Config
-	if err := channels.DecodeConfig(raw, &cfg, "discord", "bot_token", `{"bot_token":"..."} or {}`); err != nil {
+	if err := channels.DecodeConfig(raw, &cfg, "discord", channels.FieldNames(form), `{"bot_token":"..."} or {}`); err != nil {
 		return Config{}, err
 	}
 	switch {

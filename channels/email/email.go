@@ -122,7 +122,15 @@ func (c *Channel) MailDomain() string { return c.opts.MailDomain }
 
 // Descriptor returns the channel's descriptor.
 func (c *Channel) Descriptor() channels.Descriptor {
-	return channels.Descriptor{Channel: "email", Tier: channels.Free, New: c.connect}
+	return channels.Descriptor{Channel: "email", Tier: channels.Free, New: c.connect, Fields: form,
+		Summary: "An email inbox on the gateway's mail domain, or on a verified custom domain of the project."}
+}
+
+// form is what a caller sets of a Config.
+var form = []channels.Field{
+	{Name: "address", Label: "Address", Kind: channels.KindString,
+		Help:    "The inbox's local part (support), or a whole address on a verified custom domain of the project; a random one when empty.",
+		Example: "support"},
 }
 
 func (c *Channel) gateway() Gateway {

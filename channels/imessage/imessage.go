@@ -246,7 +246,10 @@ func (i serverInfo) privateAPI() bool { return i.PrivateAPI && i.HelperConnected
 // Descriptor returns the channel's descriptor. Without relays New is nil
 // (connecting answers 501).
 func Descriptor(opts Options) channels.Descriptor {
-	d := channels.Descriptor{Channel: Channel, Tier: channels.Paid}
+	d := channels.Descriptor{Channel: Channel, Tier: channels.Paid,
+		Summary:  "iMessage through the operator's relays (Macs running BlueBubbles): nothing to bring; people join the connection by sending its join code.",
+		Fields:   form,
+		Settings: "COMM_IMESSAGE_RELAYS"}
 	ch, err := newChannel(opts)
 	if err != nil {
 		opts.withDefaults().Logger.Error("imessage: the channel is off", "err", err)
@@ -403,6 +406,10 @@ type Config struct {
 	Line      json.RawMessage `json:"line,omitempty"`
 }
 
+// form is what a caller sets of a Config: the line keys the gateway
+// reads.
+var form = channels.LineFields("agent@icloud.com")
+
 // Adapter is an iMessage connection on one relay.
 type Adapter struct {
 	ch    *channel
@@ -412,7 +419,7 @@ type Adapter struct {
 
 func (c *channel) newAdapter(_ context.Context, conn channels.Connection) (channels.Adapter, error) {
 	var cfg Config
-	if err := channels.DecodeConfig(conn.Config, &cfg, Channel, "dedicated, line", `{} or {"dedicated":true} or {"line":"agent@icloud.com"}`); err != nil {
+	if err := channels.DecodeConfig(conn.Config, &cfg, Channel, channels.FieldNames(form), `{} or {"dedicated":true} or {"line":"agent@icloud.com"}`); err != nil {
 		return nil, err
 	}
 	r := c.byLine(conn.Line)

@@ -71,6 +71,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -213,15 +214,53 @@ func descriptor(channel string, opts Options) channels.Descriptor {
 	d := channels.Descriptor{
 		Channel: channel,
 		Tier:    channels.Free,
+		Summary: "A Facebook Page in Messenger: your own Meta app's Page access token and app secret.",
+		Fields:  facebookForm,
 		New: func(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
 			return newAdapter(channel, opts, conn)
 		},
 	}
+	if channel == Instagram {
+		d.Summary = "An Instagram professional account, through the Facebook Page it is linked to: your own Meta app's Page access token and app secret."
+		d.Fields = instagramForm
+	}
 	if opts.operatorApp() {
 		d.App = &App{channel: channel, opts: opts}
+		d.OAuth = true
+		d.Summary = "A Facebook Page in Messenger: log in with Facebook to choose the Page, or give your own Meta app's Page access token and app secret."
+		if channel == Instagram {
+			d.Summary = "An Instagram professional account linked to a Facebook Page: log in with Facebook to choose it, or give your own Meta app's Page access token and app secret."
+		}
 	}
 	return d
 }
+
+// facebookForm and instagramForm are what a caller sets of a Config: the
+// bring-your-own-app keys; page_id (and ig_id) also choose among the
+// person's Pages in an install.
+var (
+	facebookForm = []channels.Field{
+		{Name: "page_id", Label: "Page ID", Required: true, Kind: channels.KindString,
+			Help:    "The Facebook Page's id (digits): the Page's About > Page transparency, or the id GET /me/accounts lists.",
+			Example: "104635792348771"},
+		{Name: "page_access_token", Label: "Page access token", Secret: true, Required: true, Kind: channels.KindString,
+			Help:    "A Page access token of your Meta app with pages_messaging (Graph API Explorer, or GET /me/accounts with a user token); a long-lived one does not expire.",
+			Example: "EAAGm0PX4ZCpsBAKZCZCZBmZCZAqZC8ZBZAz"},
+		{Name: "app_secret", Label: "App secret", Secret: true, Required: true, Kind: channels.KindString,
+			Help:    "Your Meta app's secret (App settings > Basic); it verifies the webhooks sent to the connection's webhook_url.",
+			Example: "5f9d0c2b8e7a4b1c9d3e6f0a1b2c3d4e"},
+		{Name: "verify_token", Label: "Verify token", Secret: true, Kind: channels.KindString,
+			Help:    "Any string you also enter as the Verify Token in your app's Webhooks settings; the connection id when empty.",
+			Example: "my-verify-token"},
+		{Name: "human_agent", Label: "Human agent tag", Kind: channels.KindBool,
+			Help:    "Retry a message Meta refuses outside the 24-hour window with the HUMAN_AGENT tag (7 days); the app needs Meta's Human Agent permission.",
+			Example: "false"},
+	}
+	instagramForm = slices.Insert(slices.Clone(facebookForm), 1, channels.Field{
+		Name: "ig_id", Label: "Instagram account ID", Kind: channels.KindString,
+		Help:    "The Instagram professional account's id (digits), the Page's instagram_business_account; found from the Page when empty.",
+		Example: "17841405822304914"})
+)
 
 // Config is a Messenger or Instagram connection's configuration.
 type Config struct {
@@ -269,10 +308,10 @@ func ParseConfig(channel string, raw json.RawMessage, operator bool) (Config, er
 
 func parseConfig(channel string, raw json.RawMessage, operator bool) (Config, error) {
 	var cfg Config
-	known := "page_id, page_access_token, app_secret, verify_token, human_agent"
+	known := channels.FieldNames(facebookForm)
 	example := `{} to log in with the gateway's Meta app, or {"page_id":"…","page_access_token":"…","app_secret":"…"}`
 	if channel == Instagram {
-		known = "ig_id, " + known
+		known = channels.FieldNames(instagramForm)
 	}
 	if err := channels.DecodeConfig(raw, &cfg, channel, known, example); err != nil {
 		return Config{}, err

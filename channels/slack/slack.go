@@ -165,14 +165,31 @@ func Descriptor(opts Options) channels.Descriptor {
 	d := channels.Descriptor{
 		Channel: "slack",
 		Tier:    channels.Free,
+		Summary: "A Slack app in a workspace: your own app's bot token, with its signing secret or an app-level token (Socket Mode).",
+		Fields:  form,
 		New: func(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
 			return New(ctx, opts, conn)
 		},
 	}
 	if opts.operatorApp() {
 		d.App = &App{opts: opts}
+		d.OAuth = true
+		d.Summary = "A Slack workspace: install the gateway's Slack app, or give your own app's bot token with its signing secret or an app-level token."
 	}
 	return d
+}
+
+// form is what a caller sets of a Config (bring your own app).
+var form = []channels.Field{
+	{Name: "bot_token", Label: "Bot token", Secret: true, Required: true, Kind: channels.KindString,
+		Help:    "Your app's Bot User OAuth Token (xoxb-...), under OAuth & Permissions once the app is installed in the workspace.",
+		Example: "xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"},
+	{Name: "signing_secret", Label: "Signing secret", Secret: true, Kind: channels.KindString,
+		Help:    "Basic Information > App Credentials > Signing Secret; it verifies the events sent to the connection's webhook_url (not needed with an app-level token).",
+		Example: "8f742231b10e8888abcd99yyyzzz85a5"},
+	{Name: "app_token", Label: "App-level token", Secret: true, Kind: channels.KindString,
+		Help:    "Basic Information > App-Level Tokens (xapp-..., scope connections:write): events then come over Socket Mode, with no public URL.",
+		Example: "xapp-1-A0123456789-1234567890123-abcdef0123456789"},
 }
 
 // Config is a Slack connection's configuration.
@@ -207,7 +224,7 @@ var (
 // *channels.ConfigError values naming the field.
 func ParseConfig(raw json.RawMessage, operator bool) (Config, error) {
 	var cfg Config
-	if err := channels.DecodeConfig(raw, &cfg, "slack", "bot_token, signing_secret, app_token",
+	if err := channels.DecodeConfig(raw, &cfg, "slack", channels.FieldNames(form),
 		`{} to install the gateway's Slack app, or {"bot_token":"xoxb-…","signing_secret":"…"}`); err != nil {
 		return Config{}, err
 	}

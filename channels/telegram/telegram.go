@@ -129,10 +129,22 @@ func Descriptor(opts Options) channels.Descriptor {
 	return channels.Descriptor{
 		Channel: "telegram",
 		Tier:    channels.Free,
+		Summary: "A Telegram bot: the token @BotFather gave you.",
+		Fields:  form,
 		New: func(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
 			return New(ctx, opts, conn)
 		},
 	}
+}
+
+// form is what a caller sets of a Config.
+var form = []channels.Field{
+	{Name: "bot_token", Label: "Bot token", Secret: true, Required: true, Kind: channels.KindString,
+		Help:    "The token @BotFather gave when you made the bot (/newbot, or /token for an existing one).",
+		Example: "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"},
+	{Name: "mode", Label: "Mode", Kind: channels.KindString,
+		Help:    "webhook or polling; by default webhook when the gateway has a public https URL, else polling.",
+		Example: ModePolling},
 }
 
 // Config is a Telegram connection's configuration.
@@ -159,7 +171,7 @@ var (
 // *channels.ConfigError values naming the field.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var cfg Config
-	if err := channels.DecodeConfig(raw, &cfg, "telegram", "bot_token, mode", `{"bot_token":"123456:ABC..."}`); err != nil {
+	if err := channels.DecodeConfig(raw, &cfg, "telegram", channels.FieldNames(form), `{"bot_token":"123456:ABC..."}`); err != nil {
 		return Config{}, err
 	}
 	switch {

@@ -181,6 +181,8 @@ func Descriptor(opts Options) channels.Descriptor {
 		Channel:  Channel,
 		Provider: Provider,
 		Tier:     channels.Free,
+		Summary:  "SMS from a number of your own Telnyx account: an API key, the account's public key and the number.",
+		Fields:   form,
 		New: func(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
 			a, err := New(ctx, opts, conn)
 			if err != nil {
@@ -215,6 +217,25 @@ type Config struct {
 	WebhookSet bool `json:"webhook_set,omitempty"`
 }
 
+// form is what a caller sets of a Config.
+var form = []channels.Field{
+	{Name: "api_key", Label: "API key", Secret: true, Required: true, Kind: channels.KindString,
+		Help:    "A Telnyx API v2 key (KEY...), from Portal > Keys & Credentials > API Keys.",
+		Example: "KEY0123456789ABCDEF0123456789ABCDEF_abcdefghijklmnop"},
+	{Name: "public_key", Label: "Public key", Required: true, Kind: channels.KindString,
+		Help:    "The account's Ed25519 public key, base64, from Portal > Keys & Credentials > Public Key; it verifies Telnyx's webhooks.",
+		Example: "Xk5nOUmpyB9QSbS3XpK0HsBzmNugaPakrbQs600UuXU="},
+	{Name: "from", Label: "From", Kind: channels.KindPhone,
+		Help:    "The number to send from, in E.164; it must be on a messaging profile (give it or a messaging profile ID).",
+		Example: "+15551234567"},
+	{Name: "messaging_profile_id", Label: "Messaging profile ID", Kind: channels.KindString,
+		Help:    "The messaging profile whose webhook the gateway sets (found from the number when empty); without a number, messages go out from its number pool.",
+		Example: "40017f7e-a4c1-4e5c-9b3a-6d2f1c0e8b7a"},
+	{Name: "configure_webhooks", Label: "Configure webhooks", Kind: channels.KindBool,
+		Help:    "Set the profile's webhook URL to the connection (default true); false leaves it to you: paste the connection's webhook_url, API version 2.",
+		Example: "true"},
+}
+
 // configure reports whether comm sets the profile's webhook.
 func (c Config) configure() bool { return c.ConfigureWebhooks == nil || *c.ConfigureWebhooks }
 
@@ -230,7 +251,7 @@ const configExample = `{"api_key":"KEY...","public_key":"<base64>","from":"+1555
 // *channels.ConfigError values naming the field.
 func ParseConfig(raw json.RawMessage) (Config, ed25519.PublicKey, error) {
 	var cfg Config
-	if err := channels.DecodeConfig(raw, &cfg, "sms (telnyx)", "api_key, public_key, from, messaging_profile_id, configure_webhooks", configExample); err != nil {
+	if err := channels.DecodeConfig(raw, &cfg, "sms (telnyx)", channels.FieldNames(form), configExample); err != nil {
 		return Config{}, nil, err
 	}
 	bad := func(field, format string, args ...any) (Config, ed25519.PublicKey, error) {

@@ -57,7 +57,8 @@ const MaxRecorded = 100
 
 // Descriptor returns the test channel's descriptor.
 func Descriptor() channels.Descriptor {
-	return channels.Descriptor{Channel: "test", Tier: channels.Free, New: New}
+	return channels.Descriptor{Channel: "test", Tier: channels.Free, New: New,
+		Summary: "A channel with no provider, for trying an agent: inject messages over the API; nothing to fill in."}
 }
 
 // Adapter is a test connection.

@@ -151,13 +151,49 @@ func Descriptors(opts Options) []channels.Descriptor {
 // Descriptor returns the descriptor of channel (SMS or WhatsApp).
 func Descriptor(channel string, opts Options) channels.Descriptor {
 	opts = opts.withDefaults()
+	summary, fields := "SMS from a number of your own Twilio account: its Account SID, Auth Token and the number.", smsForm
+	if channel == WhatsApp {
+		summary, fields = "WhatsApp from a sender of your own Twilio account: its Account SID, Auth Token and the WhatsApp number.", whatsAppForm
+	}
 	return channels.Descriptor{
 		Channel:  channel,
 		Provider: "twilio",
 		Tier:     channels.Free,
+		Summary:  summary,
+		Fields:   fields,
 		New: func(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
 			return New(ctx, channel, opts, conn)
 		},
+	}
+}
+
+// smsForm and whatsAppForm are what a caller sets of a Config.
+var (
+	smsForm      = form("+15551234567", "One of the account's numbers in E.164 (+15551234567), or a Messaging Service SID (MG...).")
+	whatsAppForm = form("whatsapp:+15551234567", "The account's WhatsApp sender (whatsapp:+15551234567, or the bare number), or a Messaging Service SID (MG...).")
+)
+
+func form(from, fromHelp string) []channels.Field {
+	return []channels.Field{
+		{Name: "account_sid", Label: "Account SID", Required: true, Kind: channels.KindString,
+			Help:    "AC followed by 32 hex digits, under Account Info on the Twilio console's home page.",
+			Example: "AC0123456789abcdef0123456789abcdef"},
+		{Name: "auth_token", Label: "Auth Token", Secret: true, Required: true, Kind: channels.KindString,
+			Help:    "Under Account Info beside the Account SID; Twilio signs its webhooks with it, so it is needed with an API key too.",
+			Example: "0123456789abcdef0123456789abcdef"},
+		{Name: "from", Label: "From", Required: true, Kind: channels.KindPhone, Help: fromHelp, Example: from},
+		{Name: "api_key_sid", Label: "API key SID", Kind: channels.KindString,
+			Help:    "An API key (SK followed by 32 hex digits, Account > API keys & tokens) to call Twilio with instead of the Auth Token; give its secret too.",
+			Example: "SK0123456789abcdef0123456789abcdef"},
+		{Name: "api_key_secret", Label: "API key secret", Secret: true, Kind: channels.KindString,
+			Help:    "The API key's secret, shown once when the key was made.",
+			Example: "0123456789abcdef0123456789abcdef"},
+		{Name: "configure_webhooks", Label: "Configure webhooks", Kind: channels.KindBool,
+			Help:    "Point the number's (or service's) webhooks at the connection (default true); false leaves them to you: paste the connection's webhook_url.",
+			Example: "true"},
+		{Name: "webhook_signing_key", Label: "Webhook signing key", Secret: true, Kind: channels.KindString,
+			Help:    "Only when the account's webhook settings sign with a shared key (HMAC-SHA256) instead of the Auth Token: that key's secret.",
+			Example: "0123456789abcdef0123456789abcdef"},
 	}
 }
 
@@ -205,15 +241,14 @@ var (
 )
 
 const (
-	knownFields = "account_sid, auth_token, api_key_sid, api_key_secret, from, configure_webhooks"
-	example     = `{"account_sid":"AC...","auth_token":"...","from":"+15551234567"}`
+	example = `{"account_sid":"AC...","auth_token":"...","from":"+15551234567"}`
 )
 
 // ParseConfig decodes and checks a connection's configuration for channel.
 // Errors are *channels.ConfigError values naming the field.
 func ParseConfig(channel string, raw json.RawMessage) (Config, error) {
 	var cfg Config
-	if err := channels.DecodeConfig(raw, &cfg, channel+" (twilio)", knownFields, example); err != nil {
+	if err := channels.DecodeConfig(raw, &cfg, channel+" (twilio)", channels.FieldNames(smsForm), example); err != nil {
 		return Config{}, err
 	}
 	bad := func(field, format string, args ...any) (Config, error) {

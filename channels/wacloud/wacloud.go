@@ -254,7 +254,10 @@ func (o Options) withDefaults() Options {
 // with options Check refuses (logged), New is nil: connecting answers
 // 501.
 func Descriptor(opts Options) channels.Descriptor {
-	d := channels.Descriptor{Channel: Channel, Provider: Provider, Tier: channels.Paid}
+	d := channels.Descriptor{Channel: Channel, Provider: Provider, Tier: channels.Paid,
+		Summary:  "WhatsApp on the operator's numbers: nothing to bring; people join the connection by sending its join code.",
+		Fields:   form,
+		Settings: "COMM_WHATSAPP_HOSTED_NUMBERS, with COMM_META_APP_SECRET and COMM_META_VERIFY_TOKEN"}
 	if err := opts.Check(); err != nil {
 		if opts.Logger != nil {
 			opts.Logger.Error("whatsapp (hosted) is not available", "err", err)
@@ -290,11 +293,15 @@ type Config struct {
 	Line string `json:"line,omitempty"`
 }
 
+// form is what a caller sets of a Config: the line keys the gateway
+// reads.
+var form = channels.LineFields("+15550001111")
+
 // ParseConfig decodes and checks a connection's configuration. Errors are
 // *channels.ConfigError values naming the field.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var cfg Config
-	err := channels.DecodeConfig(raw, &cfg, "whatsapp (hosted)", "dedicated, line", `{}, {"dedicated":true} or {"line":"+15550001111"}`)
+	err := channels.DecodeConfig(raw, &cfg, "whatsapp (hosted)", channels.FieldNames(form), `{}, {"dedicated":true} or {"line":"+15550001111"}`)
 	return cfg, err
 }
 

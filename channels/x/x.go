@@ -190,7 +190,9 @@ func (o Options) crcSecret() string {
 // nil while the operator's app is not configured.
 func Descriptor(opts Options) channels.Descriptor {
 	opts = opts.withDefaults()
-	d := channels.Descriptor{Channel: "x", Tier: channels.Paid}
+	d := channels.Descriptor{Channel: "x", Tier: channels.Paid, OAuth: true,
+		Summary:  "X (Twitter) direct messages of an account: the person approves the gateway's X app; nothing to fill in.",
+		Settings: "COMM_X_CLIENT_ID and COMM_X_CLIENT_SECRET"}
 	if opts.configured() {
 		d.New = func(ctx context.Context, conn channels.Connection) (channels.Adapter, error) {
 			return New(ctx, opts, conn)

@@ -437,6 +437,7 @@ func serve(s *flagSet, args []string) error {
 	fmt.Printf("comm: listening on %s (database: %s)\n", base, db.Where)
 	fmt.Print(smtpLine)
 	fmt.Print(signInLine)
+	fmt.Printf("comm: dashboard at %s/dashboard\n", base)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -591,14 +592,14 @@ func signInOptions(issuer, clientID, secret, password string, allowRemote bool, 
 	}
 	switch {
 	case issuer != "":
-		return o, fmt.Sprintf("comm: sign-in on /device with OpenID Connect at %s\n", issuer)
+		return o, fmt.Sprintf("comm: sign-in on /device and /dashboard with OpenID Connect at %s\n", issuer)
 	case !o.LoopbackListener && !allowRemote:
-		return o, "comm: sign-in on /device is not configured: set --oidc-issuer (local sign-in needs a loopback --listen or --local-signin-allow-remote)\n"
+		return o, "comm: sign-in on /device and /dashboard is not configured: set --oidc-issuer (local sign-in needs a loopback --listen or --local-signin-allow-remote)\n"
 	case password != "":
-		return o, "comm: local operator sign-in on /device with --local-signin-password (no identity provider configured)\n"
+		return o, "comm: local operator sign-in on /device and /dashboard with --local-signin-password (no identity provider configured)\n"
 	}
 	o.LocalToken = rand.Text()
-	return o, fmt.Sprintf("comm: local sign-in token for /device: %s (no identity provider configured; valid until this process exits)\n", o.LocalToken)
+	return o, fmt.Sprintf("comm: local sign-in token for /device and /dashboard: %s (no identity provider configured; valid until this process exits)\n", o.LocalToken)
 }
 
 // parseCredit reads --prices and --credit-low-threshold.
