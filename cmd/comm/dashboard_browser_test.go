@@ -252,6 +252,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(tab, 10*time.Second)
 		defer cancel()
+		// Let the page settle and paint first.
+		chromedp.Run(sctx, chromedp.Evaluate[chromedp.Void](`new Promise(r => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(r)), 150))`, chromedp.EvalAwaitPromise))
 		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Logf("screenshot %s: %v", file, err)
@@ -346,7 +348,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	key = strings.TrimSpace(key)
 
 	// A test connection and a message: the live feed shows it within a second.
-	run("live events page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/live"), chromedp.WaitVisible(css(`.vlist`)))
+	run("live events page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/events"), chromedp.WaitVisible(css(`.vlist`)))
 	var conn struct{ ID string }
 	do(t, srv.base, key, "POST", "/v1/connections", `{"channel":"test"}`, 201, &conn)
 	sent := time.Now()
@@ -373,7 +375,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Cut the websocket while events happen: the feed resumes after the
 	// last seq shown, with no gap and no duplicate.
-	run("back to the live events", chromedp.Navigate(base+"/dashboard#/p/"+project+"/live"), chromedp.WaitVisible(css(`.vlist .row`)))
+	run("back to the live events", chromedp.Navigate(base+"/dashboard#/p/"+project+"/events"), chromedp.WaitVisible(css(`.vlist .row`)))
 	wait("live again", `document.querySelector('.feed-state.open') !== null`, 10*time.Second)
 	proxy.setRefuse(true)
 	proxy.cut()
@@ -473,7 +475,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("page is %v px wide at 375 px", w)
 	}
 	screenshot("overview-375.png")
-	run("open the menu", chromedp.Click(css(`.nav-toggle`)), chromedp.WaitVisible(css(`nav.open a[href$="/live"]`)))
+	run("open the menu", chromedp.Click(css(`.nav-toggle`)), chromedp.WaitVisible(css(`nav.open a[href$="/events"]`)))
 	screenshot("menu-375.png")
 	run("wide again", chromedp.EmulateViewport(1280, 900))
 

@@ -9,7 +9,7 @@ import {h, replace, alertBox} from './dom.js';
 import {Client} from './gql.js';
 import {Feed} from './feed.js';
 import * as overview from './pages/overview.js';
-import * as live from './pages/live.js';
+import * as events from './pages/events.js';
 import * as conversations from './pages/conversations.js';
 import * as connections from './pages/connections.js';
 import * as webhook from './pages/webhook.js';
@@ -18,7 +18,7 @@ import * as credit from './pages/credit.js';
 
 const PAGES = [
   {id: 'overview', title: 'Overview', mod: overview},
-  {id: 'live', title: 'Live events', mod: live},
+  {id: 'events', title: 'Live events', mod: events},
   {id: 'conversations', title: 'Conversations', mod: conversations},
   {id: 'connections', title: 'Connections', mod: connections},
   {id: 'webhook', title: 'Webhook', mod: webhook},

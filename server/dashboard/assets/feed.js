@@ -53,7 +53,9 @@ export class Feed {
     this.state = state;
     this.stateDetail = detail;
     if (state === 'open') this.error = null;
-    if (state === 'refused' && detail && detail.code === 4401) location.reload();
+    // Refused: a session that ended (signed out elsewhere) reloads to the
+    // sign-in page; the client's query does that on its 401.
+    if (state === 'refused') this.gql.query('{ project { id } }').catch(() => {});
     this.emitState();
   }
 

@@ -75,8 +75,8 @@ export function render(ctx) {
   async function loadChannels() {
     let channels;
     try {
-      const d = await ctx.gql.query(`{ channels { channel provider tier available reason oauth
-        fields { name label help secret required kind } } }`);
+      const d = await ctx.gql.query(`{ channels { channel provider tier available reason oauth summary
+        fields { name label help secret required kind example } } }`);
       channels = d.channels;
     } catch (e) {
       // A gateway without the channels query: a plain form.
@@ -88,7 +88,7 @@ export function render(ctx) {
   function connectForm(channels) {
     const key = (c) => c.channel + (c.provider ? '/' + c.provider : '');
     const select = h('select', {id: 'connect-channel'}, channels.map((c) => h('option', {value: key(c)},
-      label(c) + (c.available === false ? ' — not available' : ''))));
+      label(c) + (c.tier === 'paid' ? ' (paid)' : '') + (c.available ? '' : ' — not available'))));
     const formBox = h('div');
     const msg = h('div');
     const show = () => {
@@ -102,52 +102,82 @@ export function render(ctx) {
   }
 
   function channelForm(c, msg) {
-    if (c.available === false) {
-      return h('p', {class: 'warn'}, `${label(c)} is not available on this gateway: ${c.reason || 'its operator has not configured it'}.`);
+    const intro = [c.summary ? h('p', null, c.summary) : null,
+      h('p', {class: 'muted'}, c.tier === 'paid' ? 'A paid channel: its messages draw on your credit.' : 'A free channel.')];
+    if (!c.available) {
+      return h('div', null, intro, h('p', {class: 'warn'}, `${label(c)} cannot be connected now: ${c.reason || 'its operator has not set it up'}.`));
     }
-    const inputs = [];
     const name = h('input', {type: 'text', autocomplete: 'off', placeholder: 'optional'});
-    const fields = (c.fields || []).map((f) => {
-      const input = h('input', {type: f.secret ? 'password' : 'text', name: f.name, required: f.required,
-        autocomplete: f.secret ? 'new-password' : 'off'});
-      inputs.push([f, input]);
-      return field(f.label + (f.required ? '' : ' (optional)'), input, f.help);
-    });
-    const submit = h('button', {type: 'submit'}, c.oauth ? `Install / authorize in ${cap(c.provider || c.channel)}` : `Connect ${label(c)}`);
-    const form = h('form', {class: 'connect', onsubmit: async (ev) => {
-      ev.preventDefault();
-      const config = {};
-      for (const [f, input] of inputs) {
-        if (input.value !== '') config[f.name] = f.kind === 'number' ? Number(input.value) : input.value;
-      }
-      // An OAuth channel opens its authorize page from a click, before the
-      // answer, so the browser does not block it as a pop-up.
-      const popup = c.oauth ? window.open('', '_blank') : null;
-      await busy(submit, async () => {
+
+    // connect sends the form; an OAuth install sends an empty config and
+    // opens the authorize page. The window is opened from the click,
+    // before the answer, so the browser does not block it as a pop-up.
+    async function connect(button, config, oauth) {
+      const popup = oauth ? window.open('', '_blank') : null;
+      return busy(button, async () => {
         try {
           const d = await ctx.gql.query(`mutation C($in: ConnectInput!) { connect(input: $in) { ${CONN_FIELDS} } }`,
-            {in: {channel: c.channel, provider: c.provider || null, name: name.value || null, config: c.oauth ? {} : config}});
+            {in: {channel: c.channel, provider: c.provider || null, name: name.value || null, config}});
           const conn = d.connect;
-          for (const [, input] of inputs) input.value = '';
           if (conn.authorizeURL && popup) {
             popup.opener = null;
             popup.location.href = conn.authorizeURL;
-            replace(msg, notice(`Connection ${conn.id} is pending: approve it in the window that opened (or with the Authorize button above).`));
+            replace(msg, notice(`Connection ${conn.id} is pending: approve it in the window that opened (or with its Authorize button above).`));
           } else {
             if (popup) popup.close();
             replace(msg, notice(`Connected: ${conn.id} is ${conn.status}.` + (conn.address ? ` Its address is ${conn.address}.` : '')));
           }
           loadList();
+          return conn;
         } catch (e) {
           if (popup) popup.close();
           replace(msg, alertBox(explain(e, {channel: label(c)})));
+          return null;
         }
       });
-    }},
-    c.tier ? h('p', {class: 'muted'}, `Tier: ${c.tier}.`) : null,
-    field('Name', name, 'A name for this connection, to tell it apart.'),
-    fields, submit);
-    return form;
+    }
+
+    const inputs = [];
+    const fields = (c.fields || []).map((f) => {
+      let input;
+      if (f.kind === 'bool') {
+        input = h('input', {type: 'checkbox', name: f.name});
+      } else {
+        const type = f.secret ? 'password' : ({url: 'url', email: 'email', phone: 'tel'}[f.kind] || 'text');
+        input = h('input', {type, name: f.name, required: f.required && !c.oauth, placeholder: f.example || null,
+          autocomplete: f.secret ? 'new-password' : 'off'});
+      }
+      inputs.push([f, input]);
+      return field(f.label + (f.required ? '' : ' (optional)'), input, f.help);
+    });
+    const values = () => {
+      const config = {};
+      for (const [f, input] of inputs) {
+        if (f.kind === 'bool') {
+          if (input.checked) config[f.name] = true;
+        } else if (input.value !== '') {
+          config[f.name] = input.value;
+        }
+      }
+      return config;
+    };
+    const parts = [intro, field('Name', name, 'A name for this connection, to tell it apart.')];
+    if (c.oauth) {
+      const install = h('button', {type: 'button', onclick: () => connect(install, {}, true)},
+        `Install / authorize in ${cap(c.provider || c.channel)}`);
+      parts.push(h('p', null, install, h('span', {class: 'muted'}, ' Opens the provider, where you approve the gateway’s app.')));
+    }
+    if (fields.length || !c.oauth) {
+      const submit = h('button', {type: 'submit', class: c.oauth ? 'secondary' : null},
+        c.oauth ? 'Connect with these settings' : `Connect ${label(c)}`);
+      const form = h('form', {class: 'connect', onsubmit: async (ev) => {
+        ev.preventDefault();
+        const conn = await connect(submit, values(), false);
+        if (conn) for (const [, input] of inputs) input.value = '';
+      }}, fields, submit);
+      parts.push(c.oauth && fields.length ? h('details', null, h('summary', null, 'Or use your own app or bot'), form) : form);
+    }
+    return h('div', null, parts);
   }
 
   function plainConnectForm() {
@@ -217,7 +247,7 @@ export function render(ctx) {
       h('h3', null, d.domain, ' ', badge(d.status)),
       d.inboundDomain ? h('p', null, 'Inboxes at ', h('code', null, '…@' + d.inboundDomain)) : null,
       d.lastError ? h('p', {class: 'warn'}, d.lastError) : null,
-      h('p', {class: 'muted'}, 'Checked ', time(d.checkedAt), d.verifiedAt ? [' · verified ', time(d.verifiedAt)] : null),
+      h('p', {class: 'muted'}, d.checkedAt ? ['Checked ', time(d.checkedAt)] : 'Not checked yet', d.verifiedAt ? [' · verified ', time(d.verifiedAt)] : null),
       h('div', {class: 'zone-head'}, h('h4', null, 'DNS records (zone lines)'), copyButton(zone, 'Copy records')),
       h('pre', {class: 'zone', tabindex: '0'}, zone),
       h('ul', {class: 'records'}, d.records.map((r) => h('li', null, badge(r.state), ' ', h('strong', null, r.kind),

@@ -54,7 +54,7 @@ export function render(ctx) {
       h('p', {class: 'muted'}, 'Project ', h('strong', null, p.name), ' ', h('code', null, p.id), ', created ', time(p.createdAt)),
       h('div', {class: 'stats'},
         h('div', {class: 'stat'}, h('span', {class: 'label'}, 'Stream head (last seq)'), headEl,
-          h('a', {href: ctx.href('live')}, 'Live events')),
+          h('a', {href: ctx.href('events')}, 'Live events')),
         h('div', {class: 'stat'}, h('span', {class: 'label'}, 'Connections'), h('strong', null, String(data.connections.totalCount)),
           h('a', {href: ctx.href('connections')}, 'Connections')),
         h('div', {class: 'stat'}, h('span', {class: 'label'}, 'Balance'),
