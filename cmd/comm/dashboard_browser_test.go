@@ -34,6 +34,7 @@ type cutProxy struct {
 	target string
 	mu     sync.Mutex
 	conns  map[net.Conn]bool
+	frozen map[net.Conn]bool
 	refuse bool
 }
 
@@ -43,7 +44,7 @@ func newCutProxy(t *testing.T) *cutProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{ln: ln, conns: map[net.Conn]bool{}}
+	p := &cutProxy{ln: ln, conns: map[net.Conn]bool{}, frozen: map[net.Conn]bool{}}
 	t.Cleanup(func() {
 		ln.Close()
 		p.cut()
@@ -81,15 +82,65 @@ func (p *cutProxy) pipe(c net.Conn, target string) {
 	p.conns[c], p.conns[u] = true, true
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(u, c); done <- struct{}{} }()
-	go func() { io.Copy(c, u); done <- struct{}{} }()
+	go func() { p.copy(u, c); done <- struct{}{} }()
+	go func() { p.copy(c, u); done <- struct{}{} }()
 	<-done
 	c.Close()
 	u.Close()
 	p.mu.Lock()
 	delete(p.conns, c)
 	delete(p.conns, u)
+	delete(p.frozen, c)
+	delete(p.frozen, u)
 	p.mu.Unlock()
+}
+
+// copy forwards src to dst; while src is frozen it holds what it read
+// (the connection stays open and silent, as one a sleeping laptop's
+// network lost).
+func (p *cutProxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for n > 0 {
+			p.mu.Lock()
+			frozen, open := p.frozen[src], p.conns[src]
+			p.mu.Unlock()
+			if !open {
+				return
+			}
+			if !frozen {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// freeze stops forwarding on every open connection, without closing it.
+func (p *cutProxy) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		p.frozen[c] = true
+	}
+}
+
+// cutFrozen closes the frozen connections (so the browser reuses none).
+func (p *cutProxy) cutFrozen() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.frozen {
+		c.Close()
+	}
 }
 
 // cut closes every open connection through the proxy.
@@ -389,6 +440,18 @@ func TestDashboardInBrowser(t *testing.T) {
 		do(t, srv.base, key, "POST", "/v1/connections/"+conn.ID+"/inbound", fmt.Sprintf(`{"sender":"ann","text":"after %d"}`, i), 201, nil)
 	}
 	wait("after the cut", `[...document.querySelectorAll('.vlist .row')].some(r => r.textContent.includes('after 2'))`, 5*time.Second)
+	// A socket gone silent (a laptop waking up: the connection is open
+	// but nothing comes): when the browser says it is back online, the
+	// app pings, gets no pong, drops the socket and resumes on a new one.
+	proxy.freeze()
+	for i := range 3 {
+		do(t, srv.base, key, "POST", "/v1/connections/"+conn.ID+"/inbound", fmt.Sprintf(`{"sender":"ann","text":"while silent %d"}`, i), 201, nil)
+	}
+	woke := time.Now()
+	eval("back online", `dispatchEvent(new Event('online'))`)
+	wait("the feed resumes after a silent socket", `window.commDashboard.feed.events.some(e => e.data.message && e.data.message.text === 'while silent 2')`, 15*time.Second)
+	t.Logf("silent socket: events shown %s after the browser came back online", time.Since(woke).Round(time.Millisecond))
+	proxy.cutFrozen()
 	var head struct {
 		LastSeq int64 `json:"last_seq"`
 	}
