@@ -119,7 +119,9 @@ export function render(ctx) {
 
   function onScroll() {
     if (ignoreScroll) {
+      // Our own scroll, set by draw, which drew the rows for it already.
       ignoreScroll = false;
+      return;
     } else if (feed.following && list.scrollTop + list.clientHeight < list.scrollHeight - ROW) {
       // The person scrolled up: stop following.
       setFollowing(false);
