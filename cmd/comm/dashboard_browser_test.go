@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,7 +414,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// Expand it with the keyboard and jump to its conversation.
 	run("expand the event", chromedp.Focus(css(`.vlist .row:last-child .row-btn`)), chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(css(`#event-detail pre.json`)))
-	screenshot("live.png")
+	screenshot("events.png")
 	run("open the conversation", chromedp.Click(css(`#event-detail a[href*="/conversations/"]`)), chromedp.WaitVisible(css(`ol.thread li.msg`)))
 
 	// Reply from the page: queued, then sent, live.
@@ -475,7 +476,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	// Webhook: the generated secret is shown once.
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	var gone atomic.Bool // the receiver answers 410 Gone: the gateway disables the webhook at once
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if gone.Load() {
+			w.WriteHeader(http.StatusGone)
+			return
+		}
+		w.WriteHeader(204)
+	}))
 	defer hook.Close()
 	run("webhook page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/webhook"), chromedp.WaitVisible(css(`.page.webhook input[type=url]`)))
 	run("set the webhook", chromedp.SendKeys(css(`.page.webhook input[type=url]`), hook.URL+"/events"),
@@ -484,15 +492,27 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.HasPrefix(strings.TrimSpace(secret), "whsec_") {
 		t.Errorf("webhook secret shown: %q", secret)
 	}
-	// An event for it to deliver: an attempt shows.
+	// An event for it to deliver: the attempt shows, live.
 	do(t, srv.base, key, "POST", "/v1/connections/"+conn.ID+"/inbound", `{"sender":"ann","text":"for the webhook"}`, 201, nil)
-	run("reload the webhook page", chromedp.Reload(), chromedp.WaitVisible(css(`.page.webhook dl.facts`)))
-	wait("an attempt", `document.querySelector('.page.webhook table') !== null || (location.reload(), false)`, 10*time.Second)
-	run("the webhook page", chromedp.WaitVisible(css(`.page.webhook table`)))
+	wait("an attempt", `document.querySelector('.page.webhook table tbody tr') !== null`, 10*time.Second)
+	screenshot("webhook-secret.png")
+	run("reload the webhook page", chromedp.Reload(), chromedp.WaitVisible(css(`.page.webhook table`)))
 	screenshot("webhook.png")
 	if txt, _ := chromedp.Run(ctx, chromedp.Text(css("main"))); strings.Contains(txt, strings.TrimSpace(secret)) || strings.Contains(txt, "not shown again") {
 		t.Errorf("the secret is shown again after a reload")
 	}
+	// The receiver says 410 Gone: the page shows the webhook disabled, live,
+	// and how to re-enable it; saving it again does.
+	gone.Store(true)
+	do(t, srv.base, key, "POST", "/v1/connections/"+conn.ID+"/inbound", `{"sender":"ann","text":"to a gone receiver"}`, 201, nil)
+	wait("disabled", `document.querySelector('.page.webhook .warn[role=alert]') !== null`, 10*time.Second)
+	if txt, _ := chromedp.Run(ctx, chromedp.Text(css(".page.webhook .warn[role=alert]"))); !strings.Contains(txt, "save the webhook again") {
+		t.Errorf("the disabled state says: %q", txt)
+	}
+	screenshot("webhook-disabled.png")
+	gone.Store(false)
+	run("re-enable", chromedp.Click(css(`.page.webhook form.stack button[type=submit]`)), chromedp.WaitVisible(css(`.once output.secret`)))
+	wait("enabled again", `document.querySelector('.page.webhook .warn[role=alert]') === null && document.querySelector('.page.webhook dl.facts .b-good') !== null`, 10*time.Second)
 
 	// Keys: make one, revoke it.
 	run("keys page again", chromedp.Navigate(base+"/dashboard#/p/"+project+"/keys"), chromedp.WaitVisible(css(`.page.keys table`)))
@@ -540,6 +560,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	screenshot("overview-375.png")
 	run("open the menu", chromedp.Click(css(`.nav-toggle`)), chromedp.WaitVisible(css(`nav.open a[href$="/events"]`)))
 	screenshot("menu-375.png")
+	run("live events at 375 px", chromedp.Click(css(`nav.open a[href$="/events"]`)), chromedp.WaitVisible(css(`.vlist .row`)))
+	if w := eval("no horizontal scroll", `document.documentElement.scrollWidth`); w.(float64) > 375 {
+		t.Errorf("the live events page is %v px wide at 375 px", w)
+	}
+	screenshot("events-375.png")
 	run("wide again", chromedp.EmulateViewport(1280, 900))
 
 	// Another account's project, and a sandbox project, through this

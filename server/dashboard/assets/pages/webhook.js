@@ -46,7 +46,8 @@ export function render(ctx) {
       head = Math.max(head, d.project.lastSeq, ctx.feed.lastSeq);
       if (hook && !url.value) url.value = hook.url;
       setBtn.textContent = hook ? 'Replace webhook' : 'Set webhook';
-      showState();
+      // A refresh does not redraw the state under a person typing in it.
+      if (!stateBox.contains(document.activeElement) || document.activeElement === document.body) showState();
       replace(attemptsBox, d.webhookAttempts.length ? table(['Time', 'Seq', 'Result', 'Status code', 'Latency', 'Error'],
         d.webhookAttempts.map((a) => h('tr', null,
           h('td', null, time(a.at, {short: true})),
@@ -140,10 +141,19 @@ export function render(ctx) {
       h('button', {type: 'button', class: 'secondary small', onclick: () => replace(secretBox)}, 'I have stored it')));
   }
 
+  // New events mean deliveries: the state and attempts refresh, at most
+  // once a second (at once for webhook.disabled / webhook.enabled).
+  let timer = 0;
   const onEvents = (batch) => {
     head = Math.max(head, ctx.feed.lastSeq);
-    if (batch.some((e) => e.type.startsWith('webhook.'))) load();
+    if (batch.some((e) => e.type.startsWith('webhook.'))) {
+      clearTimeout(timer);
+      timer = 0;
+      load();
+    } else if (hook && !timer) {
+      timer = setTimeout(() => { timer = 0; load(); }, 1000);
+    }
   };
   ctx.feed.listeners.add(onEvents);
-  return {el, destroy: () => ctx.feed.listeners.delete(onEvents)};
+  return {el, destroy: () => { ctx.feed.listeners.delete(onEvents); clearTimeout(timer); }};
 }
