@@ -475,6 +475,20 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 
+	// Filter by type: only message.sent rows, and the option counts them.
+	eval("filter", `(() => { const s = document.getElementById('live-type'); s.value = 'message.sent'; s.dispatchEvent(new Event('change')); })()`)
+	wait("filtered", `(() => { const r = [...document.querySelectorAll('.vlist .row')]; return r.length === 1 && r[0].textContent.includes('message.sent'); })()`, 5*time.Second)
+	if txt, _ := chromedp.Run(ctx, chromedp.Text(css(".counts"))); !strings.HasPrefix(txt, "1 shown") {
+		t.Errorf("counts while filtered: %q", txt)
+	}
+	eval("all types", `(() => { const s = document.getElementById('live-type'); s.value = ''; s.dispatchEvent(new Event('change')); })()`)
+	// Pause: new events are held and counted; Follow shows them.
+	run("pause", chromedp.Click(css(`button.follow`)))
+	do(t, srv.base, key, "POST", "/v1/connections/"+conn.ID+"/inbound", `{"sender":"ann","text":"while paused"}`, 201, nil)
+	wait("counted while paused", `document.querySelector('.counts').textContent.includes('1 new while paused')`, 5*time.Second)
+	run("follow", chromedp.Click(css(`button.follow`)))
+	wait("following again", `[...document.querySelectorAll('.vlist .row')].some(r => r.textContent.includes('while paused')) && !document.querySelector('.counts').textContent.includes('paused')`, 5*time.Second)
+
 	// Webhook: the generated secret is shown once.
 	var gone atomic.Bool // the receiver answers 410 Gone: the gateway disables the webhook at once
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
