@@ -423,7 +423,35 @@ func TestDashboardInBrowser(t *testing.T) {
 	if ok := eval("message.sent in the feed", `window.commDashboard.feed.events.some(e => e.type === 'message.sent')`); ok != true {
 		t.Errorf("no message.sent in the live feed")
 	}
+	// Typing from the page: the conversation shows it.
+	run("typing", chromedp.Click(css(`form.reply button.secondary`)))
+	wait("typing shown", `document.querySelector('form.reply [role=status]') && document.querySelector('form.reply [role=status]').textContent.includes('Typing shown until')`, 5*time.Second)
 	screenshot("thread.png")
+
+	// An email with an attachment, through the SMTP listener: the thread
+	// shows the sender's name, the authentication verdicts and a link to
+	// the attachment that the session downloads.
+	var inbox struct{ ID, Address string }
+	do(t, srv.base, key, "POST", "/v1/connections", `{"channel":"email","name":"Support inbox"}`, 201, &inbox)
+	mail := "From: Grace Hopper <grace@example.org>\nTo: " + inbox.Address + "\nSubject: Quarterly report\nMessage-ID: <q1@example.org>\n" +
+		"MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b1\n\n--b1\nContent-Type: text/plain; charset=utf-8\n\nHello, the report is attached.\n" +
+		"--b1\nContent-Type: text/csv; name=report.csv\nContent-Disposition: attachment; filename=report.csv\n\nquarter,total\nQ1,42\n--b1--\n"
+	if err := sendMail(srv.smtp, "grace@example.org", []string{inbox.Address}, mail); err != nil {
+		t.Fatalf("send the email: %v", err)
+	}
+	run("conversations", chromedp.Navigate(base+"/dashboard#/p/"+project+"/conversations"))
+	wait("the email's conversation", `[...document.querySelectorAll('a.conv')].some(a => a.textContent.includes('Hello, the report'))`, 10*time.Second)
+	screenshot("conversations.png")
+	eval("open it", `[...document.querySelectorAll('a.conv')].find(a => a.textContent.includes('Hello, the report')).click()`)
+	run("the email thread", chromedp.WaitVisible(css(`ol.thread ul.attachments a`)), chromedp.Click(css(`details.email-details summary`)))
+	if txt, _ := chromedp.Run(ctx, chromedp.Text(css(`ol.thread li.msg`))); !strings.Contains(txt, "Grace Hopper") || !strings.Contains(txt, "SPF") || !strings.Contains(txt, "report.csv") {
+		t.Errorf("the email shows: %q", txt)
+	}
+	got := eval("download the attachment", `fetch(document.querySelector('ol.thread ul.attachments a').href).then(r => r.text().then(b => r.status + ' ' + b))`)
+	if g, _ := got.(string); !strings.HasPrefix(g, "200 quarter,total") {
+		t.Errorf("the attachment link gives %q", got)
+	}
+	screenshot("thread-email.png")
 
 	// Cut the websocket while events happen: the feed resumes after the
 	// last seq shown, with no gap and no duplicate.
@@ -560,8 +588,6 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("balance shown: %q", txt)
 	}
 	screenshot("credit.png")
-	run("conversations page", chromedp.Navigate(base+"/dashboard#/p/"+project+"/conversations"), chromedp.WaitVisible(css(`ul.conv-list a.conv`)))
-	screenshot("conversations.png")
 
 	// A phone's width: the nav folds behind Menu.
 	run("narrow", chromedp.EmulateViewport(375, 812), chromedp.Navigate(base+"/dashboard#/p/"+project+"/overview"), chromedp.WaitVisible(css(`.nav-toggle`)))
