@@ -257,7 +257,6 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(bob.Projects) != 1 {
 		t.Fatalf("bob's boot: %+v", bob)
 	}
-	_ = bobClient
 	m.QueueUser(&mockoidc.MockUser{Subject: "ada-dash", Email: "ada@example.com", EmailVerified: true, PreferredUsername: "ada"})
 	// And a sandbox project, which has no account.
 	var sandbox struct {
@@ -617,8 +616,23 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("X-Comm-Project %s from ada's session: %v, want 403 or 404", other, s)
 		}
 	}
+	// Bob's own session (Go HTTP with his cookie and CSRF token) does not
+	// reach Ada's project either.
+	req, _ := http.NewRequest("POST", srv.base+"/dashboard/graphql", strings.NewReader(`{"query":"{ project { id name } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Comm-Project", project)
+	req.Header.Set("X-CSRF-Token", bob.CSRF)
+	if res, err := bobClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 403 && res.StatusCode != 404 || strings.Contains(string(b), "Ada") {
+			t.Errorf("bob's session on ada's project: %d %s", res.StatusCode, b)
+		}
+	}
 	// The sandbox key does not work on the cookie path.
-	req, _ := http.NewRequest("POST", srv.base+"/dashboard/graphql", strings.NewReader(`{"query":"{ project { id } }"}`))
+	req, _ = http.NewRequest("POST", srv.base+"/dashboard/graphql", strings.NewReader(`{"query":"{ project { id } }"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+sandbox.APIKey)
 	req.Header.Set("X-Comm-Project", sandbox.ProjectID)
@@ -632,20 +646,32 @@ func TestDashboardInBrowser(t *testing.T) {
 	// browser's cookie: refused, and nothing changes.
 	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/ws" {
+			// The dashboard's websocket from this origin: refused before
+			// any subscription (the page records how it ended).
+			fmt.Fprintf(w, `<!doctype html><title>ws</title><script>
+const ws = new WebSocket(%q, 'graphql-transport-ws');
+ws.onopen = () => ws.send(JSON.stringify({type: 'connection_init', payload: {project: %q, csrf: 'guess'}}));
+ws.onmessage = (m) => { document.title = 'ws message ' + m.data; };
+ws.onclose = (e) => { if (!document.title.startsWith('ws message')) document.title = 'ws closed ' + e.code; };
+</script>`, "ws"+strings.TrimPrefix(base, "http")+"/dashboard/graphql", project)
+			return
+		}
 		fmt.Fprintf(w, `<!doctype html><title>elsewhere</title><form id="f" method="post" enctype="text/plain" action="%s/dashboard/graphql">
 <input type="hidden" name='{"query":"mutation { createAPIKey(name: \"csrf\") { id } }","x":"' value='"}'></form>
 <script>document.getElementById('f').submit()</script>`, base)
 	}))
 	defer attacker.Close()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(attacker.URL))
-	if err != nil {
-		failed("the other origin's page", err)
+	run("the other origin's websocket", chromedp.Navigate(attacker.URL+"/ws"))
+	wait("the websocket ends", `document.title.startsWith('ws closed') || document.title.startsWith('ws message')`, 10*time.Second)
+	if title, _ := chromedp.Run(ctx, chromedp.Title()); !strings.HasPrefix(title, "ws closed") {
+		t.Errorf("a websocket from another origin: %q", title)
 	}
-	_ = resp
+	run("the other origin's form", chromedp.Navigate(attacker.URL))
 	wait("the form posted", `location.pathname === '/dashboard/graphql'`, 10*time.Second)
 	txt, _ := chromedp.Run(ctx, chromedp.Text(css("body")))
 	code, body := call(t, "GET", srv.base+"/v1/keys", key, "")
-	if code != 200 || strings.Contains(string(body), `"csrf"`) {
+	if code != 200 || strings.Contains(string(body), `"csrf"`) || !strings.Contains(txt, "forbidden") {
 		t.Errorf("after the cross-origin post (%q): keys %d %s", txt, code, body)
 	}
 	t.Logf("the cross-origin post got: %.200s", txt)

@@ -58,7 +58,7 @@ function list(ctx) {
   function item(c, m) {
     const who = c.participant || c.threadKey;
     return h('li', null, h('a', {href: ctx.href('conversations', c.id), class: 'conv'},
-      h('span', {class: 'who'}, who, typingNow(c) ? h('span', {class: 'typing'}, ' typing…') : null),
+      h('span', {class: 'who'}, who, typingNow(c) ? h('span', {class: 'typing'}, ' · your typing indicator is on') : null),
       h('span', {class: 'when'}, time(c.lastMessageAt, {short: true})),
       h('span', {class: 'last'}, m ? `${m.direction === 'outbound' ? 'You: ' : ''}${m.text || m.subject || ''}` : '',
         m && m.direction === 'outbound' ? [' ', badge(m.status)] : null),
@@ -113,7 +113,7 @@ function thread(ctx, id) {
       replace(head, h('p', {class: 'muted'},
         conv.subject ? [h('strong', null, conv.subject), ' · '] : null,
         'connection ', h('code', null, conv.connectionID), ' · last message ', time(conv.lastMessageAt),
-        typingNow(conv) ? h('span', {class: 'typing'}, ' · typing…') : null));
+        typingNow(conv) ? h('span', {class: 'typing'}, ' · your typing indicator is on') : null));
       shown.clear();
       replace(msgs, messages.map((m) => {
         const li = message(ctx, m);
