@@ -516,6 +516,33 @@ func TestDashboardInBrowser(t *testing.T) {
 	run("follow", chromedp.Click(css(`button.follow`)))
 	wait("following again", `[...document.querySelectorAll('.vlist .row')].some(r => r.textContent.includes('while paused')) && !document.querySelector('.counts').textContent.includes('paused')`, 5*time.Second)
 
+	// A page opens on the newest 200 events; older ones page back in from
+	// the stream (the events query), before the oldest shown.
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 55 {
+				call(t, "POST", srv.base+"/v1/connections/"+conn.ID+"/inbound", key, fmt.Sprintf(`{"sender":"bulk","text":"bulk %d-%d"}`, w, i))
+			}
+		}()
+	}
+	wg.Wait()
+	run("reload the live events", chromedp.Reload(), chromedp.WaitVisible(css(`.older button`)))
+	wait("the newest 200", `window.commDashboard.feed.events.length === 200`, 10*time.Second)
+	run("load older events", chromedp.Click(css(`.older button`)))
+	wait("older events loaded", `window.commDashboard.feed.events[0].seq === 1`, 10*time.Second)
+	seqs = eval("the seqs held", `window.commDashboard.feed.events.map(e => e.seq)`).([]any)
+	for i, s := range seqs {
+		if int64(s.(float64)) != int64(i+1) {
+			t.Fatalf("after loading older events the feed holds %v", seqs)
+		}
+	}
+	if b, _ := chromedp.Run(ctx, chromedp.AttributeValue(css(`button.follow`), "aria-pressed")); b.Value != "false" {
+		t.Errorf("loading older events leaves the list following")
+	}
+
 	// Webhook: the generated secret is shown once.
 	var gone atomic.Bool // the receiver answers 410 Gone: the gateway disables the webhook at once
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -675,6 +702,16 @@ ws.onclose = (e) => { if (!document.title.startsWith('ws message')) document.tit
 		t.Errorf("after the cross-origin post (%q): keys %d %s", txt, code, body)
 	}
 	t.Logf("the cross-origin post got: %.200s", txt)
+
+	// Sign out: back to the dashboard's sign-in page.
+	run("the app again", chromedp.Navigate(base+"/dashboard#/p/"+project+"/overview"), chromedp.WaitVisible(css(`form.signout button`)))
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(css(`form.signout button`)))); err != nil {
+		failed("sign out", err)
+	}
+	run("signed out", chromedp.WaitVisible(css(`a[href^="/device/signin"]`)))
+	if where, _ := chromedp.Run(ctx, chromedp.Location()); !strings.Contains(where, "/dashboard") {
+		t.Errorf("after signing out: at %s", where)
+	}
 
 	t.Logf("whole test %s", time.Since(began).Round(time.Millisecond))
 }
