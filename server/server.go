@@ -40,7 +40,8 @@ type Options struct {
 	Logger *slog.Logger
 	// GraphQL configures /graphql.
 	GraphQL graph.Options
-	// Playground serves a GraphiQL page at GET /graphql/playground.
+	// Playground serves a GraphiQL page at GET /graphql/playground (its
+	// files, embedded in the binary, under /graphql/playground/).
 	Playground bool
 	// Live configures GraphQL over websockets at /graphql.
 	Live live.Options
@@ -197,7 +198,9 @@ func New(svc *messaging.Service, opts Options) *Server {
 	}))
 	s.dashboardRoutes()
 	if opts.Playground {
-		s.mux.Handle("GET /graphql/playground", graph.Playground("/graphql"))
+		playground := graph.Playground("/graphql")
+		s.mux.Handle("GET /graphql/playground", playground)
+		s.mux.Handle("GET /graphql/playground/", playground)
 	}
 	return s
 }
