@@ -162,6 +162,7 @@ function thread(ctx, id) {
       try {
         const d = await ctx.gql.query('mutation T($m: ID!) { typing(messageID: $m) { typingUntil } }', {m: to.id});
         replace(status, notice('Typing shown until ' + new Date(d.typing.typingUntil).toLocaleTimeString() + '.'));
+        load(); // the header shows the indicator
       } catch (e) {
         replace(status, alertBox(explain(e)));
       }
