@@ -56,7 +56,7 @@ func (c *Client) CreateKey(ctx context.Context, name string) (*NewKey, error) {
 		body["name"] = name
 	}
 	var k NewKey
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/keys", body: body, out: &k}); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, keyed: true, path: "/v1/keys", body: body, out: &k}); err != nil {
 		return nil, err
 	}
 	return &k, nil

@@ -147,7 +147,7 @@ func (c *Client) DeleteWebhook(ctx context.Context) error {
 // resume with the event after it (POST /v1/webhook/replay).
 func (c *Client) ReplayWebhook(ctx context.Context, fromSeq int64) (*Webhook, error) {
 	var w Webhook
-	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/webhook/replay",
+	err := c.do(ctx, request{method: http.MethodPost, keyed: true, path: "/v1/webhook/replay",
 		body: map[string]int64{"from_seq": fromSeq}, out: &w})
 	if err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func (c *Client) Channels(ctx context.Context) ([]ChannelInfo, error) {
 // has no adapter for with ErrNotImplemented.
 func (c *Client) Connect(ctx context.Context, in ConnectRequest) (*Connection, error) {
 	var conn Connection
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/connections", body: in, out: &conn}); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, keyed: true, path: "/v1/connections", body: in, out: &conn}); err != nil {
 		return nil, err
 	}
 	return &conn, nil
@@ -337,7 +337,7 @@ func (c *Client) Message(ctx context.Context, id string) (*Message, error) {
 // It also ends the conversation's typing indicator.
 func (c *Client) Reply(ctx context.Context, messageID string, in ReplyRequest) (*Message, error) {
 	var m Message
-	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/messages/" + url.PathEscape(messageID) + "/reply", body: in, out: &m})
+	err := c.do(ctx, request{method: http.MethodPost, keyed: true, path: "/v1/messages/" + url.PathEscape(messageID) + "/reply", body: in, out: &m})
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +348,7 @@ func (c *Client) Reply(ctx context.Context, messageID string, in ReplyRequest) (
 // 10 seconds, or until a reply is sent (POST /v1/messages/{id}/typing).
 func (c *Client) Typing(ctx context.Context, messageID string) (*TypingState, error) {
 	var st TypingState
-	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/messages/" + url.PathEscape(messageID) + "/typing", out: &st})
+	err := c.do(ctx, request{method: http.MethodPost, keyed: true, path: "/v1/messages/" + url.PathEscape(messageID) + "/typing", out: &st})
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +359,7 @@ func (c *Client) Typing(ctx context.Context, messageID string) (*TypingState, er
 // or continuing the conversation with them (POST /v1/messages).
 func (c *Client) Send(ctx context.Context, in SendRequest) (*Message, error) {
 	var m Message
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/messages", body: in, out: &m}); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, keyed: true, path: "/v1/messages", body: in, out: &m}); err != nil {
 		return nil, err
 	}
 	return &m, nil
@@ -371,7 +371,7 @@ func (c *Client) Send(ctx context.Context, in SendRequest) (*Message, error) {
 // the first time and appends nothing.
 func (c *Client) Inject(ctx context.Context, connectionID string, in InjectRequest) (*Message, error) {
 	var m Message
-	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/connections/" + url.PathEscape(connectionID) + "/inbound", body: in, out: &m})
+	err := c.do(ctx, request{method: http.MethodPost, keyed: true, path: "/v1/connections/" + url.PathEscape(connectionID) + "/inbound", body: in, out: &m})
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +386,7 @@ func (c *Client) Inject(ctx context.Context, connectionID string, in InjectReque
 // appends message.failed. A message not of the connection is ErrNotFound.
 func (c *Client) InjectReceipt(ctx context.Context, connectionID string, in ReceiptRequest) (*Message, *PendingReceipt, error) {
 	var raw json.RawMessage
-	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/connections/" + url.PathEscape(connectionID) + "/inbound",
+	err := c.do(ctx, request{method: http.MethodPost, keyed: true, path: "/v1/connections/" + url.PathEscape(connectionID) + "/inbound",
 		body: map[string]ReceiptRequest{"receipt": in}, out: &raw})
 	if err != nil {
 		return nil, nil, err

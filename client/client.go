@@ -86,8 +86,12 @@ func WithTimeout(d time.Duration) Option { return func(s *settings) { s.timeout 
 
 // WithRetries sets how many times an idempotent call (GET, PUT, DELETE) is
 // retried after a 429, a 5xx other than 501, or a connection error
-// (default DefaultRetries; 0 disables retries). POST calls are never
-// retried.
+// (default DefaultRetries; 0 disables retries). So are the POST calls that
+// create or send (Send, Reply, Typing, Connect, Inject, CreateKey,
+// AddDomain, ReplayWebhook ...): each sends an Idempotency-Key, the same
+// on every attempt, so the gateway runs it once and answers a retry with
+// the first answer. Other POST calls (CreateSandbox, sign-in, VerifyDomain)
+// are never retried.
 func WithRetries(n int) Option { return func(s *settings) { s.retries = max(n, 0) } }
 
 // WithBackoff sets the delay before the first retry and the cap of the

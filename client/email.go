@@ -14,7 +14,7 @@ import (
 // VerifyDomain (the gateway also checks pending domains periodically).
 func (c *Client) AddDomain(ctx context.Context, domain string) (*Domain, error) {
 	var d Domain
-	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/domains", body: map[string]string{"domain": domain}, out: &d})
+	err := c.do(ctx, request{method: http.MethodPost, keyed: true, path: "/v1/domains", body: map[string]string{"domain": domain}, out: &d})
 	if err != nil {
 		return nil, err
 	}

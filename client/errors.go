@@ -94,6 +94,10 @@ var (
 	ErrPayloadTooLarge = &Error{Code: "payload_too_large"}
 	// ErrUnsupportedMediaType is unsupported_media_type (415).
 	ErrUnsupportedMediaType = &Error{Code: "unsupported_media_type"}
+	// ErrIdempotencyKeyReused is idempotency_key_reused (422): an
+	// Idempotency-Key sent again with another request. The client makes
+	// a new key per call, so this comes only from a raw request.
+	ErrIdempotencyKeyReused = &Error{Code: "idempotency_key_reused"}
 	// ErrRateLimited is rate_limited (429).
 	ErrRateLimited = &Error{Code: "rate_limited"}
 	// ErrInternal is internal_error (500).

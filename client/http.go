@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +53,11 @@ type request struct {
 	wait time.Duration
 	// noAuth leaves the Authorization header out.
 	noAuth bool
+	// keyed sends an Idempotency-Key, one per call and the same on each
+	// of its attempts, so a POST that creates or sends can be retried
+	// like an idempotent method: the gateway answers a retry of a request
+	// it has seen with the first answer.
+	keyed bool
 }
 
 // rawAnswer is a 2xx answer kept as it came.
@@ -68,11 +75,24 @@ func idempotent(method string) bool {
 	return false
 }
 
-// do runs a call, retrying idempotent ones after 429, 5xx (not 501) and
-// connection errors with exponential backoff and jitter, honouring
-// Retry-After. A DELETE whose earlier attempt may have gone through and
-// that now answers not_found counts as done.
+// newIdempotencyKey returns a random Idempotency-Key.
+func newIdempotencyKey() string {
+	var b [16]byte
+	crand.Read(b[:])
+	return "go_" + hex.EncodeToString(b[:])
+}
+
+// do runs a call, retrying idempotent ones (and keyed POSTs) after 429,
+// 5xx (not 501) and connection errors with exponential backoff and
+// jitter, honouring Retry-After; a keyed POST is also retried after the
+// 409 that says its first attempt is still running. A DELETE whose
+// earlier attempt may have gone through and that now answers not_found
+// counts as done.
 func (c *Client) do(ctx context.Context, r request) error {
+	idemKey := ""
+	if r.keyed {
+		idemKey = newIdempotencyKey()
+	}
 	var payload []byte
 	if r.body != nil {
 		var err error
@@ -82,14 +102,14 @@ func (c *Client) do(ctx context.Context, r request) error {
 	}
 	uncertain := false
 	for attempt := 0; ; attempt++ {
-		retry, err := c.once(ctx, r, payload)
+		retry, err := c.once(ctx, r, payload, idemKey)
 		if err == nil {
 			return nil
 		}
 		if r.method == http.MethodDelete && uncertain && errors.Is(err, ErrNotFound) {
 			return nil
 		}
-		if !retry || !idempotent(r.method) || attempt >= c.retries || ctx.Err() != nil {
+		if !retry || !(idempotent(r.method) || idemKey != "") || attempt >= c.retries || ctx.Err() != nil {
 			return err
 		}
 		wait := c.backoff.delay(attempt)
@@ -121,7 +141,7 @@ func (c *Client) do(ctx context.Context, r request) error {
 }
 
 // once makes one attempt; retry reports whether another may succeed.
-func (c *Client) once(ctx context.Context, r request, payload []byte) (retry bool, err error) {
+func (c *Client) once(ctx context.Context, r request, payload []byte, idemKey string) (retry bool, err error) {
 	actx, cancel := context.WithTimeout(ctx, c.timeout+r.wait)
 	defer cancel()
 	u := c.baseURL + r.path
@@ -148,6 +168,9 @@ func (c *Client) once(ctx context.Context, r request, payload []byte) (retry boo
 	if !r.noAuth {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		// A connection error, or this attempt's timeout; not the caller's
@@ -159,7 +182,10 @@ func (c *Client) once(ctx context.Context, r request, payload []byte) (retry boo
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		e := errorOf(resp, b)
 		s := resp.StatusCode
-		return s == http.StatusTooManyRequests || (s >= 500 && s != http.StatusNotImplemented && s != http.StatusHTTPVersionNotSupported), e
+		// A keyed request's earlier attempt still running: 409 with
+		// Retry-After (other conflicts have none).
+		running := s == http.StatusConflict && idemKey != "" && resp.Header.Get("Retry-After") != ""
+		return running || s == http.StatusTooManyRequests || (s >= 500 && s != http.StatusNotImplemented && s != http.StatusHTTPVersionNotSupported), e
 	}
 	if r.raw != nil {
 		b, err := io.ReadAll(resp.Body)

@@ -1,9 +1,13 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -176,23 +180,90 @@ func TestRetries(t *testing.T) {
 		}
 	})
 
-	for _, fail := range []struct {
-		name string
-		fn   func(http.ResponseWriter, *http.Request)
-	}{{"503", unavailable}, {"dropped", hangUp}} {
-		t.Run("POST never retried "+fail.name, func(t *testing.T) {
-			f := &failer{method: "POST", path: "/v1/messages", n: 100, fail: fail.fn}
-			px.set(nil, f.intercept)
-			defer px.set(nil, nil)
-			_, err := p.Send(ctx, client.SendRequest{ConnectionID: conn.ID, To: "bob", Text: "once"})
-			if err == nil {
-				t.Fatal("Send succeeded through a failing proxy")
+	t.Run("keyed POST retried with its key", func(t *testing.T) {
+		// The first Send reaches the gateway, but its answer is lost; the
+		// retry carries the same Idempotency-Key and gets the first answer.
+		var (
+			mu   sync.Mutex
+			keys []string
+			sent string
+		)
+		f := &failer{method: "POST", path: "/v1/messages", n: 1, fail: func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			req, _ := http.NewRequest("POST", g.URL+"/v1/messages", bytes.NewReader(body))
+			for _, h := range []string{"Authorization", "Content-Type", "Idempotency-Key"} {
+				req.Header.Set(h, r.Header.Get(h))
 			}
-			if f.attempts() != 1 {
-				t.Errorf("POST sent %d times, want once", f.attempts())
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != http.StatusAccepted {
+				t.Errorf("send behind the client's back: %v %v", resp, err)
+			} else {
+				var m client.Message
+				json.NewDecoder(resp.Body).Decode(&m)
+				resp.Body.Close()
+				mu.Lock()
+				sent = m.ID
+				mu.Unlock()
 			}
+			hangUp(w, r)
+		}}
+		px.set(nil, func(w http.ResponseWriter, r *http.Request) bool {
+			if r.Method == "POST" && r.URL.Path == "/v1/messages" {
+				mu.Lock()
+				keys = append(keys, r.Header.Get("Idempotency-Key"))
+				mu.Unlock()
+			}
+			return f.intercept(w, r)
 		})
-	}
+		defer px.set(nil, nil)
+		m, err := p.Send(ctx, client.SendRequest{ConnectionID: conn.ID, To: "bob", Text: "once"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		keys0, sent0 := slices.Clone(keys), sent
+		mu.Unlock()
+		if f.attempts() != 2 || len(keys0) != 2 || keys0[0] == "" || keys0[0] != keys0[1] {
+			t.Errorf("%d attempts with keys %q, want 2 with one key", f.attempts(), keys0)
+		}
+		if m.ID != sent0 {
+			t.Errorf("the retry answered message %s, want the first attempt's %s", m.ID, sent0)
+		}
+		msgs, err := p.Messages(ctx, m.ConversationID, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, x := range msgs {
+			if x.Text == "once" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d messages \"once\" stored, want 1", n)
+		}
+		// The next call has a key of its own.
+		if _, err := p.Send(ctx, client.SendRequest{ConnectionID: conn.ID, To: "bob", Text: "twice"}); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(keys) != 3 || keys[2] == keys[0] {
+			t.Errorf("keys %q: want a new key for a new call", keys)
+		}
+	})
+
+	t.Run("POST without a key never retried", func(t *testing.T) {
+		f := &failer{method: "POST", path: "/v1/projects/sandbox", n: 100, fail: unavailable}
+		px.set(nil, f.intercept)
+		defer px.set(nil, nil)
+		if _, err := client.CreateSandbox(ctx, px.URL, "never twice"); err == nil {
+			t.Fatal("CreateSandbox succeeded through a failing proxy")
+		}
+		if f.attempts() != 1 {
+			t.Errorf("POST sent %d times, want once", f.attempts())
+		}
+	})
 }
 
 // TestNoRetriesOption: WithRetries(0) makes one attempt.

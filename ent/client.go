@@ -24,6 +24,7 @@ import (
 	"github.com/comm-gateway/comm/ent/creditentry"
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ent/idempotencykey"
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/lineanswer"
 	"github.com/comm-gateway/comm/ent/message"
@@ -62,6 +63,8 @@ type Client struct {
 	DeviceRequest *DeviceRequestClient
 	// Domain is the client for interacting with the Domain builders.
 	Domain *DomainClient
+	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
+	IdempotencyKey *IdempotencyKeyClient
 	// Lease is the client for interacting with the Lease builders.
 	Lease *LeaseClient
 	// LineAnswer is the client for interacting with the LineAnswer builders.
@@ -101,6 +104,7 @@ func (c *Client) init() {
 	c.CreditEntry = NewCreditEntryClient(c.config)
 	c.DeviceRequest = NewDeviceRequestClient(c.config)
 	c.Domain = NewDomainClient(c.config)
+	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
 	c.Lease = NewLeaseClient(c.config)
 	c.LineAnswer = NewLineAnswerClient(c.config)
 	c.Message = NewMessageClient(c.config)
@@ -212,6 +216,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		CreditEntry:    NewCreditEntryClient(cfg),
 		DeviceRequest:  NewDeviceRequestClient(cfg),
 		Domain:         NewDomainClient(cfg),
+		IdempotencyKey: NewIdempotencyKeyClient(cfg),
 		Lease:          NewLeaseClient(cfg),
 		LineAnswer:     NewLineAnswerClient(cfg),
 		Message:        NewMessageClient(cfg),
@@ -250,6 +255,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		CreditEntry:    NewCreditEntryClient(cfg),
 		DeviceRequest:  NewDeviceRequestClient(cfg),
 		Domain:         NewDomainClient(cfg),
+		IdempotencyKey: NewIdempotencyKeyClient(cfg),
 		Lease:          NewLeaseClient(cfg),
 		LineAnswer:     NewLineAnswerClient(cfg),
 		Message:        NewMessageClient(cfg),
@@ -289,8 +295,8 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.Account, c.Attachment, c.Binding, c.Blob, c.Connection,
-		c.Conversation, c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease,
-		c.LineAnswer, c.Message, c.PendingReceipt, c.Project, c.ProviderState,
+		c.Conversation, c.CreditEntry, c.DeviceRequest, c.Domain, c.IdempotencyKey,
+		c.Lease, c.LineAnswer, c.Message, c.PendingReceipt, c.Project, c.ProviderState,
 		c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Use(hooks...)
@@ -302,8 +308,8 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.Account, c.Attachment, c.Binding, c.Blob, c.Connection,
-		c.Conversation, c.CreditEntry, c.DeviceRequest, c.Domain, c.Lease,
-		c.LineAnswer, c.Message, c.PendingReceipt, c.Project, c.ProviderState,
+		c.Conversation, c.CreditEntry, c.DeviceRequest, c.Domain, c.IdempotencyKey,
+		c.Lease, c.LineAnswer, c.Message, c.PendingReceipt, c.Project, c.ProviderState,
 		c.WebSession, c.Webhook, c.WebhookAttempt,
 	} {
 		n.Intercept(interceptors...)
@@ -333,6 +339,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.DeviceRequest.mutate(ctx, m)
 	case *DomainMutation:
 		return c.Domain.mutate(ctx, m)
+	case *IdempotencyKeyMutation:
+		return c.IdempotencyKey.mutate(ctx, m)
 	case *LeaseMutation:
 		return c.Lease.mutate(ctx, m)
 	case *LineAnswerMutation:
@@ -1698,6 +1706,141 @@ func (c *DomainClient) mutate(ctx context.Context, m *DomainMutation) (Value, er
 	}
 }
 
+// IdempotencyKeyClient is a client for the IdempotencyKey schema.
+type IdempotencyKeyClient struct {
+	config
+}
+
+// NewIdempotencyKeyClient returns a client for the IdempotencyKey from the given config.
+func NewIdempotencyKeyClient(c config) *IdempotencyKeyClient {
+	return &IdempotencyKeyClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `idempotencykey.Hooks(f(g(h())))`.
+func (c *IdempotencyKeyClient) Use(hooks ...Hook) {
+	c.hooks.IdempotencyKey = append(c.hooks.IdempotencyKey, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `idempotencykey.Intercept(f(g(h())))`.
+func (c *IdempotencyKeyClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IdempotencyKey = append(c.inters.IdempotencyKey, interceptors...)
+}
+
+// Create returns a builder for creating a IdempotencyKey entity.
+func (c *IdempotencyKeyClient) Create() *IdempotencyKeyCreate {
+	mutation := newIdempotencyKeyMutation(c.config, OpCreate)
+	return &IdempotencyKeyCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IdempotencyKey entities.
+func (c *IdempotencyKeyClient) CreateBulk(builders ...*IdempotencyKeyCreate) *IdempotencyKeyCreateBulk {
+	return &IdempotencyKeyCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IdempotencyKeyClient) MapCreateBulk(slice any, setFunc func(*IdempotencyKeyCreate, int)) *IdempotencyKeyCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IdempotencyKeyCreateBulk{err: fmt.Errorf("calling to IdempotencyKeyClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IdempotencyKeyCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IdempotencyKeyCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IdempotencyKey.
+func (c *IdempotencyKeyClient) Update() *IdempotencyKeyUpdate {
+	mutation := newIdempotencyKeyMutation(c.config, OpUpdate)
+	return &IdempotencyKeyUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IdempotencyKeyClient) UpdateOne(_m *IdempotencyKey) *IdempotencyKeyUpdateOne {
+	mutation := newIdempotencyKeyMutation(c.config, OpUpdateOne, withIdempotencyKey(_m))
+	return &IdempotencyKeyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IdempotencyKeyClient) UpdateOneID(id string) *IdempotencyKeyUpdateOne {
+	mutation := newIdempotencyKeyMutation(c.config, OpUpdateOne, withIdempotencyKeyID(id))
+	return &IdempotencyKeyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IdempotencyKey.
+func (c *IdempotencyKeyClient) Delete() *IdempotencyKeyDelete {
+	mutation := newIdempotencyKeyMutation(c.config, OpDelete)
+	return &IdempotencyKeyDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IdempotencyKeyClient) DeleteOne(_m *IdempotencyKey) *IdempotencyKeyDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IdempotencyKeyClient) DeleteOneID(id string) *IdempotencyKeyDeleteOne {
+	builder := c.Delete().Where(idempotencykey.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IdempotencyKeyDeleteOne{builder}
+}
+
+// Query returns a query builder for IdempotencyKey.
+func (c *IdempotencyKeyClient) Query() *IdempotencyKeyQuery {
+	return &IdempotencyKeyQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIdempotencyKey},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IdempotencyKey entity by its id.
+func (c *IdempotencyKeyClient) Get(ctx context.Context, id string) (*IdempotencyKey, error) {
+	return c.Query().Where(idempotencykey.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IdempotencyKeyClient) GetX(ctx context.Context, id string) *IdempotencyKey {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IdempotencyKeyClient) Hooks() []Hook {
+	hooks := c.hooks.IdempotencyKey
+	return append(hooks[:len(hooks):len(hooks)], idempotencykey.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *IdempotencyKeyClient) Interceptors() []Interceptor {
+	inters := c.inters.IdempotencyKey
+	return append(inters[:len(inters):len(inters)], idempotencykey.Interceptors[:]...)
+}
+
+func (c *IdempotencyKeyClient) mutate(ctx context.Context, m *IdempotencyKeyMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IdempotencyKeyCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IdempotencyKeyUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IdempotencyKeyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IdempotencyKeyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IdempotencyKey mutation op: %q", m.Op())
+	}
+}
+
 // LeaseClient is a client for the Lease schema.
 type LeaseClient struct {
 	config
@@ -2907,13 +3050,15 @@ func (c *WebhookAttemptClient) mutate(ctx context.Context, m *WebhookAttemptMuta
 type (
 	hooks struct {
 		APIKey, Account, Attachment, Binding, Blob, Connection, Conversation,
-		CreditEntry, DeviceRequest, Domain, Lease, LineAnswer, Message, PendingReceipt,
-		Project, ProviderState, WebSession, Webhook, WebhookAttempt []ent.Hook
+		CreditEntry, DeviceRequest, Domain, IdempotencyKey, Lease, LineAnswer, Message,
+		PendingReceipt, Project, ProviderState, WebSession, Webhook,
+		WebhookAttempt []ent.Hook
 	}
 	inters struct {
 		APIKey, Account, Attachment, Binding, Blob, Connection, Conversation,
-		CreditEntry, DeviceRequest, Domain, Lease, LineAnswer, Message, PendingReceipt,
-		Project, ProviderState, WebSession, Webhook, WebhookAttempt []ent.Interceptor
+		CreditEntry, DeviceRequest, Domain, IdempotencyKey, Lease, LineAnswer, Message,
+		PendingReceipt, Project, ProviderState, WebSession, Webhook,
+		WebhookAttempt []ent.Interceptor
 	}
 )
 

@@ -22,6 +22,7 @@ import (
 	"github.com/comm-gateway/comm/ent/creditentry"
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ent/idempotencykey"
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/lineanswer"
 	"github.com/comm-gateway/comm/ent/message"
@@ -101,6 +102,7 @@ func checkColumn(t, c string) error {
 			creditentry.Table:    creditentry.ValidColumn,
 			devicerequest.Table:  devicerequest.ValidColumn,
 			domain.Table:         domain.ValidColumn,
+			idempotencykey.Table: idempotencykey.ValidColumn,
 			lease.Table:          lease.ValidColumn,
 			lineanswer.Table:     lineanswer.ValidColumn,
 			message.Table:        message.ValidColumn,

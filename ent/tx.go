@@ -34,6 +34,8 @@ type Tx struct {
 	DeviceRequest *DeviceRequestClient
 	// Domain is the client for interacting with the Domain builders.
 	Domain *DomainClient
+	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
+	IdempotencyKey *IdempotencyKeyClient
 	// Lease is the client for interacting with the Lease builders.
 	Lease *LeaseClient
 	// LineAnswer is the client for interacting with the LineAnswer builders.
@@ -193,6 +195,7 @@ func (tx *Tx) init() {
 	tx.CreditEntry = NewCreditEntryClient(tx.config)
 	tx.DeviceRequest = NewDeviceRequestClient(tx.config)
 	tx.Domain = NewDomainClient(tx.config)
+	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.Lease = NewLeaseClient(tx.config)
 	tx.LineAnswer = NewLineAnswerClient(tx.config)
 	tx.Message = NewMessageClient(tx.config)

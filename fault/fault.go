@@ -62,7 +62,10 @@ var (
 	ErrNotFound           = &Error{Code: "not_found"}
 	ErrConflict           = &Error{Code: "conflict"}
 	ErrRateLimited        = &Error{Code: "rate_limited"}
-	ErrNotImplemented     = &Error{Code: "not_implemented"}
+	// ErrIdempotencyKeyReused: an Idempotency-Key came again with a
+	// request other than the one it was first used for (422).
+	ErrIdempotencyKeyReused = &Error{Code: "idempotency_key_reused"}
+	ErrNotImplemented       = &Error{Code: "not_implemented"}
 	// ErrProviderUnavailable: a provider did not answer (a connection's
 	// set-up could not reach it, a webhook's media could not be fetched);
 	// retrying later may succeed.
@@ -126,6 +129,12 @@ func Forbidden(format string, args ...any) *Error {
 // limit reached, a decision already taken).
 func Conflict(format string, args ...any) *Error {
 	return newf(ErrConflict, "", format, args...)
+}
+
+// IdempotencyKeyReused reports an idempotency key sent again with a
+// different request; param names the header that carried it.
+func IdempotencyKeyReused(param, format string, args ...any) *Error {
+	return newf(ErrIdempotencyKeyReused, param, format, args...)
 }
 
 // RateLimited reports a budget used up; retryAfter is how long until a

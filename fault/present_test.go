@@ -37,6 +37,8 @@ func TestPresent(t *testing.T) {
 			fault.Problem{Status: 409, Code: "conflict", Message: "a project has at most 20 live keys"}},
 		{"rate limited", live, fault.RateLimited(1500*time.Millisecond, "slow down"),
 			fault.Problem{Status: 429, Code: "rate_limited", Message: "slow down", RetryAfter: 1500 * time.Millisecond}},
+		{"idempotency key reused", live, fault.IdempotencyKeyReused("Idempotency-Key", "used with another request"),
+			fault.Problem{Status: 422, Code: "idempotency_key_reused", Message: "used with another request", Param: "Idempotency-Key"}},
 		{"not implemented", live, fault.NotImplemented("not yet"),
 			fault.Problem{Status: 501, Code: "not_implemented", Message: "not yet"}},
 		{"malformed json", live, fault.MalformedJSON("body is empty"),

@@ -13,7 +13,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/fault/entfault"
+	"github.com/comm-gateway/comm/graph/playground"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
 	"github.com/comm-gateway/comm/webhook"
@@ -122,9 +122,11 @@ func Present(ctx context.Context, err error, logger *slog.Logger) *gqlerror.Erro
 	return present(ctx, err, logger)
 }
 
-// Playground returns a GraphiQL page for the endpoint at path.
+// Playground returns GraphiQL for the endpoint at path: the page at
+// path + "/playground" and its files (embedded, no CDN) under
+// path + "/playground/". The caller routes both to it.
 func Playground(path string) http.Handler {
-	return playground.Handler("comm GraphQL", path)
+	return playground.Handler(path+"/playground", path)
 }
 
 // present maps errors to GraphQL errors with fault.Present: the REST

@@ -34,6 +34,7 @@ const (
 	CreditEntry    = "cred"
 	WebSession     = "wses"
 	Binding        = "bnd"
+	IdempotencyKey = "idk"
 )
 
 // ErrMalformed is wrapped by every parse failure.

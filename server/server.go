@@ -27,6 +27,7 @@ import (
 
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/graph"
+	"github.com/comm-gateway/comm/idempotency"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/ratelimit"
@@ -41,7 +42,8 @@ type Options struct {
 	Logger *slog.Logger
 	// GraphQL configures /graphql.
 	GraphQL graph.Options
-	// Playground serves a GraphiQL page at GET /graphql/playground.
+	// Playground serves a GraphiQL page at GET /graphql/playground (its
+	// files, embedded in the binary, under /graphql/playground/).
 	Playground bool
 	// Live configures GraphQL over websockets at /graphql.
 	Live live.Options
@@ -78,6 +80,9 @@ type Options struct {
 	// no private targets when nil. Give the delivery worker the same one,
 	// so registrations wake it.
 	Webhooks *webhook.Hooks
+	// Idempotency bounds the answers kept for POSTs made with an
+	// Idempotency-Key header (idempotency.go); Logger is filled in.
+	Idempotency idempotency.Options
 }
 
 // Defaults of the abuse limits (Options).
@@ -93,6 +98,7 @@ type Server struct {
 	mail    graph.Domains
 	acct    *account.Service
 	hooks   *webhook.Hooks
+	idem    *idempotency.Keys
 	mux     *routeMux
 	logger  *slog.Logger
 	maxBody int64
@@ -152,7 +158,11 @@ func New(svc *messaging.Service, opts Options) *Server {
 		opts.Webhooks = webhook.New(svc, webhook.Options{})
 	}
 	opts.GraphQL.Mail, opts.GraphQL.Accounts, opts.GraphQL.Webhooks = opts.Mail, opts.Accounts, opts.Webhooks
+	if opts.Idempotency.Logger == nil {
+		opts.Idempotency.Logger = opts.Logger
+	}
 	s.mail, s.acct, s.hooks = opts.Mail, opts.Accounts, opts.Webhooks
+	s.idem = idempotency.New(svc, opts.Idempotency)
 	s.routes()
 	s.signInRoutes(opts.SignIn)
 	if opts.GraphQL.Logger == nil {
@@ -198,7 +208,9 @@ func New(svc *messaging.Service, opts Options) *Server {
 	}))
 	s.dashboardRoutes()
 	if opts.Playground {
-		s.mux.Handle("GET /graphql/playground", graph.Playground("/graphql"))
+		playground := graph.Playground("/graphql")
+		s.mux.Handle("GET /graphql/playground", playground)
+		s.mux.Handle("GET /graphql/playground/", playground)
 	}
 	return s
 }
@@ -211,11 +223,11 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/events", s.authed(s.listEvents))
 
 	s.mux.Handle("GET /v1/channels", s.authed(s.listChannels))
-	s.mux.Handle("POST /v1/connections", s.writing(s.connect))
+	s.mux.Handle("POST /v1/connections", s.creating(s.connect))
 	s.mux.Handle("GET /v1/connections", s.authed(s.listConnections))
 	s.mux.Handle("GET /v1/connections/{id}", s.authed(s.getConnection))
 	s.mux.Handle("DELETE /v1/connections/{id}", s.writing(s.deleteConnection))
-	s.mux.Handle("POST /v1/connections/{id}/inbound", s.writing(s.inject))
+	s.mux.Handle("POST /v1/connections/{id}/inbound", s.creating(s.inject))
 	s.mux.Handle("GET /v1/connections/{id}/bindings", s.authed(s.listBindings))
 	s.mux.Handle("DELETE /v1/connections/{id}/bindings/{person}", s.writing(s.unbind))
 	s.mux.Handle("POST /hooks/{channel}/{id}", s.public(s.hook))
@@ -231,13 +243,13 @@ func (s *Server) routes() {
 	s.mux.Handle("PUT /v1/webhook", s.writing(s.setWebhook))
 	s.mux.Handle("GET /v1/webhook", s.authed(s.getWebhook))
 	s.mux.Handle("DELETE /v1/webhook", s.writing(s.deleteWebhook))
-	s.mux.Handle("POST /v1/webhook/replay", s.writing(s.replayWebhook))
+	s.mux.Handle("POST /v1/webhook/replay", s.creating(s.replayWebhook))
 	s.mux.Handle("GET /v1/webhook/attempts", s.authed(s.webhookAttempts))
 
-	s.mux.Handle("POST /v1/messages", s.writing(s.send))
+	s.mux.Handle("POST /v1/messages", s.creating(s.send))
 	s.mux.Handle("GET /v1/messages/{id}", s.authed(s.getMessage))
-	s.mux.Handle("POST /v1/messages/{id}/reply", s.writing(s.reply))
-	s.mux.Handle("POST /v1/messages/{id}/typing", s.writing(s.typing))
+	s.mux.Handle("POST /v1/messages/{id}/reply", s.creating(s.reply))
+	s.mux.Handle("POST /v1/messages/{id}/typing", s.creating(s.typing))
 	s.mux.Handle("GET /v1/messages/{id}/attachments/{attachment}", s.authed(s.getAttachment))
 
 	s.mux.Handle("POST /v1/auth/device/start", s.public(s.deviceStart))
@@ -247,10 +259,10 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/account", s.authed(s.getAccount))
 	s.mux.Handle("GET /v1/account/ledger", s.authed(s.listLedger))
 	s.mux.Handle("GET /v1/keys", s.authed(s.listKeys))
-	s.mux.Handle("POST /v1/keys", s.writing(s.createKey))
+	s.mux.Handle("POST /v1/keys", s.creating(s.createKey))
 	s.mux.Handle("DELETE /v1/keys/{id}", s.writing(s.revokeKey))
 
-	s.mux.Handle("POST /v1/domains", s.writing(s.createDomain))
+	s.mux.Handle("POST /v1/domains", s.creating(s.createDomain))
 	s.mux.Handle("GET /v1/domains", s.authed(s.listDomains))
 	s.mux.Handle("GET /v1/domains/{id}", s.authed(s.getDomain))
 	s.mux.Handle("POST /v1/domains/{id}/verify", s.writing(s.verifyDomain))

@@ -18,6 +18,7 @@ import (
 	"github.com/comm-gateway/comm/ent/creditentry"
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ent/idempotencykey"
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/lineanswer"
 	"github.com/comm-gateway/comm/ent/message"
@@ -356,6 +357,33 @@ func (f TraverseDomain) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.DomainQuery", q)
 }
 
+// The IdempotencyKeyFunc type is an adapter to allow the use of ordinary function as a Querier.
+type IdempotencyKeyFunc func(context.Context, *ent.IdempotencyKeyQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f IdempotencyKeyFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.IdempotencyKeyQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.IdempotencyKeyQuery", q)
+}
+
+// The TraverseIdempotencyKey type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseIdempotencyKey func(context.Context, *ent.IdempotencyKeyQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseIdempotencyKey) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseIdempotencyKey) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.IdempotencyKeyQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.IdempotencyKeyQuery", q)
+}
+
 // The LeaseFunc type is an adapter to allow the use of ordinary function as a Querier.
 type LeaseFunc func(context.Context, *ent.LeaseQuery) (ent.Value, error)
 
@@ -622,6 +650,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.DeviceRequestQuery, predicate.DeviceRequest, devicerequest.OrderOption]{typ: ent.TypeDeviceRequest, tq: q}, nil
 	case *ent.DomainQuery:
 		return &query[*ent.DomainQuery, predicate.Domain, domain.OrderOption]{typ: ent.TypeDomain, tq: q}, nil
+	case *ent.IdempotencyKeyQuery:
+		return &query[*ent.IdempotencyKeyQuery, predicate.IdempotencyKey, idempotencykey.OrderOption]{typ: ent.TypeIdempotencyKey, tq: q}, nil
 	case *ent.LeaseQuery:
 		return &query[*ent.LeaseQuery, predicate.Lease, lease.OrderOption]{typ: ent.TypeLease, tq: q}, nil
 	case *ent.LineAnswerQuery:

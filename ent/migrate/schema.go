@@ -322,6 +322,41 @@ var (
 			},
 		},
 	}
+	// IdempotencyKeysColumns holds the columns for the "idempotency_keys" table.
+	IdempotencyKeysColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "project_id", Type: field.TypeString},
+		{Name: "key", Type: field.TypeString, Size: 255},
+		{Name: "request_hash", Type: field.TypeBytes, Size: 32},
+		{Name: "started_at", Type: field.TypeTime},
+		{Name: "status", Type: field.TypeInt, Nullable: true},
+		{Name: "response", Type: field.TypeBytes, Nullable: true},
+		{Name: "response_bytes", Type: field.TypeInt, Nullable: true},
+	}
+	// IdempotencyKeysTable holds the schema information for the "idempotency_keys" table.
+	IdempotencyKeysTable = &schema.Table{
+		Name:       "idempotency_keys",
+		Columns:    IdempotencyKeysColumns,
+		PrimaryKey: []*schema.Column{IdempotencyKeysColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "idempotencykey_project_id",
+				Unique:  false,
+				Columns: []*schema.Column{IdempotencyKeysColumns[2]},
+			},
+			{
+				Name:    "idempotencykey_project_id_key",
+				Unique:  true,
+				Columns: []*schema.Column{IdempotencyKeysColumns[2], IdempotencyKeysColumns[3]},
+			},
+			{
+				Name:    "idempotencykey_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{IdempotencyKeysColumns[1]},
+			},
+		},
+	}
 	// LeasesColumns holds the columns for the "leases" table.
 	LeasesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 200},
@@ -602,6 +637,7 @@ var (
 		CreditEntriesTable,
 		DeviceRequestsTable,
 		DomainsTable,
+		IdempotencyKeysTable,
 		LeasesTable,
 		LineAnswersTable,
 		MessagesTable,

@@ -36,6 +36,9 @@ type DeviceRequest func(*sql.Selector)
 // Domain is the predicate function for domain builders.
 type Domain func(*sql.Selector)
 
+// IdempotencyKey is the predicate function for idempotencykey builders.
+type IdempotencyKey func(*sql.Selector)
+
 // Lease is the predicate function for lease builders.
 type Lease func(*sql.Selector)
 

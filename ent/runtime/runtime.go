@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/ent/creditentry"
 	"github.com/comm-gateway/comm/ent/devicerequest"
 	"github.com/comm-gateway/comm/ent/domain"
+	"github.com/comm-gateway/comm/ent/idempotencykey"
 	"github.com/comm-gateway/comm/ent/lease"
 	"github.com/comm-gateway/comm/ent/lineanswer"
 	"github.com/comm-gateway/comm/ent/message"
@@ -339,6 +340,69 @@ func init() {
 	domain.DefaultID = domainDescID.Default.(func() string)
 	// domain.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	domain.IDValidator = domainDescID.Validators[0].(func(string) error)
+	idempotencykeyMixin := schema.IdempotencyKey{}.Mixin()
+	idempotencykeyMixinHooks2 := idempotencykeyMixin[2].Hooks()
+	idempotencykey.Hooks[0] = idempotencykeyMixinHooks2[0]
+	idempotencykeyMixinInters2 := idempotencykeyMixin[2].Interceptors()
+	idempotencykey.Interceptors[0] = idempotencykeyMixinInters2[0]
+	idempotencykeyMixinFields0 := idempotencykeyMixin[0].Fields()
+	_ = idempotencykeyMixinFields0
+	idempotencykeyMixinFields1 := idempotencykeyMixin[1].Fields()
+	_ = idempotencykeyMixinFields1
+	idempotencykeyMixinFields2 := idempotencykeyMixin[2].Fields()
+	_ = idempotencykeyMixinFields2
+	idempotencykeyFields := schema.IdempotencyKey{}.Fields()
+	_ = idempotencykeyFields
+	// idempotencykeyDescCreatedAt is the schema descriptor for created_at field.
+	idempotencykeyDescCreatedAt := idempotencykeyMixinFields1[0].Descriptor()
+	// idempotencykey.DefaultCreatedAt holds the default value on creation for the created_at field.
+	idempotencykey.DefaultCreatedAt = idempotencykeyDescCreatedAt.Default.(func() time.Time)
+	// idempotencykeyDescProjectID is the schema descriptor for project_id field.
+	idempotencykeyDescProjectID := idempotencykeyMixinFields2[0].Descriptor()
+	// idempotencykey.ProjectIDValidator is a validator for the "project_id" field. It is called by the builders before save.
+	idempotencykey.ProjectIDValidator = idempotencykeyDescProjectID.Validators[0].(func(string) error)
+	// idempotencykeyDescKey is the schema descriptor for key field.
+	idempotencykeyDescKey := idempotencykeyFields[0].Descriptor()
+	// idempotencykey.KeyValidator is a validator for the "key" field. It is called by the builders before save.
+	idempotencykey.KeyValidator = func() func(string) error {
+		validators := idempotencykeyDescKey.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(key string) error {
+			for _, fn := range fns {
+				if err := fn(key); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// idempotencykeyDescRequestHash is the schema descriptor for request_hash field.
+	idempotencykeyDescRequestHash := idempotencykeyFields[1].Descriptor()
+	// idempotencykey.RequestHashValidator is a validator for the "request_hash" field. It is called by the builders before save.
+	idempotencykey.RequestHashValidator = func() func([]byte) error {
+		validators := idempotencykeyDescRequestHash.Validators
+		fns := [...]func([]byte) error{
+			validators[0].(func([]byte) error),
+			validators[1].(func([]byte) error),
+		}
+		return func(request_hash []byte) error {
+			for _, fn := range fns {
+				if err := fn(request_hash); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// idempotencykeyDescID is the schema descriptor for id field.
+	idempotencykeyDescID := idempotencykeyMixinFields0[0].Descriptor()
+	// idempotencykey.DefaultID holds the default value on creation for the id field.
+	idempotencykey.DefaultID = idempotencykeyDescID.Default.(func() string)
+	// idempotencykey.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	idempotencykey.IDValidator = idempotencykeyDescID.Validators[0].(func(string) error)
 	leaseFields := schema.Lease{}.Fields()
 	_ = leaseFields
 	// leaseDescID is the schema descriptor for id field.

@@ -13,6 +13,7 @@ import (
 	entapikey "github.com/comm-gateway/comm/ent/apikey"
 	entconnection "github.com/comm-gateway/comm/ent/connection"
 	entconversation "github.com/comm-gateway/comm/ent/conversation"
+	entidk "github.com/comm-gateway/comm/ent/idempotencykey"
 	entmessage "github.com/comm-gateway/comm/ent/message"
 	"github.com/comm-gateway/comm/ent/schema"
 	entwebhookattempt "github.com/comm-gateway/comm/ent/webhookattempt"
@@ -253,6 +254,48 @@ func kinds() []kind {
 				return d.Exec(ctx)
 			},
 		},
+		{
+			name: "IdempotencyKey",
+			create: func(ctx context.Context, c *ent.Client, as string) (string, error) {
+				now := time.Now().UTC()
+				b := c.IdempotencyKey.Create().SetKey(ident.New("k")).SetRequestHash(make([]byte, 32)).
+					SetCreatedAt(now).SetStartedAt(now)
+				if as != "" {
+					b.SetProjectID(as)
+				}
+				e, err := b.Save(ctx)
+				return idOf(e, err)
+			},
+			list: func(ctx context.Context, c *ent.Client) ([]row, error) {
+				return rows(c.IdempotencyKey.Query().All(ctx))
+			},
+			get: func(ctx context.Context, c *ent.Client, id string) (row, error) {
+				return rowOf(c.IdempotencyKey.Get(ctx, id))
+			},
+			count: func(ctx context.Context, c *ent.Client, id string) (int, bool, error) {
+				return countExist(ctx, c.IdempotencyKey.Query().Where(entidk.ID(id)))
+			},
+			updateOne: func(ctx context.Context, c *ent.Client, id string) error {
+				return c.IdempotencyKey.UpdateOneID(id).SetStatus(418).Exec(ctx)
+			},
+			update: func(ctx context.Context, c *ent.Client, id string) (int, error) {
+				u := c.IdempotencyKey.Update().SetStatus(418)
+				if id != "" {
+					u.Where(entidk.ID(id))
+				}
+				return u.Save(ctx)
+			},
+			deleteOne: func(ctx context.Context, c *ent.Client, id string) error {
+				return c.IdempotencyKey.DeleteOneID(id).Exec(ctx)
+			},
+			delete: func(ctx context.Context, c *ent.Client, id string) (int, error) {
+				d := c.IdempotencyKey.Delete()
+				if id != "" {
+					d.Where(entidk.ID(id))
+				}
+				return d.Exec(ctx)
+			},
+		},
 	}
 }
 
@@ -295,6 +338,8 @@ func rowFrom(e any) row {
 	case *ent.Webhook:
 		return row{e.ID, e.ProjectID, e.String()}
 	case *ent.WebhookAttempt:
+		return row{e.ID, e.ProjectID, e.String()}
+	case *ent.IdempotencyKey:
 		return row{e.ID, e.ProjectID, e.String()}
 	}
 	panic("rowFrom: unknown entity")

@@ -26,6 +26,7 @@ import (
 	entcreditentry "github.com/comm-gateway/comm/ent/creditentry"
 	entdevicerequest "github.com/comm-gateway/comm/ent/devicerequest"
 	entdomain "github.com/comm-gateway/comm/ent/domain"
+	entidk "github.com/comm-gateway/comm/ent/idempotencykey"
 	entlease "github.com/comm-gateway/comm/ent/lease"
 	entlineanswer "github.com/comm-gateway/comm/ent/lineanswer"
 	entmessage "github.com/comm-gateway/comm/ent/message"
@@ -79,6 +80,7 @@ var schemas = map[string]entgo.Interface{
 	entpendingreceipt.Table: schema.PendingReceipt{},
 	entbinding.Table:        schema.Binding{},
 	entlineanswer.Table:     schema.LineAnswer{},
+	entidk.Table:            schema.IdempotencyKey{},
 }
 
 // TestSchemaTenantMixin walks the generated table list: every table with a
