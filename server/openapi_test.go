@@ -218,10 +218,24 @@ func mediaType(content openapi3.Content, ct string) (string, *openapi3.MediaType
 // checkRequest checks an accepted request against its operation: every
 // query parameter is documented, and the body is one the document takes.
 func (sp *openAPISpec) checkRequest(method, tmpl string, op *openapi3.Operation, q url.Values, body string) error {
-	params := slices.Concat(sp.doc.Paths.Value(tmpl).Parameters, op.Parameters)
-	for name := range q {
-		if params.GetByInAndName(openapi3.ParameterInQuery, name) == nil {
+	for name, values := range q {
+		ptr, p := sp.queryParam(method, tmpl, op, name)
+		if p == nil {
 			return fmt.Errorf("query parameter %q is not documented", name)
+		}
+		// The value as the schema's type: the server took it, so the
+		// document must take it too (bounds, enums).
+		for _, v := range values {
+			if v == "" {
+				continue // the server takes an empty value as none
+			}
+			b := []byte(strconv.Quote(v))
+			if p.Schema.Value.Type.Is(openapi3.TypeInteger) {
+				b = []byte(v)
+			}
+			if err := sp.checkBody(ptr, b); err != nil {
+				return fmt.Errorf("query parameter %s=%s: %w", name, v, err)
+			}
 		}
 	}
 	rb := op.RequestBody
@@ -245,6 +259,29 @@ func (sp *openAPISpec) checkRequest(method, tmpl string, op *openapi3.Operation,
 		return fmt.Errorf("its body: %w", err)
 	}
 	return nil
+}
+
+// queryParam finds the query parameter name of an operation (or of its
+// path) and the JSON pointer of its schema.
+func (sp *openAPISpec) queryParam(method, tmpl string, op *openapi3.Operation, name string) (string, *openapi3.Parameter) {
+	lists := []struct {
+		base   string
+		params openapi3.Parameters
+	}{
+		{pointer("paths", tmpl, strings.ToLower(method), "parameters"), op.Parameters},
+		{pointer("paths", tmpl, "parameters"), sp.doc.Paths.Value(tmpl).Parameters},
+	}
+	for _, l := range lists {
+		for i, ref := range l.params {
+			if p := ref.Value; p.In == openapi3.ParameterInQuery && p.Name == name {
+				if c, ok := strings.CutPrefix(ref.Ref, "#/components/parameters/"); ok {
+					return pointer("components", "parameters", c, "schema"), p
+				}
+				return l.base + pointer(strconv.Itoa(i), "schema"), p
+			}
+		}
+	}
+	return "", nil
 }
 
 // checkBody validates a JSON body against the schema at ptr.
@@ -628,9 +665,9 @@ func TestOpenAPIWebhookAnswers(t *testing.T) {
 	call(http.MethodGet, "/v1/account/ledger", "", http.StatusForbidden)
 }
 
-// TestOpenAPIEvents: TypedEvent (the webhook deliveries' body) names
+// TestOpenAPIEvents: TypedEvent and GET /v1/events' type parameter name
 // every event type of the stream, and real events, read back from
-// GET /v1/events, match it.
+// GET /v1/events, match TypedEvent.
 func TestOpenAPIEvents(t *testing.T) {
 	t.Parallel()
 	sp := spec(t)
@@ -643,6 +680,14 @@ func TestOpenAPIEvents(t *testing.T) {
 	slices.Sort(types)
 	if !slices.Equal(types, stream.Types) {
 		t.Errorf("TypedEvent's types %v, the stream's %v", types, stream.Types)
+	}
+	var param []string
+	for _, v := range sp.doc.Paths.Value("/v1/events").Get.Parameters.GetByInAndName(openapi3.ParameterInQuery, "type").Schema.Value.Enum {
+		param = append(param, v.(string))
+	}
+	slices.Sort(param)
+	if !slices.Equal(param, stream.Types) {
+		t.Errorf("GET /v1/events?type= takes %v, the stream has %v", param, stream.Types)
 	}
 
 	g := start(t, storetest.SQLite(t), server.Options{})
