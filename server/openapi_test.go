@@ -33,11 +33,15 @@ import (
 )
 
 // The OpenAPI document (api/openapi.yaml, served at /v1/openapi.json) is
-// kept true three ways: TestOpenAPIDocument (a valid OpenAPI 3.1 document
-// that has every route the server registers, and no other), TestOpenAPI-
-// MatchesWireTypes (its schemas are package api's types), and g.do, which
-// checks every answer of every test that calls it against the document
-// (checkOpenAPI).
+// kept true by:
+//   - TestOpenAPIDocument: a valid OpenAPI 3.1 document (kin-openapi) that
+//     has every route the server registers, and no other;
+//   - TestOpenAPIMatchesWireTypes: its schemas are package api's types;
+//   - TestOpenAPIErrorCodes and TestOpenAPIEvents: it lists every error
+//     code and every event type, and real events match TypedEvent;
+//   - g.do, which checks every /v1 answer of every test that calls it
+//     (checkOpenAPI): status, content type and body as documented, and a
+//     request the server accepted valid per the document.
 
 // undocumented are the prefixes of the routes the document leaves out on
 // purpose: GraphQL (its own schema, schema.graphqls), and the HTML pages of
