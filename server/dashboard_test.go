@@ -68,9 +68,14 @@ func (b *webBrowser) dashSignIn(t *testing.T, m *mockoidc.MockOIDC, user *mockoi
 	if len(boot.Projects) != 1 || boot.Projects[0].Name != name || boot.CSRF == "" || boot.Account.Email != user.Email {
 		t.Fatalf("boot data %+v", boot)
 	}
-	for _, l := range dashAssetLinkRE.FindAllStringSubmatch(p.Body, -1) {
-		if a := b.get(l[1]); a.Status != http.StatusOK {
-			t.Errorf("asset %s: %d", l[1], a.Status)
+	links := dashAssetLinkRE.FindAllStringSubmatch(p.Body, -1)
+	if len(links) < 2 {
+		t.Errorf("the app's page links %d assets", len(links))
+	}
+	for _, l := range links {
+		a := b.get(l[1])
+		if a.Status != http.StatusOK || a.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+			t.Errorf("asset %s: %d, Cache-Control %q", l[1], a.Status, a.Header.Get("Cache-Control"))
 		}
 	}
 	return boot
