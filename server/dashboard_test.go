@@ -162,7 +162,7 @@ func TestDashboardAccess(t *testing.T) {
 		if st != http.StatusOK || out["errors"] != nil {
 			t.Fatalf("inject: %d %v", st, out)
 		}
-		st, out = ada.gql(t, aProject, aBoot.CSRF, `{ conversations(first: 10) { edges { node { participant lastMessage { text direction } } } } }`)
+		st, out = ada.gql(t, aProject, aBoot.CSRF, `{ conversations(first: 10, orderBy: {field: LAST_MESSAGE_AT, direction: DESC}) { edges { node { participant lastMessage { text direction } } } } }`)
 		if b, _ := json.Marshal(out); st != http.StatusOK || !strings.Contains(string(b), `"lastMessage":{"direction":"inbound","text":"second"}`) {
 			t.Errorf("conversations with their last message: %d %s", st, b)
 		}
