@@ -620,6 +620,20 @@ var (
 			}
 		},
 	}
+	// ConversationOrderFieldLastMessageAt orders Conversation by last_message_at.
+	ConversationOrderFieldLastMessageAt = &ConversationOrderField{
+		Value: func(_m *Conversation) (ent.Value, error) {
+			return _m.LastMessageAt, nil
+		},
+		column: conversation.FieldLastMessageAt,
+		toTerm: conversation.ByLastMessageAt,
+		toCursor: func(_m *Conversation) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.LastMessageAt,
+			}
+		},
+	}
 )
 
 // String implement fmt.Stringer interface.
@@ -628,6 +642,8 @@ func (f ConversationOrderField) String() string {
 	switch f.column {
 	case ConversationOrderFieldCreatedAt.column:
 		str = "CREATED_AT"
+	case ConversationOrderFieldLastMessageAt.column:
+		str = "LAST_MESSAGE_AT"
 	}
 	return str
 }
@@ -646,6 +662,8 @@ func (f *ConversationOrderField) UnmarshalGQL(v interface{}) error {
 	switch str {
 	case "CREATED_AT":
 		*f = *ConversationOrderFieldCreatedAt
+	case "LAST_MESSAGE_AT":
+		*f = *ConversationOrderFieldLastMessageAt
 	default:
 		return fmt.Errorf("%s is not a valid ConversationOrderField", str)
 	}

@@ -3120,6 +3120,7 @@ Properties by which Conversation connections can be ordered.
 """
 enum ConversationOrderField {
   CREATED_AT
+  LAST_MESSAGE_AT
 }
 """
 ConversationWhereInput is used for filtering Conversation objects.

@@ -29,7 +29,7 @@ import (
 // framework; dashboard/assets), embedded in the binary.
 //
 //	GET  /dashboard                       sign-in, a first project, or the app
-//	GET  /dashboard/assets/{name...}      the app's files
+//	GET  /dashboard/assets/{version}/{name...}  the app's files
 //	POST /dashboard/projects              {name, csrf}: a new project of the account
 //	POST /dashboard/graphql               GraphQL (X-Comm-Project, X-CSRF-Token)
 //	GET  /dashboard/graphql               the same over a websocket ({project, csrf} in connection_init)
@@ -59,7 +59,7 @@ type asset struct {
 }
 
 // dashboardAssets are the app's files by name (under dashboard/assets);
-// dashboardVersion is a hash of them all, the ?v= of the page's links.
+// dashboardVersion is a hash of them all, in the page's links to them.
 var dashboardAssets, dashboardVersion = loadAssets()
 
 func loadAssets() (map[string]*asset, string) {
@@ -196,10 +196,17 @@ func (s *Server) dashboardPage(w http.ResponseWriter, r *http.Request) {
 	writeMaybeGzip(w, r, http.StatusOK, buf.Bytes(), nil)
 }
 
-// serveAsset is GET /dashboard/assets/{name...}: immutable when asked for
-// by the current version (?v=), revalidated (by ETag) otherwise.
+// serveAsset is GET /dashboard/assets/{name...}. The page links its files
+// under the current version (/dashboard/assets/<version>/app.js), so the
+// modules they import by relative URL carry it too: those are immutable.
+// Any other version (a page from before an upgrade) gets today's file,
+// revalidated by ETag, as does a name without a version.
 func serveAsset(w http.ResponseWriter, r *http.Request) {
-	a, ok := dashboardAssets[r.PathValue("name")]
+	name, current := r.PathValue("name"), false
+	if v, rest, ok := strings.Cut(name, "/"); ok && isAssetVersion(v) {
+		name, current = rest, v == dashboardVersion
+	}
+	a, ok := dashboardAssets[name]
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -209,7 +216,7 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("ETag", a.etag)
 	h.Set("Vary", "Accept-Encoding")
-	if r.URL.Query().Get("v") == dashboardVersion {
+	if current {
 		h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		h.Set("Cache-Control", "no-cache")
@@ -219,6 +226,15 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeMaybeGzip(w, r, http.StatusOK, a.body, a.gz)
+}
+
+// isAssetVersion reports whether s has the form of dashboardVersion.
+func isAssetVersion(s string) bool {
+	if len(s) != len(dashboardVersion) {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 // writeMaybeGzip writes body, or its gzip form (compressed now when gz is

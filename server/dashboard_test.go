@@ -68,9 +68,14 @@ func (b *webBrowser) dashSignIn(t *testing.T, m *mockoidc.MockOIDC, user *mockoi
 	if len(boot.Projects) != 1 || boot.Projects[0].Name != name || boot.CSRF == "" || boot.Account.Email != user.Email {
 		t.Fatalf("boot data %+v", boot)
 	}
-	for _, l := range dashAssetLinkRE.FindAllStringSubmatch(p.Body, -1) {
-		if a := b.get(l[1]); a.Status != http.StatusOK {
-			t.Errorf("asset %s: %d", l[1], a.Status)
+	links := dashAssetLinkRE.FindAllStringSubmatch(p.Body, -1)
+	if len(links) < 2 {
+		t.Errorf("the app's page links %d assets", len(links))
+	}
+	for _, l := range links {
+		a := b.get(l[1])
+		if a.Status != http.StatusOK || a.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+			t.Errorf("asset %s: %d, Cache-Control %q", l[1], a.Status, a.Header.Get("Cache-Control"))
 		}
 	}
 	return boot
@@ -157,7 +162,7 @@ func TestDashboardAccess(t *testing.T) {
 		if st != http.StatusOK || out["errors"] != nil {
 			t.Fatalf("inject: %d %v", st, out)
 		}
-		st, out = ada.gql(t, aProject, aBoot.CSRF, `{ conversations(first: 10) { edges { node { participant lastMessage { text direction } } } } }`)
+		st, out = ada.gql(t, aProject, aBoot.CSRF, `{ conversations(first: 10, orderBy: {field: LAST_MESSAGE_AT, direction: DESC}) { edges { node { participant lastMessage { text direction } } } } }`)
 		if b, _ := json.Marshal(out); st != http.StatusOK || !strings.Contains(string(b), `"lastMessage":{"direction":"inbound","text":"second"}`) {
 			t.Errorf("conversations with their last message: %d %s", st, b)
 		}

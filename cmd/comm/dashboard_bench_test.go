@@ -31,6 +31,11 @@ import (
 // generator, the gateway and the browser share its cores.
 //
 //	COMM_BENCH_DASHBOARD=1 go test ./cmd/comm -run TestDashboardBenchmark -v -timeout 10m
+//
+// COMM_BENCH_RATE, COMM_BENCH_SECONDS and COMM_BENCH_EVENTS change the
+// load (1,000/s for 20 s, 100,000 events in all); COMM_BENCH_PAGE opens
+// another page than the live feed (overview: the same subscription
+// without the list).
 func TestDashboardBenchmark(t *testing.T) {
 	if os.Getenv("COMM_BENCH_DASHBOARD") == "" {
 		t.Skip("a benchmark: set COMM_BENCH_DASHBOARD=1")
@@ -124,7 +129,11 @@ func TestDashboardBenchmark(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.base+"/dashboard#/p/"+d.project+"/"+livePage)); err != nil {
+	pageName := livePage
+	if p := os.Getenv("COMM_BENCH_PAGE"); p != "" {
+		pageName = p // e.g. overview: the feed's subscription without its list, for comparison
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.base+"/dashboard#/p/"+d.project+"/"+pageName)); err != nil {
 		t.Fatal(err)
 	}
 	head := benchHead(t, srv.base, key)
@@ -178,6 +187,8 @@ func TestDashboardBenchmark(t *testing.T) {
 	fmt.Printf("| live feed: frames later than 50 ms / longest gap between frames | %.0f / %.0f ms |\n", probe["late"], probe["maxGap"])
 	fmt.Printf("| live feed: long tasks (main thread busy > 50 ms) / longest | %.0f / %.0f ms |\n", probe["longTasks"], probe["longest"])
 	fmt.Printf("| live feed: main-thread busy (TaskDuration) per second of feed | %.0f ms |\n", 1000*(after["TaskDuration"]-before["TaskDuration"])/elapsed.Seconds())
+	per := func(m string) float64 { return 1000 * (after[m] - before[m]) / elapsed.Seconds() }
+	fmt.Printf("| live feed: of which script / style / layout, per second | %.0f / %.0f / %.0f ms |\n", per("ScriptDuration"), per("RecalcStyleDuration"), per("LayoutDuration"))
 	fmt.Printf("| live feed: websocket data frames / mean size | %d / %d B |\n", frames.Load(), frameBytes.Load()/max(1, frames.Load()))
 	fmt.Printf("| memory after %d events: JS heap used (after GC) | %.1f MiB |\n", head, final["JSHeapUsedSize"]/(1<<20))
 	fmt.Printf("| memory after %d events: DOM nodes (document) / elements in the app | %.0f / %d |\n", head, final["Nodes"], rows)

@@ -226,6 +226,11 @@ var (
 				Unique:  true,
 				Columns: []*schema.Column{ConversationsColumns[2], ConversationsColumns[3], ConversationsColumns[4]},
 			},
+			{
+				Name:    "conversation_project_id_last_message_at",
+				Unique:  false,
+				Columns: []*schema.Column{ConversationsColumns[2], ConversationsColumns[8]},
+			},
 		},
 	}
 	// CreditEntriesColumns holds the columns for the "credit_entries" table.

@@ -34,11 +34,16 @@ func (Conversation) Fields() []ent.Field {
 			Comment("who the conversation is with, where thread_key is not that (email threads are keyed by Message-ID)"),
 		field.String("subject").Optional().Nillable(),
 		field.Time("typing_until").Optional().Nillable().Comment("typing indicator lease"),
-		field.Time("last_message_at").Default(func() time.Time { return time.Now().UTC() }),
+		field.Time("last_message_at").Default(func() time.Time { return time.Now().UTC() }).
+			Annotations(entgql.OrderField("LAST_MESSAGE_AT")),
 	}
 }
 
 // Indexes of the Conversation.
 func (Conversation) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("project_id", "connection_id", "thread_key").Unique()}
+	return []ent.Index{
+		index.Fields("project_id", "connection_id", "thread_key").Unique(),
+		// The dashboard lists a project's conversations newest first.
+		index.Fields("project_id", "last_message_at"),
+	}
 }

@@ -28,25 +28,11 @@ function list(ctx) {
 
   async function load() {
     try {
-      const data = await ctx.gql.query(`{ conversations(first: 50, orderBy: {field: CREATED_AT, direction: DESC}) {
-        totalCount edges { node { ${CONV_FIELDS} } } } }`);
-      const convs = data.conversations.edges.map((e) => e.node)
-        .sort((a, b) => b.lastMessageAt.localeCompare(a.lastMessageAt));
-      // The last message of each, in one request (an alias per conversation).
+      const data = await ctx.gql.query(`{ conversations(first: 50, orderBy: {field: LAST_MESSAGE_AT, direction: DESC}) {
+        totalCount edges { node { ${CONV_FIELDS} lastMessage { text subject direction status } } } } }`);
+      const convs = data.conversations.edges.map((e) => e.node);
       const last = {};
-      if (convs.length) {
-        const vars = {};
-        const parts = convs.map((c, i) => {
-          vars['c' + i] = c.id;
-          return `m${i}: messages(last: 1, where: {conversationID: $c${i}}) { edges { node { text subject direction status } } }`;
-        });
-        const q = `query Last(${convs.map((_, i) => `$c${i}: String!`).join(', ')}) { ${parts.join('\n')} }`;
-        const d = await ctx.gql.query(q, vars);
-        convs.forEach((c, i) => {
-          const e = d['m' + i].edges[0];
-          last[c.id] = e && e.node;
-        });
-      }
+      for (const c of convs) last[c.id] = c.lastMessage;
       replace(body, convs.length ? h('ul', {class: 'conv-list'}, convs.map((c) => item(c, last[c.id])))
         : h('p', null, 'No conversations yet: they start when someone writes to one of your connections, or when you send.'),
       data.conversations.totalCount > convs.length ? h('p', {class: 'muted'}, `The newest ${convs.length} of ${data.conversations.totalCount}.`) : null);
