@@ -37,6 +37,33 @@ type Webhooks struct {
 	DisableAfter time.Duration
 	// PollInterval is the safety-net poll (default 1 s).
 	PollInterval time.Duration
+	// Observer, if not nil, is told about every attempt (metrics).
+	Observer WebhookObserver
+}
+
+// WebhookObserver is told about every delivery attempt, for metrics: its
+// outcome (AttemptOutcome) and how long it took.
+type WebhookObserver interface {
+	WebhookAttempted(outcome string, d time.Duration)
+}
+
+// AttemptOutcome classifies an attempt in a few words, for metrics: "ok",
+// "gone" (410), "http_4xx", "http_5xx", "http_other" or "error" (no
+// answer: refused, timed out, unreachable).
+func AttemptOutcome(a webhook.Attempt) string {
+	switch {
+	case a.OK:
+		return "ok"
+	case a.Gone:
+		return "gone"
+	case a.StatusCode >= 500:
+		return "http_5xx"
+	case a.StatusCode >= 400:
+		return "http_4xx"
+	case a.StatusCode != 0:
+		return "http_other"
+	}
+	return "error"
 }
 
 // Run delivers until ctx ends, then releases its leases.
@@ -162,6 +189,9 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			pctx, cancel := context.WithDeadline(ctx, ep.LeaseUntil.Add(-d.leaseMargin()))
 			a := d.post(pctx, ep, e)
 			cancel()
+			if d.Observer != nil {
+				d.Observer.WebhookAttempted(AttemptOutcome(a), a.Latency)
+			}
 			if ctx.Err() != nil {
 				// Shutting down: keep an acknowledgement that arrived,
 				// so the event is not delivered again.

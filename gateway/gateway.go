@@ -23,6 +23,7 @@ import (
 	"github.com/comm-gateway/comm/channels/wacloud"
 	"github.com/comm-gateway/comm/channels/x"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/metrics"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/webhook"
@@ -80,6 +81,11 @@ type Config struct {
 	// Channels are more descriptors, added after the built-in ones (a
 	// test's own adapter).
 	Channels []channels.Descriptor
+	// Metrics, if not nil, counts the HTTP requests and reads the
+	// scrape-time gauges (webhook lag, outbox, websockets) of this
+	// gateway. Give the same to the log (stream.Options.Observer) for
+	// its commits.
+	Metrics *metrics.Metrics
 }
 
 // Gateway is a wired gateway.
@@ -93,7 +99,8 @@ type Gateway struct {
 	Hooks    *webhook.Hooks
 	Front    *server.Server
 
-	logger *slog.Logger
+	logger  *slog.Logger
+	metrics *metrics.Metrics
 }
 
 // New wires a gateway over log. StartWorkers runs its background
@@ -183,8 +190,15 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if fo.Logger == nil {
 		fo.Logger = logger
 	}
+	if cfg.Metrics != nil && fo.Observer == nil {
+		fo.Observer = cfg.Metrics
+	}
+	front := server.New(svc, fo)
+	if cfg.Metrics != nil {
+		cfg.Metrics.Watch(log.DB().R, front.Live())
+	}
 	return &Gateway{Log: log, Channels: reg, Svc: svc, Email: ch, Mail: mail, Accounts: accounts, Hooks: hooks,
-		Front: server.New(svc, fo), logger: logger}, nil
+		Front: front, logger: logger, metrics: cfg.Metrics}, nil
 }
 
 // registry is every channel comm knows, with the adapters built so far,

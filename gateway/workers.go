@@ -60,6 +60,9 @@ func (g *Gateway) StartWorkers(w Workers) (stop func()) {
 		if h.Client == nil {
 			h.Client = netguard.NewClient(netguard.Options{AllowPrivate: g.Hooks.AllowPrivate()})
 		}
+		if h.Observer == nil && g.metrics != nil {
+			h.Observer = g.metrics
+		}
 		run(h.Run)
 	}
 	if s := w.Sessions; s != nil {

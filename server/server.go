@@ -5,6 +5,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -83,6 +85,16 @@ type Options struct {
 	// Idempotency bounds the answers kept for POSTs made with an
 	// Idempotency-Key header (idempotency.go); Logger is filled in.
 	Idempotency idempotency.Options
+	// Observer, if not nil, is told about every request (metrics).
+	Observer Observer
+}
+
+// Observer is told about every request the server answers, for metrics:
+// the route pattern that served it ("GET /v1/messages/{id}"; "" when no
+// route matched), the status code (101 for a websocket, once upgraded) and
+// the time to the handler's return (for a websocket, to the upgrade).
+type Observer interface {
+	ObserveHTTP(pattern string, status int, d time.Duration)
 }
 
 // Defaults of the abuse limits (Options).
@@ -111,6 +123,7 @@ type Server struct {
 	trusted      []netip.Prefix
 	signin       *signIn
 	graphql      handlerFunc // the GraphQL endpoint, for the principal in the request's context
+	obs          Observer
 }
 
 // Close closes the websockets (hijacked connections, which
@@ -149,6 +162,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 		sandboxLimit: ratelimit.New(opts.SandboxesPerHour, time.Hour, opts.SandboxesPerHour),
 		writeLimit:   ratelimit.New(opts.WritesPerSecond, time.Second, opts.WriteBurst),
 		trusted:      opts.TrustedProxies,
+		obs:          opts.Observer,
 	}
 	opts.GraphQL.Writes = s.writeLimit
 	if opts.Accounts == nil {
@@ -319,6 +333,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	h, pattern := s.mux.Handler(r)
+	if s.obs != nil {
+		ow := &observedWriter{ResponseWriter: w, start: time.Now(), obs: s.obs, pattern: pattern}
+		w = ow
+		defer func() {
+			if !ow.hijacked {
+				s.obs.ObserveHTTP(pattern, ow.code(), time.Since(ow.start))
+			}
+		}()
+	}
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r) // sets the path values Handler does not
 		return
@@ -342,6 +365,57 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rec.status)
 		w.Write(rec.body.Bytes())
 	}
+}
+
+// observedWriter records the status of an answer for the Observer.
+type observedWriter struct {
+	http.ResponseWriter
+	start    time.Time
+	obs      Observer
+	pattern  string
+	status   int
+	hijacked bool
+}
+
+func (w *observedWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+func (w *observedWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *observedWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *observedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush and Hijack are here for the callers that assert the interfaces
+// rather than use an http.ResponseController.
+func (w *observedWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() } //nolint:errcheck // as http.Flusher
+
+// Hijack hands the connection over (a websocket): the request counts as
+// answered 101, with the time to the upgrade; what follows is not a
+// request's latency.
+func (w *observedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && !w.hijacked {
+		w.hijacked = true
+		// The handler returns only when the socket closes: count the
+		// request now.
+		w.obs.ObserveHTTP(w.pattern, http.StatusSwitchingProtocols, time.Since(w.start))
+	}
+	return c, rw, err
 }
 
 type statusRecorder struct {

@@ -41,6 +41,17 @@ type Options struct {
 	Hub *Hub
 	// Logger receives warnings; slog.Default() if nil.
 	Logger *slog.Logger
+	// Observer, if not nil, is told about every group commit (metrics).
+	Observer Observer
+}
+
+// Observer is told about the log's group commits, for metrics. Committed
+// runs on the writer goroutine after each batch, so it must be quick: units
+// is the number of pieces of work in the batch, events the events they
+// appended, failed the pieces that returned an error, and d the time the
+// batch took, retries included.
+type Observer interface {
+	Committed(units, events, failed int, d time.Duration)
 }
 
 // DefaultPageBytes is the default byte budget of a read page.
@@ -97,7 +108,7 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 		go l.listen(opts.Logger, l.stopListen, l.listenDone)
 	}
 	for range n {
-		w := &writer{log: l, queue: make(chan *unit, 4*opts.MaxBatch), maxBatch: opts.MaxBatch}
+		w := &writer{log: l, queue: make(chan *unit, 4*opts.MaxBatch), maxBatch: opts.MaxBatch, obs: opts.Observer}
 		l.writers = append(l.writers, w)
 		l.wg.Add(1)
 		go w.run()
@@ -224,6 +235,7 @@ type writer struct {
 	log      *Log
 	queue    chan *unit
 	maxBatch int
+	obs      Observer
 }
 
 func (w *writer) run() {
@@ -255,6 +267,10 @@ func (w *writer) run() {
 // fails (a lost connection, a deadlock, a project that vanished), each
 // piece of work is retried alone, so one bad piece fails only its caller.
 func (w *writer) commit(batch []*unit) {
+	var start time.Time
+	if w.obs != nil {
+		start = time.Now()
+	}
 	err := w.try(batch)
 	if err != nil && len(batch) > 1 {
 		for _, u := range batch {
@@ -267,11 +283,19 @@ func (w *writer) commit(batch []*unit) {
 		batch[0].err = err
 	}
 	heads := map[string]int64{}
+	events, failed := 0, 0
 	for _, u := range batch {
 		if u.err == nil && len(u.events) > 0 {
 			heads[u.project] = max(heads[u.project], u.events[len(u.events)-1].Seq)
+			events += len(u.events)
+		}
+		if u.err != nil {
+			failed++
 		}
 		close(u.done)
+	}
+	if w.obs != nil {
+		w.obs.Committed(len(batch), events, failed, time.Since(start))
 	}
 	for p, head := range heads {
 		w.log.hub.Publish(p, head)

@@ -139,6 +139,8 @@ func serve(s *flagSet, args []string) error {
 	wsPerIP := s.String("ws-max-per-ip", "COMM_WS_MAX_PER_IP", "200", "most open websockets from one client IP (per replica); more are refused at the upgrade with 429")
 	wsKeyCheck := s.String("ws-key-check-interval", "COMM_WS_KEY_CHECK_INTERVAL", "5s", "how often the keys of open websockets are checked against the database (a revoked key's sockets close; a revocation's NOTIFY closes them at once)")
 	prices := s.String("prices", "COMM_PRICES", account.DefaultPricesJSON, "USD per message of the paid channels by channel (or channel/provider) and direction, a JSON object laid over the defaults (a channel left out keeps its default price; 0 makes it free); each paid message debits the account's credit when it is recorded, a failed send is refunded, a send the balance does not cover answers 402 insufficient_credit")
+	metricsListen := s.String("metrics-listen", "COMM_METRICS_LISTEN", "off", "address (host:port) of a separate listener serving Prometheus metrics at /metrics; off: none. Keep it private: it is not authenticated")
+	metricsPerProject := s.String("metrics-per-project", "COMM_METRICS_PER_PROJECT", "false", "add per-project series (each project's webhook lag) to the metrics: one series per project")
 	lowCredit := s.String("credit-low-threshold", "COMM_CREDIT_LOW_THRESHOLD", "5", "balance in USD under which account.balance_low is appended to the project's stream (once per crossing); 0 disables")
 	if err := s.parse(args, 0, "no arguments"); err != nil {
 		return err
@@ -189,7 +191,12 @@ func serve(s *flagSet, args []string) error {
 		return err
 	}
 	defer db.Close()
-	log, err := stream.Open(db, stream.Options{Writers: nWriters, PageBytes: nPageBytes})
+	mets, stopMetrics, err := startMetrics(*metricsListen, *metricsPerProject, logger)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	log, err := stream.Open(db, stream.Options{Writers: nWriters, PageBytes: nPageBytes, Observer: observer(mets)})
 	if err != nil {
 		return err
 	}
@@ -342,7 +349,7 @@ func serve(s *flagSet, args []string) error {
 		base = "http://" + ln.Addr().String()
 	}
 	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
-	g, err := gateway.New(log, gateway.Config{Logger: logger, Credit: credit,
+	g, err := gateway.New(log, gateway.Config{Logger: logger, Credit: credit, Metrics: mets,
 		Telegram: telegram.Options{APIURL: *telegramURL},
 		Slack:    slack.Options{APIURL: *slackURL, ClientID: *slackID, ClientSecret: *slackSecret, SigningSecret: *slackSigning},
 		Discord:  discord.Options{APIURL: *discordURL, ClientID: *discordID, ClientSecret: *discordSecret, BotToken: *discordBot},

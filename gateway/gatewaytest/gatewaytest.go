@@ -79,6 +79,9 @@ func Start(t testing.TB, cfg store.Config, opts Options) *Gateway {
 	if so.Logger == nil {
 		so.Logger = c.Logger
 	}
+	if so.Observer == nil && c.Metrics != nil {
+		so.Observer = c.Metrics
+	}
 	log, err := stream.Open(db, so)
 	if err != nil {
 		ln.Close()

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/comm-gateway/comm/metrics"
+	"github.com/comm-gateway/comm/stream"
+)
+
+// startMetrics serves Prometheus metrics on addr ("" or "off": none, and a
+// nil *Metrics) until stop is called.
+func startMetrics(addr, perProject string, logger *slog.Logger) (m *metrics.Metrics, stop func(), err error) {
+	if addr == "" || addr == "off" {
+		return nil, func() {}, nil
+	}
+	per, err := parseBool("--metrics-per-project", perProject)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics listen: %w", err)
+	}
+	m = metrics.New(metrics.Options{PerProject: per, Logger: logger})
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics listener", "err", err)
+		}
+	}()
+	fmt.Printf("comm: metrics on http://%s/metrics\n", ln.Addr())
+	return m, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// observer is m as the log's observer, or none (not a typed nil).
+func observer(m *metrics.Metrics) stream.Observer {
+	if m == nil {
+		return nil
+	}
+	return m
+}
