@@ -35,8 +35,9 @@ type Options struct {
 
 // Metrics is one gateway's metrics. Its methods are safe for concurrent use.
 type Metrics struct {
-	reg  *prometheus.Registry
-	opts Options
+	reg   *prometheus.Registry
+	opts  Options
+	watch sync.Once
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
@@ -179,18 +180,21 @@ type Live interface {
 // Watch adds the collectors read at scrape time: the webhook lag and the
 // outbox depth from db (the read pool; dialect "postgres" or "sqlite3"),
 // and the open websockets and their queued bytes from live (nil: none).
+// Only the first call counts: one Metrics watches one gateway.
 func (m *Metrics) Watch(db *sql.DB, live Live) {
-	if db != nil {
-		m.reg.MustRegister(&dbCollector{m: m, db: db})
-	}
-	if live != nil {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "comm_live_sockets",
-			Help: "Open GraphQL websockets (subscriptions' connections) on this replica."},
-			func() float64 { return float64(live.Conns()) }))
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "comm_live_queued_bytes",
-			Help: "Bytes of data messages waiting to be written to this replica's websockets."},
-			func() float64 { return float64(live.QueuedBytes()) }))
-	}
+	m.watch.Do(func() {
+		if db != nil {
+			m.reg.MustRegister(&dbCollector{m: m, db: db})
+		}
+		if live != nil {
+			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "comm_live_sockets",
+				Help: "Open GraphQL websockets (subscriptions' connections) on this replica."},
+				func() float64 { return float64(live.Conns()) }))
+			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "comm_live_queued_bytes",
+				Help: "Bytes of data messages waiting to be written to this replica's websockets."},
+				func() float64 { return float64(live.QueuedBytes()) }))
+		}
+	})
 }
 
 var (

@@ -14,6 +14,7 @@ import (
 	"github.com/comm-gateway/comm/bench"
 	"github.com/comm-gateway/comm/channels/email/inbound"
 	"github.com/comm-gateway/comm/delivery"
+	"github.com/comm-gateway/comm/metrics"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/webhook"
@@ -33,6 +34,7 @@ func runBench(s *flagSet, args []string) error {
 	rates := s.String("rates", "COMM_BENCH_RATES", "250,400,600", "event rates (events/s) for the subscribe benchmark")
 	backlog := s.String("backlog", "COMM_BENCH_BACKLOG", "1000000", "events a subscriber catches up in the subscribe benchmark (0 skips it)")
 	serverGOGC := s.String("server-gogc", "COMM_BENCH_SERVER_GOGC", "100", "GOGC of the server process in the subscribe benchmark")
+	withMetrics := s.String("metrics", "COMM_BENCH_METRICS", "false", "count the gateway's metrics (as --metrics-listen does) while measuring, to see what they cost")
 	cpuprofile := s.String("cpuprofile", "COMM_BENCH_CPUPROFILE", "", "write a CPU profile of the run to this file")
 	if err := s.parse(args, 0, "no arguments"); err != nil {
 		return err
@@ -68,8 +70,16 @@ func runBench(s *flagSet, args []string) error {
 	if err != nil {
 		return err
 	}
+	countMetrics, err := parseBool("--metrics", *withMetrics)
+	if err != nil {
+		return err
+	}
 	ctx := context.Background()
 	open := func() (*stream.Log, func(), error) {
+		benchMetrics = nil
+		if countMetrics {
+			benchMetrics = metrics.New(metrics.Options{})
+		}
 		cfg := store.Config{SQLiteSync: *sync, ReadConns: max(nCl, 4)}
 		var cleanup func()
 		if *dbURL != "" {
@@ -90,7 +100,7 @@ func runBench(s *flagSet, args []string) error {
 			cleanup()
 			return nil, nil, err
 		}
-		l, err := stream.Open(db, stream.Options{Writers: nW})
+		l, err := stream.Open(db, stream.Options{Writers: nW, Observer: observer(benchMetrics)})
 		if err != nil {
 			db.Close()
 			cleanup()

@@ -50,3 +50,7 @@ func observer(m *metrics.Metrics) stream.Observer {
 	}
 	return m
 }
+
+// benchMetrics are the metrics of the gateway `comm bench --metrics`
+// measures (a new one for each database it opens); nil without --metrics.
+var benchMetrics *metrics.Metrics

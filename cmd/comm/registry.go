@@ -15,5 +15,8 @@ func benchGateway(l *stream.Log, opts messaging.Options) (*gateway.Gateway, erro
 // benchGatewayWith is benchGateway configured by cfg.
 func benchGatewayWith(l *stream.Log, cfg gateway.Config) (*gateway.Gateway, error) {
 	cfg.Server.SandboxesPerHour, cfg.Server.WritesPerSecond = -1, -1
+	if cfg.Metrics == nil {
+		cfg.Metrics = benchMetrics
+	}
 	return gateway.New(l, cfg)
 }
