@@ -17,6 +17,7 @@ import (
 	"github.com/comm-gateway/comm/gateway"
 	"github.com/comm-gateway/comm/gateway/gatewaytest"
 	"github.com/comm-gateway/comm/metrics"
+	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store/storetest"
 	"github.com/comm-gateway/comm/webhook"
 )
@@ -31,7 +32,8 @@ func TestMetrics(t *testing.T) {
 	m := metrics.New(metrics.Options{})
 	metrics.New(metrics.Options{}) // a second registry: no clash
 	g := gatewaytest.Start(t, storetest.SQLite(t), gatewaytest.Options{
-		Config:  gateway.Config{Metrics: m, Webhook: webhook.Options{AllowPrivate: true}},
+		Config: gateway.Config{Metrics: m, Webhook: webhook.Options{AllowPrivate: true},
+			Server: server.Options{SandboxesPerHour: 1}},
 		Workers: &gateway.Workers{Webhooks: &delivery.Webhooks{}},
 	})
 	scrapeSrv := httptest.NewServer(m.Handler())
@@ -59,6 +61,9 @@ func TestMetrics(t *testing.T) {
 		Key string `json:"api_key"`
 	}
 	post(http.MethodPost, "/v1/projects/sandbox", "", `{"name":"metrics"}`, &sb)
+	if resp := g.Do(t, gatewaytest.Request{Method: http.MethodPost, Path: "/v1/projects/sandbox", ContentType: "application/json", Body: `{"name":"two"}`}); resp.Status != http.StatusTooManyRequests {
+		t.Fatalf("second sandbox: %d, want 429", resp.Status)
+	}
 	post(http.MethodPut, "/v1/webhook", sb.Key, `{"url":"`+receiver.URL+`"}`, nil)
 	var conn struct {
 		ID string `json:"id"`
@@ -96,6 +101,8 @@ func TestMetrics(t *testing.T) {
 		{"comm_http_requests_total", []string{"route", "GET /v1/connections/{id}", "code", "404"}, 1},
 		{"comm_http_requests_total", []string{"route", "unmatched", "code", "404"}, 1},
 		{"comm_http_requests_total", []string{"route", "GET /graphql", "code", "101"}, 1},
+		{"comm_http_requests_total", []string{"route", "POST /v1/projects/sandbox", "code", "429"}, 1},
+		{"comm_ratelimit_refusals_total", []string{"bucket", "sandboxes"}, 1},
 		{"comm_log_appended_events_total", nil, 3},
 		{"comm_log_commits_total", nil, 1},
 		{"comm_webhook_endpoints", []string{"status", "active"}, 1},

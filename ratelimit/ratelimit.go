@@ -20,6 +20,17 @@ type Bucket struct {
 	keys  map[string]*state
 	swept time.Time
 	now   func() time.Time
+
+	refused func() // counts refusals (metrics); nil: not counted
+}
+
+// OnRefusal has f called each time the bucket refuses (Allow or AllowN
+// answering false), for metrics; f must be quick. Set it before use. A nil
+// bucket never refuses, and ignores it.
+func (b *Bucket) OnRefusal(f func()) {
+	if b != nil {
+		b.refused = f
+	}
 }
 
 type state struct {
@@ -55,6 +66,9 @@ func (b *Bucket) AllowN(key string, n int) (bool, time.Duration) {
 	if s.tokens >= need {
 		s.tokens -= need
 		return true, 0
+	}
+	if b.refused != nil {
+		b.refused()
 	}
 	return false, b.wait(math.Min(need, b.burst) - s.tokens)
 }

@@ -89,6 +89,13 @@ type Options struct {
 	Observer Observer
 }
 
+// RefusalObserver is an Observer also told about every request a rate
+// limit refused, by the limit's name (key_writes, sandboxes,
+// device_starts, device_codes, local_signin).
+type RefusalObserver interface {
+	Refused(bucket string)
+}
+
 // Observer is told about every request the server answers, for metrics:
 // the route pattern that served it ("GET /v1/messages/{id}"; "" when no
 // route matched), the status code (101 for a websocket, once upgraded) and
@@ -179,6 +186,12 @@ func New(svc *messaging.Service, opts Options) *Server {
 	s.idem = idempotency.New(svc, opts.Idempotency)
 	s.routes()
 	s.signInRoutes(opts.SignIn)
+	if o, ok := opts.Observer.(RefusalObserver); ok {
+		for name, b := range map[string]*ratelimit.Bucket{"device_starts": s.startLimit, "sandboxes": s.sandboxLimit,
+			"key_writes": s.writeLimit, "device_codes": s.signin.codeLimit, "local_signin": s.signin.localLimit} {
+			b.OnRefusal(func() { o.Refused(name) })
+		}
+	}
 	if opts.GraphQL.Logger == nil {
 		opts.GraphQL.Logger = opts.Logger
 	}
