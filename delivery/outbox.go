@@ -21,6 +21,15 @@ type Outbox struct {
 	Concurrency int
 	// PollInterval is the safety-net poll (default 1 s).
 	PollInterval time.Duration
+	// Observer, if not nil, is told about every send attempt (metrics).
+	Observer SendObserver
+}
+
+// SendObserver is told about every attempt to hand an outbound message to
+// its provider, for metrics: the channel and the outcome ("sent", "retry",
+// "failed"; see messaging.Claim.Outcome).
+type SendObserver interface {
+	Sent(channel, outcome string)
 }
 
 // Run delivers until ctx ends, then waits for the sends in flight.
@@ -55,6 +64,9 @@ func (o *Outbox) Run(ctx context.Context) {
 				// Finish a send already started even while shutting down.
 				if err := o.Service.Deliver(context.WithoutCancel(ctx), c); err != nil {
 					logger.Warn("outbox: deliver", "err", err)
+				}
+				if o.Observer != nil && c.Outcome() != "" {
+					o.Observer.Sent(c.Channel(), c.Outcome())
 				}
 			}()
 		}

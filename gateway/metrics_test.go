@@ -34,7 +34,7 @@ func TestMetrics(t *testing.T) {
 	g := gatewaytest.Start(t, storetest.SQLite(t), gatewaytest.Options{
 		Config: gateway.Config{Metrics: m, Webhook: webhook.Options{AllowPrivate: true},
 			Server: server.Options{SandboxesPerHour: 1}},
-		Workers: &gateway.Workers{Webhooks: &delivery.Webhooks{}},
+		Workers: &gateway.Workers{Webhooks: &delivery.Webhooks{}, Outbox: &delivery.Outbox{}},
 	})
 	scrapeSrv := httptest.NewServer(m.Handler())
 	defer scrapeSrv.Close()
@@ -69,9 +69,13 @@ func TestMetrics(t *testing.T) {
 		ID string `json:"id"`
 	}
 	post(http.MethodPost, "/v1/connections", sb.Key, `{"channel":"test"}`, &conn)
-	for range 3 {
-		post(http.MethodPost, "/v1/connections/"+conn.ID+"/inbound", sb.Key, `{"sender":"ann@example.com","text":"ping"}`, nil)
+	var in struct {
+		ID string `json:"id"`
 	}
+	for range 3 {
+		post(http.MethodPost, "/v1/connections/"+conn.ID+"/inbound", sb.Key, `{"sender":"ann@example.com","text":"ping"}`, &in)
+	}
+	post(http.MethodPost, "/v1/messages/"+in.ID+"/reply", sb.Key, `{"text":"pong"}`, nil)
 	g.Do(t, gatewaytest.Request{Path: "/v1/connections/nope", Key: sb.Key}) // 404
 	g.Do(t, gatewaytest.Request{Path: "/no/such/route"})
 	select {
@@ -89,6 +93,7 @@ func TestMetrics(t *testing.T) {
 	gatewaytest.WaitFor(t, "webhook attempt counted", 10*time.Second, func() bool {
 		fams = scrape(t, scrapeSrv.URL+"/metrics")
 		return value(fams, "comm_webhook_attempts_total", "outcome", "ok") >= 1 &&
+			value(fams, "comm_sends_total", "channel", "test", "outcome", "sent") == 1 &&
 			value(fams, "comm_live_sockets") == 1
 	})
 	for _, c := range []struct {

@@ -48,6 +48,9 @@ func (g *Gateway) StartWorkers(w Workers) (stop func()) {
 		if o.Logger == nil {
 			o.Logger = g.logger
 		}
+		if o.Observer == nil && g.metrics != nil {
+			o.Observer = g.metrics
+		}
 		run(o.Run)
 	}
 	if h := w.Webhooks; h != nil {

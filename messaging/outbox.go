@@ -63,8 +63,17 @@ func headOfConversation() predicate.Message {
 
 // Claim is an outbound message reserved for delivery by this process.
 type Claim struct {
-	msg *ent.Message
+	msg     *ent.Message
+	outcome string
 }
+
+// Channel is the channel of the claimed message.
+func (c *Claim) Channel() string { return c.msg.Channel }
+
+// Outcome says, after Deliver, what became of the attempt: "sent",
+// "retry" (it will be tried again) or "failed" (for good); "" when Deliver
+// has not decided (a database error).
+func (c *Claim) Outcome() string { return c.outcome }
 
 // ClaimDue reserves up to n outbound messages whose attempt is due (queued,
 // or sending under an expired lease), across all projects. Each claim is a
@@ -109,6 +118,7 @@ func (s *Service) ClaimDue(ctx context.Context, n int) ([]*Claim, error) {
 // held back while this one was out, may go now.
 func (s *Service) Deliver(ctx context.Context, c *Claim) error {
 	defer s.wakeOutbox()
+	c.outcome = "failed"
 	m := c.msg
 	tctx := tenant.WithProject(ctx, m.ProjectID)
 	conn, err := s.read.Connection.Query().Where(entconn.ID(m.ConnectionID)).Only(IncludeDeleted(tctx))
@@ -139,6 +149,7 @@ func (s *Service) Deliver(ctx context.Context, c *Claim) error {
 	cancel()
 	switch {
 	case err == nil:
+		c.outcome = "sent"
 		return s.sent(tctx, m, conn, res)
 	case errors.Is(err, channels.ErrRevoked):
 		if serr := s.SetConnectionStatus(ctx, conn, StatusRevoked, err.Error()); serr != nil {
@@ -148,6 +159,7 @@ func (s *Service) Deliver(ctx context.Context, c *Claim) error {
 	case errors.Is(err, channels.ErrPermanent) || m.Attempts >= MaxAttempts:
 		return s.fail(tctx, m, conn, err.Error())
 	default:
+		c.outcome = "retry"
 		return s.retry(tctx, m, err.Error(), channels.RetryAfter(err))
 	}
 }
