@@ -94,7 +94,7 @@ func New(opts Options) *Metrics {
 		"Requests refused by a rate limit, by bucket.", "bucket")
 	m.smtpSessions = f.counter("comm_smtp_sessions_total", "SMTP sessions opened on the inbound mail listener.")
 	m.smtpRefusals = f.counterVec("comm_smtp_refusals_total",
-		"Inbound mail refused, by reason.", "reason")
+		"Inbound mail refused, by reason: session_limit (421 at connect), recipient (RCPT refused), read (DATA unreadable: too large, a line too long), parse (a MIME limit broken, malformed), gateway (554 from the gateway), temporary (451).", "reason")
 	return m
 }
 
@@ -165,11 +165,20 @@ func (m *Metrics) Sent(channel, outcome string) { m.sends.WithLabelValues(channe
 // Refused counts a request refused by the rate limit named bucket.
 func (m *Metrics) Refused(bucket string) { m.refusals.WithLabelValues(bucket).Inc() }
 
-// SMTPSession counts an SMTP session opened.
-func (m *Metrics) SMTPSession() { m.smtpSessions.Inc() }
+// SMTPSession counts an SMTP session opened (inbound.Observer). Like
+// SMTPRefused, it does nothing on nil metrics (metrics off).
+func (m *Metrics) SMTPSession() {
+	if m != nil {
+		m.smtpSessions.Inc()
+	}
+}
 
-// SMTPRefused counts inbound mail refused for reason.
-func (m *Metrics) SMTPRefused(reason string) { m.smtpRefusals.WithLabelValues(reason).Inc() }
+// SMTPRefused counts inbound mail refused, for reason (inbound.Observer).
+func (m *Metrics) SMTPRefused(reason string) {
+	if m != nil {
+		m.smtpRefusals.WithLabelValues(reason).Inc()
+	}
+}
 
 // Live is what the metrics read of the websocket server (live.Server).
 type Live interface {

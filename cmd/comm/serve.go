@@ -409,7 +409,7 @@ func serve(s *flagSet, args []string) error {
 		mx := &inbound.Server{Domain: *mailDomain, Backend: g.Mail.Backend(), MaxMessageBytes: int64(maxMail), Resolver: resolver,
 			MaxParts: smtpLim.MaxParts, MaxDepth: smtpLim.MaxDepth, MaxBase64Errors: smtpLim.MaxBase64Errors, ParseTimeout: smtpLim.ParseTimeout,
 			MaxHeaderBytes: smtpLim.MaxHeaderBytes, MaxHeaderFieldBytes: smtpLim.MaxHeaderFieldBytes,
-			MaxSessions: smtpLim.MaxSessions, MaxSessionsPerIP: smtpLim.MaxSessionsPerIP, Logger: logger}
+			MaxSessions: smtpLim.MaxSessions, MaxSessionsPerIP: smtpLim.MaxSessionsPerIP, Logger: logger, Observer: mets}
 		switch {
 		case *smtpCert != "" && *smtpKey != "":
 			cert, err := tls.LoadX509KeyPair(*smtpCert, *smtpKey)

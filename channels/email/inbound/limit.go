@@ -22,6 +22,7 @@ type limitListener struct {
 	net.Listener
 	max, perIP int // 0: no limit
 	log        *slog.Logger
+	srv        *Server // told about refusals
 
 	mu       sync.Mutex
 	open     int
@@ -41,6 +42,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if reply == "" {
 			return &limitConn{Conn: c, l: l, ip: ip}, nil
 		}
+		l.srv.refused("session_limit")
 		// A short, bounded write: the socket buffer takes it at once.
 		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = c.Write([]byte(reply))

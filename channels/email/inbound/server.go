@@ -121,12 +121,33 @@ type Server struct {
 	// Logger receives a line for each message refused or failed after
 	// DATA, with its Message-ID and the reason; slog.Default() when nil.
 	Logger *slog.Logger
+	// Observer, if not nil, is told about sessions and refusals
+	// (metrics).
+	Observer Observer
 
 	mu     sync.Mutex
 	srv    *smtp.Server
 	ctx    context.Context
 	cancel context.CancelFunc
 	closed bool
+}
+
+// Observer is told about the listener's sessions and refusals, for
+// metrics. The reasons are few: session_limit (421 at accept, over
+// MaxSessions or MaxSessionsPerIP), recipient (RCPT refused: unknown or
+// refused address), read (DATA could not be read: too large, a line too
+// long, a broken connection), parse (the message broke a limit or did not
+// parse), gateway (the backend refused it, 554) and temporary (the
+// backend failed, 451).
+type Observer interface {
+	SMTPSession()
+	SMTPRefused(reason string)
+}
+
+func (s *Server) refused(reason string) {
+	if s != nil && s.Observer != nil {
+		s.Observer.SMTPRefused(reason)
+	}
 }
 
 // ListenAndServe listens on Addr and serves until Close.
@@ -151,7 +172,7 @@ func (s *Server) Serve(l net.Listener) error {
 		return err
 	}
 	l = &limitListener{Listener: l, max: limit(s.MaxSessions, DefaultMaxSessions),
-		perIP: limit(s.MaxSessionsPerIP, DefaultMaxSessionsPerIP), byIP: map[string]int{}, log: s.log()}
+		perIP: limit(s.MaxSessionsPerIP, DefaultMaxSessionsPerIP), byIP: map[string]int{}, log: s.log(), srv: s}
 	if err := srv.Serve(l); err != nil {
 		return fmt.Errorf("email: serve: %w", err)
 	}
@@ -231,6 +252,9 @@ func (s *Server) server() (*smtp.Server, error) {
 }
 
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
+	if s.Observer != nil {
+		s.Observer.SMTPSession()
+	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	sess := &session{srv: s, conn: c, ctx: ctx, cancel: cancel}
 	if addr := c.Conn().RemoteAddr(); addr != nil {

@@ -56,10 +56,13 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		s.rcpts = append(s.rcpts, to)
 		return nil
 	case errors.Is(err, ErrUnknownRecipient):
+		s.srv.refused("recipient")
 		return replyUnknownRcpt
 	case errors.Is(err, ErrPermanent):
+		s.srv.refused("recipient")
 		return replyRefusedRcpt
 	default:
+		s.srv.refused("temporary")
 		return replyTransient
 	}
 }
@@ -85,6 +88,7 @@ func (s *session) Data(r io.Reader) error {
 		}
 		s.log().Info("smtp: message refused while reading it", "code", reply.Code, "reason", err.Error(),
 			"message_id", headerMessageID(sp.reader()), "remote", s.remote, "mail_from", s.from)
+		s.srv.refused("read")
 		return reply
 	}
 
@@ -100,6 +104,7 @@ func (s *session) Data(r io.Reader) error {
 		}
 		s.log().Log(s.ctx, level, "smtp: message refused", "code", reply.Code, "reason", err.Error(),
 			"message_id", headerMessageID(sp.reader()), "digest", sp.digest(), "remote", s.remote, "mail_from", s.from)
+		s.srv.refused("parse")
 		return reply
 	}
 	msg.MailFrom, _ = cleanText(s.from)
@@ -123,10 +128,12 @@ func (s *session) Data(r io.Reader) error {
 	if errors.Is(err, ErrPermanent) {
 		s.log().Warn("smtp: message refused by the gateway (554)", "message_id", msg.MessageID, "digest", msg.Digest,
 			"remote", s.remote, "err", err)
+		s.srv.refused("gateway")
 		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 3, 0}, Message: "Message refused: " + oneLine(err.Error())}
 	}
 	s.log().Error("smtp: storing a message failed (451, the sender retries)", "message_id", msg.MessageID, "digest", msg.Digest,
 		"remote", s.remote, "err", err)
+	s.srv.refused("temporary")
 	return replyTransient
 }
 
