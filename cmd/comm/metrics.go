@@ -14,18 +14,19 @@ import (
 )
 
 // startMetrics serves Prometheus metrics on addr ("" or "off": none, and a
-// nil *Metrics) until stop is called.
-func startMetrics(addr, perProject string, logger *slog.Logger) (m *metrics.Metrics, stop func(), err error) {
+// nil *Metrics) until stop is called; line is the start-up line that says
+// where.
+func startMetrics(addr, perProject string, logger *slog.Logger) (m *metrics.Metrics, line string, stop func(), err error) {
 	if addr == "" || addr == "off" {
-		return nil, func() {}, nil
+		return nil, "", func() {}, nil
 	}
 	per, err := parseBool("--metrics-per-project", perProject)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("metrics listen: %w", err)
+		return nil, "", nil, fmt.Errorf("metrics listen: %w", err)
 	}
 	m = metrics.New(metrics.Options{PerProject: per, Logger: logger})
 	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second,
@@ -35,8 +36,7 @@ func startMetrics(addr, perProject string, logger *slog.Logger) (m *metrics.Metr
 			logger.Error("metrics listener", "err", err)
 		}
 	}()
-	fmt.Printf("comm: metrics on http://%s/metrics\n", ln.Addr())
-	return m, func() {
+	return m, fmt.Sprintf("comm: metrics on http://%s/metrics\n", ln.Addr()), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

@@ -191,7 +191,7 @@ func serve(s *flagSet, args []string) error {
 		return err
 	}
 	defer db.Close()
-	mets, stopMetrics, err := startMetrics(*metricsListen, *metricsPerProject, logger)
+	mets, metricsLine, stopMetrics, err := startMetrics(*metricsListen, *metricsPerProject, logger)
 	if err != nil {
 		return err
 	}
@@ -443,6 +443,7 @@ func serve(s *flagSet, args []string) error {
 	}
 	fmt.Printf("comm: listening on %s (database: %s)\n", base, db.Where)
 	fmt.Print(smtpLine)
+	fmt.Print(metricsLine)
 	fmt.Print(signInLine)
 	fmt.Printf("comm: dashboard at %s/dashboard\n", base)
 
