@@ -175,6 +175,9 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 		mo.Box = svc.Box()
 	}
 	mail := mailhost.New(svc, mo)
+	if cfg.Metrics != nil {
+		mail.OnRefusal(cfg.Metrics.Refused)
+	}
 	ch.Bind(mail)
 	if cfg.Credit.Prices != nil {
 		if err := cfg.Credit.Prices.Check(reg); err != nil {

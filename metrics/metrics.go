@@ -215,6 +215,8 @@ var (
 		"Webhook endpoints, by status (active, failing, disabled).", []string{"status"}, nil)
 	lagProjectDesc = prometheus.NewDesc("comm_webhook_project_lag_events",
 		"Lag (head - cursor) of each project's webhook endpoint (only with per-project metrics).", []string{"project"}, nil)
+	headDesc = prometheus.NewDesc("comm_stream_head",
+		"Seq of the last event of each project's stream (only with per-project metrics).", []string{"project"}, nil)
 	outboxDesc = prometheus.NewDesc("comm_outbox_messages",
 		"Outbound messages waiting to be sent or being sent (status queued or sending).", nil, nil)
 	scrapeErrDesc = prometheus.NewDesc("comm_metrics_scrape_errors_total",
@@ -238,6 +240,7 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- scrapeErrDesc
 	if c.m.opts.PerProject {
 		ch <- lagProjectDesc
+		ch <- headDesc
 	}
 }
 
@@ -280,22 +283,9 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if c.m.opts.PerProject {
-		if rows, err := c.db.QueryContext(ctx, `SELECT w.project_id, p.last_seq - w.cursor
-			FROM webhooks w JOIN projects p ON p.id = w.project_id WHERE w.status <> 'disabled'`); err != nil {
-			c.fail(err)
-		} else {
-			for rows.Next() {
-				var p string
-				var n int64
-				if err := rows.Scan(&p, &n); err == nil {
-					ch <- prometheus.MustNewConstMetric(lagProjectDesc, prometheus.GaugeValue, float64(n), p)
-				}
-			}
-			if err := rows.Err(); err != nil {
-				c.fail(err)
-			}
-			rows.Close()
-		}
+		c.perProject(ctx, ch, lagProjectDesc, `SELECT w.project_id, p.last_seq - w.cursor
+			FROM webhooks w JOIN projects p ON p.id = w.project_id WHERE w.status <> 'disabled'`)
+		c.perProject(ctx, ch, headDesc, `SELECT id, last_seq FROM projects`)
 	}
 	var outbox int64
 	if err := c.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE status IN ('queued', 'sending')`).Scan(&outbox); err != nil {
@@ -307,6 +297,26 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	n := c.n
 	c.errs.Unlock()
 	ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.CounterValue, n)
+}
+
+// perProject sends a gauge of desc for each (project, value) row of query.
+func (c *dbCollector) perProject(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, query string) {
+	rows, err := c.db.QueryContext(ctx, query)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		var n int64
+		if err := rows.Scan(&p, &n); err == nil {
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n), p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		c.fail(err)
+	}
 }
 
 // factory registers what it makes on reg.

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comm-gateway/comm/bench"
 	"github.com/comm-gateway/comm/metrics"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/store/storetest"
+	"github.com/comm-gateway/comm/stream"
 )
 
 // TestHandler: /metrics serves the text exposition of what was counted
@@ -28,6 +30,14 @@ func testHandler(t *testing.T, cfg store.Config) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	l, err := stream.Open(db, stream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := bench.CreateProjects(context.Background(), l, 1); err != nil {
+		t.Fatal(err)
+	}
 	for _, per := range []bool{false, true} {
 		m := metrics.New(metrics.Options{PerProject: per})
 		m.Watch(db.R, nil)
@@ -47,6 +57,9 @@ func testHandler(t *testing.T, cfg store.Config) {
 		resp.Body.Close()
 		srv.Close()
 		text := string(b)
+		if got := strings.Contains(text, "comm_stream_head{project="); got != per {
+			t.Errorf("PerProject %v: per-project heads shown: %v", per, got)
+		}
 		for _, want := range []string{
 			`comm_http_requests_total{code="200",route="GET /v1/project"} 1`,
 			`comm_http_requests_total{code="404",route="unmatched"} 1`,

@@ -42,3 +42,23 @@ func TestBucket(t *testing.T) {
 		t.Error("a nil bucket limits")
 	}
 }
+
+// TestOnRefusal: the hook is called for each refusal, never for a token
+// given; a nil bucket takes it and ignores it.
+func TestOnRefusal(t *testing.T) {
+	b := New(1, time.Hour, 2)
+	n := 0
+	b.OnRefusal(func() { n++ })
+	for range 5 {
+		b.Allow("k")
+	}
+	if n != 3 {
+		t.Errorf("%d refusals counted, want 3", n)
+	}
+	var none *Bucket
+	none.OnRefusal(func() { n++ })
+	none.Allow("k")
+	if n != 3 {
+		t.Errorf("a nil bucket counted a refusal")
+	}
+}

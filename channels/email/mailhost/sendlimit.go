@@ -33,6 +33,14 @@ func newSendBudgets(o Options) sendBudgets {
 	}
 }
 
+// OnRefusal has f called with the budget's name (mail_sandbox,
+// mail_signed_in) each time a budget refuses mail, for metrics. Call it
+// before the host is used.
+func (h *Host) OnRefusal(f func(bucket string)) {
+	h.sends.sandbox.OnRefusal(func() { f("mail_sandbox") })
+	h.sends.signedIn.OnRefusal(func() { f("mail_signed_in") })
+}
+
 // AllowSend decides whether mail may be queued from the inbox address
 // from (of connection conn) to to (email.Gateway). Mail to an inbox of
 // this gateway (its mail domain or a verified custom domain) is free. Mail
