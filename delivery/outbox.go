@@ -30,6 +30,9 @@ type Outbox struct {
 // "failed"; see messaging.Claim.Outcome).
 type SendObserver interface {
 	Sent(channel, outcome string)
+	// ProviderError is told the class of a provider's error
+	// (messaging.Claim.ErrorClass).
+	ProviderError(channel, class string)
 }
 
 // Run delivers until ctx ends, then waits for the sends in flight.
@@ -67,6 +70,9 @@ func (o *Outbox) Run(ctx context.Context) {
 				}
 				if o.Observer != nil && c.Outcome() != "" {
 					o.Observer.Sent(c.Channel(), c.Outcome())
+					if class := c.ErrorClass(); class != "" {
+						o.Observer.ProviderError(c.Channel(), class)
+					}
 				}
 			}()
 		}

@@ -76,6 +76,7 @@ func TestMetrics(t *testing.T) {
 		post(http.MethodPost, "/v1/connections/"+conn.ID+"/inbound", sb.Key, `{"sender":"ann@example.com","text":"ping"}`, &in)
 	}
 	post(http.MethodPost, "/v1/messages/"+in.ID+"/reply", sb.Key, `{"text":"pong"}`, nil)
+	post(http.MethodPost, "/v1/messages", sb.Key, `{"connection_id":"`+conn.ID+`","to":"fail-permanent","text":"ping"}`, nil)
 	g.Do(t, gatewaytest.Request{Path: "/v1/connections/nope", Key: sb.Key}) // 404
 	g.Do(t, gatewaytest.Request{Path: "/no/such/route"})
 	select {
@@ -94,6 +95,8 @@ func TestMetrics(t *testing.T) {
 		fams = scrape(t, scrapeSrv.URL+"/metrics")
 		return value(fams, "comm_webhook_attempts_total", "outcome", "ok") >= 1 &&
 			value(fams, "comm_sends_total", "channel", "test", "outcome", "sent") == 1 &&
+			value(fams, "comm_sends_total", "channel", "test", "outcome", "failed") == 1 &&
+			value(fams, "comm_provider_errors_total", "channel", "test", "class", "permanent") == 1 &&
 			value(fams, "comm_live_sockets") == 1
 	})
 	for _, c := range []struct {

@@ -65,6 +65,7 @@ func headOfConversation() predicate.Message {
 type Claim struct {
 	msg     *ent.Message
 	outcome string
+	class   string
 }
 
 // Channel is the channel of the claimed message.
@@ -74,6 +75,26 @@ func (c *Claim) Channel() string { return c.msg.Channel }
 // "retry" (it will be tried again) or "failed" (for good); "" when Deliver
 // has not decided (a database error).
 func (c *Claim) Outcome() string { return c.outcome }
+
+// ErrorClass says, after Deliver, what kind of error the provider answered
+// ("" when it took the message or was not called): revoked (the
+// credentials), permanent, rate_limited (it asked to wait), timeout, or
+// transient.
+func (c *Claim) ErrorClass() string { return c.class }
+
+func errorClass(err error) string {
+	switch {
+	case errors.Is(err, channels.ErrRevoked):
+		return "revoked"
+	case errors.Is(err, channels.ErrPermanent):
+		return "permanent"
+	case channels.RetryAfter(err) > 0:
+		return "rate_limited"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "transient"
+}
 
 // ClaimDue reserves up to n outbound messages whose attempt is due (queued,
 // or sending under an expired lease), across all projects. Each claim is a
@@ -147,6 +168,9 @@ func (s *Service) Deliver(ctx context.Context, c *Claim) error {
 	sctx, cancel := context.WithTimeout(ctx, SendTimeout)
 	res, err := a.Send(sctx, out)
 	cancel()
+	if err != nil {
+		c.class = errorClass(err)
+	}
 	switch {
 	case err == nil:
 		c.outcome = "sent"

@@ -54,6 +54,7 @@ type Metrics struct {
 	webhookAttempts *prometheus.CounterVec
 	webhookLatency  prometheus.Observer
 	sends           *prometheus.CounterVec
+	providerErrors  *prometheus.CounterVec
 	refusals        *prometheus.CounterVec
 	smtpSessions    prometheus.Counter
 	smtpRefusals    *prometheus.CounterVec
@@ -90,6 +91,8 @@ func New(opts Options) *Metrics {
 	m.webhookLatency = f.histogram("comm_webhook_attempt_duration_seconds", "Time of a webhook delivery attempt.", prometheus.DefBuckets)
 	m.sends = f.counterVec("comm_sends_total",
 		"Outbound messages handed to a provider, by channel and outcome (sent, retry, failed).", "channel", "outcome")
+	m.providerErrors = f.counterVec("comm_provider_errors_total",
+		"Errors providers answered to outbound sends, by channel and class (revoked, permanent, rate_limited, timeout, transient).", "channel", "class")
 	m.refusals = f.counterVec("comm_ratelimit_refusals_total",
 		"Requests refused by a rate limit, by bucket.", "bucket")
 	m.smtpSessions = f.counter("comm_smtp_sessions_total", "SMTP sessions opened on the inbound mail listener.")
@@ -161,6 +164,12 @@ func (m *Metrics) WebhookAttempted(outcome string, d time.Duration) {
 
 // Sent counts an outbound message handed to channel's provider, by outcome.
 func (m *Metrics) Sent(channel, outcome string) { m.sends.WithLabelValues(channel, outcome).Inc() }
+
+// ProviderError counts a provider's error to a send, by channel and
+// class (delivery.SendObserver).
+func (m *Metrics) ProviderError(channel, class string) {
+	m.providerErrors.WithLabelValues(channel, class).Inc()
+}
 
 // Refused counts a request refused by the rate limit named bucket.
 func (m *Metrics) Refused(bucket string) { m.refusals.WithLabelValues(bucket).Inc() }

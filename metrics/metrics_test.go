@@ -46,6 +46,7 @@ func testHandler(t *testing.T, cfg store.Config) {
 		m.ObserveHTTP("", 404, time.Millisecond)
 		m.Committed(3, 5, 1, 2*time.Millisecond)
 		m.Sent("test", "sent")
+		m.ProviderError("sms", "rate_limited")
 		m.Refused("key_writes")
 		m.WebhookAttempted("http_5xx", time.Second)
 		srv := httptest.NewServer(m.Handler())
@@ -68,6 +69,7 @@ func testHandler(t *testing.T, cfg store.Config) {
 			`comm_log_failed_writes_total 1`,
 			`comm_log_commit_batch_size_bucket{le="4"} 1`,
 			`comm_sends_total{channel="test",outcome="sent"} 1`,
+			`comm_provider_errors_total{channel="sms",class="rate_limited"} 1`,
 			`comm_ratelimit_refusals_total{bucket="key_writes"} 1`,
 			`comm_webhook_attempts_total{outcome="http_5xx"} 1`,
 			`comm_webhook_lag_events 0`,
