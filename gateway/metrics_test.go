@@ -126,7 +126,7 @@ func TestMetrics(t *testing.T) {
 	if h := histogram(fams, "comm_log_commit_batch_size"); h == nil || h.GetSampleCount() < 1 {
 		t.Errorf("batch size histogram %v", h)
 	}
-	for _, name := range []string{"comm_webhook_lag_events", "comm_webhook_lag_max_events", "comm_outbox_messages", "comm_live_queued_bytes"} {
+	for _, name := range []string{"comm_live_subscriptions", "comm_webhook_lag_events", "comm_webhook_lag_max_events", "comm_outbox_messages", "comm_live_queued_bytes"} {
 		if _, ok := fams[name]; !ok {
 			t.Errorf("no %s", name)
 		}

@@ -506,3 +506,31 @@ func waitConns(t *testing.T, g *gateway, n int) {
 	}
 	t.Fatalf("%d sockets open, want %d", g.Front.Live().Conns(), n)
 }
+
+// TestSubscriptionsCounted: Subscriptions counts the subscriptions open
+// on all sockets (for metrics), down to none once the socket closes.
+func TestSubscriptionsCounted(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{})
+	sb := g.sandbox(t)
+	c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(map[string]string{"Authorization": "Bearer " + sb.APIKey})
+	c.subscribe("s", subEvents, nil)
+	c.subscribe("t", subEvents, nil)
+	waitSubs := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for g.Front.Live().Subscriptions() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d subscriptions, want %d", g.Front.Live().Subscriptions(), n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitSubs(2)
+	c.ws.Close()
+	waitSubs(0)
+}

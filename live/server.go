@@ -415,6 +415,23 @@ func (s *Server) Conns() int {
 	return len(s.conns)
 }
 
+// Subscriptions returns the subscriptions open on all sockets (queries and
+// mutations in progress on them are not counted). It locks each socket in
+// turn: for metrics, not for a hot path.
+func (s *Server) Subscriptions() int {
+	n := 0
+	for _, c := range s.snapshot() {
+		c.mu.Lock()
+		for _, sub := range c.subs {
+			if sub != nil {
+				n++
+			}
+		}
+		c.mu.Unlock()
+	}
+	return n
+}
+
 // QueuedBytes returns the bytes of data frames waiting to be written to
 // all sockets (bounded by Options.TotalQueueBytes).
 func (s *Server) QueuedBytes() int64 { return s.budget.used.Load() }

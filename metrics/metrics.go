@@ -192,6 +192,7 @@ func (m *Metrics) SMTPRefused(reason string) {
 // Live is what the metrics read of the websocket server (live.Server).
 type Live interface {
 	Conns() int
+	Subscriptions() int
 	QueuedBytes() int64
 }
 
@@ -208,6 +209,9 @@ func (m *Metrics) Watch(db *sql.DB, live Live) {
 			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "comm_live_sockets",
 				Help: "Open GraphQL websockets (subscriptions' connections) on this replica."},
 				func() float64 { return float64(live.Conns()) }))
+			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "comm_live_subscriptions",
+				Help: "GraphQL subscriptions open on this replica's websockets."},
+				func() float64 { return float64(live.Subscriptions()) }))
 			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "comm_live_queued_bytes",
 				Help: "Bytes of data messages waiting to be written to this replica's websockets."},
 				func() float64 { return float64(live.QueuedBytes()) }))
