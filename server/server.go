@@ -337,14 +337,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Request-Id", id)
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
-	defer func() {
-		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
-				panic(v)
-			}
-			s.writeError(w, r, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
-		}
-	}()
 	h, pattern := s.mux.Handler(r)
 	if s.obs != nil {
 		ow := &observedWriter{ResponseWriter: w, start: time.Now(), obs: s.obs, pattern: pattern}
@@ -355,6 +347,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	}
+	// After the observer's defer, so that it sees the 500 of a panic.
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.writeError(w, r, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+		}
+	}()
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r) // sets the path values Handler does not
 		return
