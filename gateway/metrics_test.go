@@ -218,3 +218,61 @@ func histogram(fams map[string]*dto.MetricFamily, name string, pairs ...string) 
 	}
 	return nil
 }
+
+// TestMetricsWebhookLag: events a failing receiver has not acknowledged
+// show as lag (in total, at most, and per project with PerProject), and
+// its attempts as http_5xx.
+func TestMetricsWebhookLag(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Options{PerProject: true})
+	g := gatewaytest.Start(t, storetest.SQLite(t), gatewaytest.Options{
+		Config:  gateway.Config{Metrics: m, Webhook: webhook.Options{AllowPrivate: true}},
+		Workers: &gateway.Workers{Webhooks: &delivery.Webhooks{}},
+	})
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer receiver.Close()
+	scrapeSrv := httptest.NewServer(m.Handler())
+	defer scrapeSrv.Close()
+	post := func(method, path, key, body string, out any) {
+		t.Helper()
+		resp := g.Do(t, gatewaytest.Request{Method: method, Path: path, Key: key, ContentType: "application/json", Body: body})
+		if resp.Status/100 != 2 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.Status, resp.Body)
+		}
+		if out != nil {
+			if err := json.Unmarshal(resp.Body, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var sb struct {
+		Key       string `json:"api_key"`
+		ProjectID string `json:"project_id"`
+	}
+	post(http.MethodPost, "/v1/projects/sandbox", "", `{"name":"lag"}`, &sb)
+	post(http.MethodPut, "/v1/webhook", sb.Key, `{"url":"`+receiver.URL+`"}`, nil)
+	var conn struct {
+		ID string `json:"id"`
+	}
+	post(http.MethodPost, "/v1/connections", sb.Key, `{"channel":"test"}`, &conn)
+	for range 2 {
+		post(http.MethodPost, "/v1/connections/"+conn.ID+"/inbound", sb.Key, `{"sender":"ann@example.com","text":"ping"}`, nil)
+	}
+	var fams map[string]*dto.MetricFamily
+	gatewaytest.WaitFor(t, "a failed attempt", 10*time.Second, func() bool {
+		fams = scrape(t, scrapeSrv.URL+"/metrics")
+		return value(fams, "comm_webhook_attempts_total", "outcome", "http_5xx") >= 1
+	})
+	lag := value(fams, "comm_webhook_lag_events")
+	if lag < 2 || value(fams, "comm_webhook_lag_max_events") != lag {
+		t.Errorf("lag %v, max %v; want at least the 2 messages' events", lag, value(fams, "comm_webhook_lag_max_events"))
+	}
+	if v := value(fams, "comm_webhook_project_lag_events", "project", sb.ProjectID); v != lag {
+		t.Errorf("the project's lag %v, want %v", v, lag)
+	}
+	if v := value(fams, "comm_stream_head", "project", sb.ProjectID); v < lag {
+		t.Errorf("the project's head %v, want at least %v", v, lag)
+	}
+}
