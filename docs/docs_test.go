@@ -266,3 +266,35 @@ func TestCheckLink(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceComplete checks that the reference names every event type
+// (api/project.go's Event constants) and every error code (fault/fault.go)
+// the code has, so a new one cannot go undocumented.
+func TestReferenceComplete(t *testing.T) {
+	source := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	events, api := source("docs/events.md"), source("docs/api.md")
+	types := regexp.MustCompile(`(?m)^\s+Event[A-Za-z]+\s+= "([a-z_.]+)"`).FindAllStringSubmatch(source("api/project.go"), -1)
+	if len(types) < 10 {
+		t.Fatalf("found %d event types in api/project.go; is the pattern broken?", len(types))
+	}
+	for _, m := range types {
+		if !strings.Contains(events, "### "+m[1]) && !strings.Contains(events, "[`"+m[1]+"`](#") {
+			t.Errorf("docs/events.md does not describe event type %s", m[1])
+		}
+	}
+	codes := regexp.MustCompile(`Code: "([a-z_]+)"`).FindAllStringSubmatch(source("fault/fault.go"), -1)
+	if len(codes) < 15 {
+		t.Fatalf("found %d error codes in fault/fault.go; is the pattern broken?", len(codes))
+	}
+	for _, m := range codes {
+		if !strings.Contains(api, "| `"+m[1]+"` |") {
+			t.Errorf("docs/api.md's error table does not list %s", m[1])
+		}
+	}
+}
