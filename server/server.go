@@ -83,6 +83,17 @@ type Options struct {
 	// Idempotency bounds the answers kept for POSTs made with an
 	// Idempotency-Key header (idempotency.go); Logger is filled in.
 	Idempotency idempotency.Options
+	// Ready are the checks of GET /readyz beside the database ping
+	// (gateway.New gives its own: migrations, workers, encryption key).
+	Ready []ReadyCheck
+}
+
+// ReadyCheck is one check of GET /readyz: Check returns nil when ready,
+// else an error whose message says what is wrong in words an operator
+// may see (the endpoint is public: no addresses, no secrets).
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
 }
 
 // Defaults of the abuse limits (Options).
@@ -111,6 +122,7 @@ type Server struct {
 	trusted      []netip.Prefix
 	signin       *signIn
 	graphql      handlerFunc // the GraphQL endpoint, for the principal in the request's context
+	ready        []ReadyCheck
 }
 
 // Close closes the websockets (hijacked connections, which
@@ -149,6 +161,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 		sandboxLimit: ratelimit.New(opts.SandboxesPerHour, time.Hour, opts.SandboxesPerHour),
 		writeLimit:   ratelimit.New(opts.WritesPerSecond, time.Second, opts.WriteBurst),
 		trusted:      opts.TrustedProxies,
+		ready:        opts.Ready,
 	}
 	opts.GraphQL.Writes = s.writeLimit
 	if opts.Accounts == nil {
@@ -217,6 +230,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 
 func (s *Server) routes() {
 	s.mux.Handle("GET /healthz", s.public(s.healthz))
+	s.mux.Handle("GET /readyz", s.public(s.readyz))
 	s.mux.Handle("POST /v1/projects/sandbox", s.public(s.createSandbox))
 	s.mux.Handle("GET /v1/openapi.json", s.public(s.openAPI))
 	s.mux.Handle("GET /v1/project", s.authed(s.getProject))
