@@ -40,6 +40,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Logger receives errors; slog.Default if nil.
 	Logger *slog.Logger
+	// AccessLog receives one line per request (accesslog.go), at INFO;
+	// Logger if nil. A logger of slog.DiscardHandler writes none.
+	AccessLog *slog.Logger
 	// GraphQL configures /graphql.
 	GraphQL graph.Options
 	// Playground serves a GraphiQL page at GET /graphql/playground (its
@@ -112,6 +115,7 @@ type Server struct {
 	idem    *idempotency.Keys
 	mux     *routeMux
 	logger  *slog.Logger
+	access  *slog.Logger
 	maxBody int64
 	live    *live.Server
 	baseURL string
@@ -140,6 +144,9 @@ func New(svc *messaging.Service, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.AccessLog == nil {
+		opts.AccessLog = opts.Logger
+	}
 	if opts.BaseURL == "" {
 		opts.BaseURL = "http://127.0.0.1:8080"
 	}
@@ -162,6 +169,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 		writeLimit:   ratelimit.New(opts.WritesPerSecond, time.Second, opts.WriteBurst),
 		trusted:      opts.TrustedProxies,
 		ready:        opts.Ready,
+		access:       opts.AccessLog,
 	}
 	opts.GraphQL.Writes = s.writeLimit
 	if opts.Accounts == nil {
@@ -323,7 +331,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = "req_" + hex.EncodeToString(b[:])
 	}
 	w.Header().Set("X-Request-Id", id)
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	a := &access{}
+	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), requestIDKey, id), accessKey{}, a))
+	h, pattern := s.mux.Handler(r)
+	aw, logAccess := s.logAccess(w, r, id, pattern, a)
+	defer logAccess() // after the recovery below has answered
+	w = aw
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -332,7 +345,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
 		}
 	}()
-	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r) // sets the path values Handler does not
 		return
@@ -427,6 +439,7 @@ func (s *Server) authed(h handlerFunc) http.Handler {
 		if err != nil {
 			return err
 		}
+		noteProject(r.Context(), p.ProjectID)
 		return h(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)))
 	})
 }

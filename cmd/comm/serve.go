@@ -63,6 +63,7 @@ func serve(s *flagSet, args []string) error {
 	allowPrivate := s.String("webhook-allow-private", "COMM_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on loopback and private networks, and plain http (tests, LAN installs)")
 	disableAfter := s.String("webhook-disable-after", "COMM_WEBHOOK_DISABLE_AFTER", "72h", "disable a webhook endpoint failing continuously this long")
 	encKey := s.String("encryption-key", "COMM_ENCRYPTION_KEY", "", "base64 of 32 bytes sealing secrets at rest, the same on every replica (a check value in the database refuses another); default on SQLite: a key file in the data dir; required on PostgreSQL")
+	logFormat := s.String("log-format", "COMM_LOG_FORMAT", "auto", "log format on stderr: text, json (one object a line), or auto: text on a terminal, json otherwise; one line per HTTP request (\"http\") with its request id, route, status, bytes, duration, client IP and project, never a key, a header's value or a body")
 	grace := s.String("shutdown-grace", "COMM_SHUTDOWN_GRACE", "30s", "how long in-flight requests may finish on SIGINT/SIGTERM")
 	smtpListen := s.String("smtp-listen", "COMM_SMTP_LISTEN", "127.0.0.1:2525", "address of the inbound SMTP listener (the MX of the mail domain); \"off\" disables it")
 	mailDomain := s.String("mail-domain", "COMM_MAIL_DOMAIN", email.DefaultMailDomain, "domain of the inbox addresses comm hands out")
@@ -180,7 +181,10 @@ func serve(s *flagSet, args []string) error {
 		return err
 	}
 
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger, err := newLogger(*logFormat, os.Stderr)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

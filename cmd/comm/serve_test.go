@@ -148,6 +148,16 @@ func TestServeKeyCheck(t *testing.T) {
 		t.Errorf("readyz: %d %s", code, body)
 	}
 	p.stop(t)
+	// stderr is no terminal: the log is JSON, a line per request.
+	if out := p.out.String(); !strings.Contains(out, `"msg":"http"`) || !strings.Contains(out, `"route":"GET /readyz","status":200`) {
+		t.Errorf("no JSON access line for GET /readyz in:\n%s", out)
+	}
+	p = start(t, bin, dir, "COMM_LOG_FORMAT=text")
+	call(t, "GET", p.base+"/healthz", "", "")
+	p.stop(t)
+	if out := p.out.String(); !strings.Contains(out, `msg=http`) || !strings.Contains(out, `route="GET /healthz" status=200`) {
+		t.Errorf("no text access line for GET /healthz in:\n%s", out)
+	}
 	keyFile := filepath.Join(dir, "comm-data", "encryption.key")
 	out := refused(t, bin, dir, "COMM_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
 	for _, want := range []string{"does not match", "--encryption-key", "COMM_ENCRYPTION_KEY"} {
