@@ -40,6 +40,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Logger receives errors; slog.Default if nil.
 	Logger *slog.Logger
+	// AccessLog receives one line per request (accesslog.go), at INFO;
+	// Logger if nil. A logger of slog.DiscardHandler writes none.
+	AccessLog *slog.Logger
 	// GraphQL configures /graphql.
 	GraphQL graph.Options
 	// Playground serves a GraphiQL page at GET /graphql/playground (its
@@ -83,6 +86,17 @@ type Options struct {
 	// Idempotency bounds the answers kept for POSTs made with an
 	// Idempotency-Key header (idempotency.go); Logger is filled in.
 	Idempotency idempotency.Options
+	// Ready are the checks of GET /readyz beside the database ping
+	// (gateway.New gives its own: migrations, workers, encryption key).
+	Ready []ReadyCheck
+}
+
+// ReadyCheck is one check of GET /readyz: Check returns nil when ready,
+// else an error whose message says what is wrong in words an operator
+// may see (the endpoint is public: no addresses, no secrets).
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
 }
 
 // Defaults of the abuse limits (Options).
@@ -101,6 +115,7 @@ type Server struct {
 	idem    *idempotency.Keys
 	mux     *routeMux
 	logger  *slog.Logger
+	access  *slog.Logger
 	maxBody int64
 	live    *live.Server
 	baseURL string
@@ -111,6 +126,7 @@ type Server struct {
 	trusted      []netip.Prefix
 	signin       *signIn
 	graphql      handlerFunc // the GraphQL endpoint, for the principal in the request's context
+	ready        []ReadyCheck
 }
 
 // Close closes the websockets (hijacked connections, which
@@ -127,6 +143,9 @@ func New(svc *messaging.Service, opts Options) *Server {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.AccessLog == nil {
+		opts.AccessLog = opts.Logger
 	}
 	if opts.BaseURL == "" {
 		opts.BaseURL = "http://127.0.0.1:8080"
@@ -149,6 +168,8 @@ func New(svc *messaging.Service, opts Options) *Server {
 		sandboxLimit: ratelimit.New(opts.SandboxesPerHour, time.Hour, opts.SandboxesPerHour),
 		writeLimit:   ratelimit.New(opts.WritesPerSecond, time.Second, opts.WriteBurst),
 		trusted:      opts.TrustedProxies,
+		ready:        opts.Ready,
+		access:       opts.AccessLog,
 	}
 	opts.GraphQL.Writes = s.writeLimit
 	if opts.Accounts == nil {
@@ -217,6 +238,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 
 func (s *Server) routes() {
 	s.mux.Handle("GET /healthz", s.public(s.healthz))
+	s.mux.Handle("GET /readyz", s.public(s.readyz))
 	s.mux.Handle("POST /v1/projects/sandbox", s.public(s.createSandbox))
 	s.mux.Handle("GET /v1/openapi.json", s.public(s.openAPI))
 	s.mux.Handle("GET /v1/project", s.authed(s.getProject))
@@ -309,7 +331,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = "req_" + hex.EncodeToString(b[:])
 	}
 	w.Header().Set("X-Request-Id", id)
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	a := &access{}
+	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), requestIDKey, id), accessKey{}, a))
+	h, pattern := s.mux.Handler(r)
+	aw, logAccess := s.logAccess(w, r, id, pattern, a)
+	defer logAccess() // after the recovery below has answered
+	w = aw
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -318,7 +345,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
 		}
 	}()
-	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r) // sets the path values Handler does not
 		return
@@ -413,6 +439,7 @@ func (s *Server) authed(h handlerFunc) http.Handler {
 		if err != nil {
 			return err
 		}
+		noteProject(r.Context(), p.ProjectID)
 		return h(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)))
 	})
 }

@@ -60,7 +60,12 @@ type DB struct {
 
 	stopCheckpoint context.CancelFunc
 	wg             sync.WaitGroup
+	migrated       bool
 }
+
+// Migrated reports whether the schema was brought up to date (Open does
+// it before returning; /readyz reports it).
+func (db *DB) Migrated() bool { return db.migrated }
 
 // IsPostgres reports whether db is PostgreSQL.
 func (db *DB) IsPostgres() bool { return db.Dialect == dialect.Postgres }
@@ -83,6 +88,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	db.migrated = true
 	if !db.IsPostgres() {
 		cctx, cancel := context.WithCancel(context.Background())
 		db.stopCheckpoint = cancel
