@@ -39,7 +39,7 @@ func backupCmd(f *flagSet, args []string) error {
 	}
 	dest := f.positional[0]
 	if *dbURL != "" {
-		cmd, err := pgCommand("pg_dump --format=custom --file="+shellQuote(dest), *dbURL)
+		cmd, err := pgCommand("pg_dump --format=custom --file="+shellQuote(dest), *dbURL, true)
 		if err != nil {
 			return cliError{exitUsage, err}
 		}
@@ -69,7 +69,7 @@ func restoreCmd(f *flagSet, args []string) error {
 	}
 	src := f.positional[0]
 	if *dbURL != "" {
-		cmd, err := pgCommand("pg_restore --clean --if-exists --no-owner --single-transaction", *dbURL)
+		cmd, err := pgCommand("pg_restore --clean --if-exists --no-owner --single-transaction", *dbURL, false)
 		if err != nil {
 			return cliError{exitUsage, err}
 		}
@@ -105,8 +105,9 @@ const pgPasswordNote = "The password is left out: give it in PGPASSWORD or ~/.pg
 // pgCommand is a pg_dump or pg_restore command line (prefix, then the
 // connection) for the gateway's database URL, without its password. The
 // URL's query keeps libpq's parameters; search_path (a schema, which
-// libpq does not take in a URL) becomes --schema.
-func pgCommand(prefix, rawURL string) (string, error) {
+// libpq does not take in a URL) becomes --schema when withSchema (pg_dump:
+// a dump of that schema, which pg_restore then restores whole).
+func pgCommand(prefix, rawURL string, withSchema bool) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "", errors.New("--database-url must be postgres:// or postgresql://")
@@ -128,7 +129,7 @@ func pgCommand(prefix, rawURL string) (string, error) {
 	}
 	u.RawQuery = keep.Encode()
 	args := []string{prefix}
-	if schema != "" {
+	if schema != "" && withSchema {
 		args = append(args, "--schema="+shellQuote(schema))
 	}
 	args = append(args, "--dbname="+shellQuote(u.String()))

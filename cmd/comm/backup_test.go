@@ -113,6 +113,27 @@ func TestBackupUnderLoad(t *testing.T) {
 	}
 	p.stop(t)
 
+	// On PostgreSQL they print the pg_dump and pg_restore commands, without
+	// the password, and take nothing.
+	pg := "postgres://comm:s3cret@db.example:5432/comm?sslmode=require&search_path=tenant1"
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"backup", "out.dump", "--database-url", pg}, []string{"pg_dump --format=custom --file=out.dump --schema=tenant1 --dbname='postgres://comm@db.example:5432/comm?sslmode=require'", "PGPASSWORD"}},
+		{[]string{"restore", "out.dump", "--database-url", pg}, []string{"pg_restore --clean --if-exists --no-owner --single-transaction --dbname='postgres://comm@db.example:5432/comm?sslmode=require' out.dump"}},
+	} {
+		out, err := exec.Command(bin, c.args...).CombinedOutput()
+		if err == nil || strings.Contains(string(out), "s3cret") {
+			t.Errorf("%v: %v\n%s", c.args, err, out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%v does not say %q:\n%s", c.args, w, out)
+			}
+		}
+	}
+
 	fresh := t.TempDir()
 	freshData := filepath.Join(fresh, "comm-data")
 	if out, err := exec.Command(bin, "restore", dest, "--data-dir", freshData).CombinedOutput(); err != nil {
