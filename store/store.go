@@ -156,7 +156,8 @@ var (
 
 const sqliteDriver = "comm_sqlite3"
 
-func openSQLite(cfg Config) (*DB, error) {
+// registerSQLiteDriver registers comm's SQLite driver (sqliteDriver) once.
+func registerSQLiteDriver() {
 	registerSQLite.Do(func() {
 		sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{
 			ConnectHook: func(c *sqlite3.SQLiteConn) error {
@@ -169,14 +170,23 @@ func openSQLite(cfg Config) (*DB, error) {
 			},
 		})
 	})
-	dir := cfg.DataDir
-	if dir == "" {
-		dir = "comm-data"
+}
+
+// SQLitePath is the SQLite database file in the data dir dataDir (empty:
+// comm-data).
+func SQLitePath(dataDir string) string {
+	if dataDir == "" {
+		dataDir = "comm-data"
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	return filepath.Join(dataDir, "comm.db")
+}
+
+func openSQLite(cfg Config) (*DB, error) {
+	registerSQLiteDriver()
+	path := SQLitePath(cfg.DataDir)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: data dir: %w", err)
 	}
-	path := filepath.Join(dir, "comm.db")
 	sync := strings.ToUpper(cfg.SQLiteSync)
 	if sync == "" {
 		sync = "FULL"
