@@ -331,8 +331,12 @@ func TestRestartMidDelivery(t *testing.T) {
 		rcv.setAnswer(func(w http.ResponseWriter, r *http.Request, h *hit, n int) int {
 			if n == 4 {
 				inFlight <- h.Seq
+				// Never an acknowledgement: when the handler sees the
+				// request go at the stop, its answer may still reach the
+				// worker, which would rightly count a 204 while this
+				// receiver does not.
 				sleepOrGone(r, 5*time.Second)
-				return http.StatusNoContent
+				return http.StatusServiceUnavailable
 			}
 			sleepOrGone(r, 30*time.Millisecond)
 			return http.StatusNoContent
@@ -909,7 +913,14 @@ func TestLeaseOutlivesSlowDelivery(t *testing.T) {
 		rcv := newReceiver(t)
 		rcv.setAnswer(func(w http.ResponseWriter, r *http.Request, h *hit, n int) int {
 			if n == 2 {
+				// Cut by the worker's lease deadline. The answer is a 503,
+				// never an acknowledgement: when the receiver sees the
+				// request go only as the deadline passes, the worker may
+				// still read what it writes (seen under load: a 204 here
+				// reached the worker, which rightly moved on, while the
+				// receiver counted it as unanswered).
 				sleepOrGone(r, 2500*time.Millisecond)
+				return http.StatusServiceUnavailable
 			}
 			return http.StatusNoContent
 		})

@@ -5,7 +5,9 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
+	"time"
 
 	"github.com/comm-gateway/comm/channels/discord"
 	"github.com/comm-gateway/comm/channels/imessage"
@@ -24,6 +26,7 @@ import (
 	"github.com/comm-gateway/comm/channels/x"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/metrics"
+	"github.com/comm-gateway/comm/sealed"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/webhook"
@@ -101,6 +104,8 @@ type Gateway struct {
 
 	logger  *slog.Logger
 	metrics *metrics.Metrics
+	box     *sealed.Box // the checked key (CheckKey); nil when none was given
+	workers workerState
 }
 
 // New wires a gateway over log. StartWorkers runs its background
@@ -110,6 +115,17 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
+	}
+	if box := cfg.Service.Box; box != nil {
+		// A replica whose key differs from the others' could not open
+		// what they sealed: it refuses to start. (Without a Box the
+		// service makes a key of its own, lost at exit: tests.)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := CheckKey(ctx, log, box)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Email.Logger == nil {
 		cfg.Email.Logger = logger
@@ -196,12 +212,14 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 	if cfg.Metrics != nil && fo.Observer == nil {
 		fo.Observer = cfg.Metrics
 	}
-	front := server.New(svc, fo)
+	g := &Gateway{Log: log, Channels: reg, Svc: svc, Email: ch, Mail: mail, Accounts: accounts, Hooks: hooks,
+		logger: logger, box: cfg.Service.Box, metrics: cfg.Metrics}
+	fo.Ready = append(g.readyChecks(), fo.Ready...)
+	g.Front = server.New(svc, fo)
 	if cfg.Metrics != nil {
-		cfg.Metrics.Watch(log.DB().R, front.Live())
+		cfg.Metrics.Watch(log.DB().R, g.Front.Live())
 	}
-	return &Gateway{Log: log, Channels: reg, Svc: svc, Email: ch, Mail: mail, Accounts: accounts, Hooks: hooks,
-		Front: front, logger: logger, metrics: cfg.Metrics}, nil
+	return g, nil
 }
 
 // registry is every channel comm knows, with the adapters built so far,

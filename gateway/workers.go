@@ -37,9 +37,23 @@ type Workers struct {
 func (g *Gateway) StartWorkers(w Workers) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	run := func(f func(context.Context)) {
+	st := &g.workers
+	st.mu.Lock()
+	st.started, st.stopped, st.exited = true, false, nil
+	st.mu.Unlock()
+	run := func(name string, f func(context.Context)) {
 		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
+		go func() {
+			defer wg.Done()
+			f(ctx)
+			if ctx.Err() == nil {
+				// Returned before being stopped: /readyz says so.
+				st.mu.Lock()
+				st.exited = append(st.exited, name)
+				st.mu.Unlock()
+				g.logger.Error("worker stopped", "worker", name)
+			}
+		}()
 	}
 	if o := w.Outbox; o != nil {
 		if o.Service == nil {
@@ -51,7 +65,7 @@ func (g *Gateway) StartWorkers(w Workers) (stop func()) {
 		if o.Observer == nil && g.metrics != nil {
 			o.Observer = g.metrics
 		}
-		run(o.Run)
+		run("outbox", o.Run)
 	}
 	if h := w.Webhooks; h != nil {
 		if h.Hooks == nil {
@@ -66,7 +80,7 @@ func (g *Gateway) StartWorkers(w Workers) (stop func()) {
 		if h.Observer == nil && g.metrics != nil {
 			h.Observer = g.metrics
 		}
-		run(h.Run)
+		run("webhooks", h.Run)
 	}
 	if s := w.Sessions; s != nil {
 		if s.Service == nil {
@@ -75,12 +89,18 @@ func (g *Gateway) StartWorkers(w Workers) (stop func()) {
 		if s.Logger == nil {
 			s.Logger = g.logger
 		}
-		run(s.Run)
+		run("sessions", s.Run)
 	}
 	if every := w.VerifyDomains; every > 0 {
-		run(func(ctx context.Context) { verifyDomains(ctx, g.Mail, every, g.logger) })
+		run("domain verifier", func(ctx context.Context) { verifyDomains(ctx, g.Mail, every, g.logger) })
 	}
-	return func() { cancel(); wg.Wait() }
+	return func() {
+		st.mu.Lock()
+		st.stopped = true
+		st.mu.Unlock()
+		cancel()
+		wg.Wait()
+	}
 }
 
 // verifyDomains checks pending custom domains again every so often, until

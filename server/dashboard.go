@@ -345,6 +345,7 @@ func (s *Server) dashboardGraphQL(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	r.Header.Del("Authorization")
+	noteProject(r.Context(), p.ProjectID)
 	return s.graphql(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)))
 }
 
@@ -401,5 +402,6 @@ func (s *Server) dashboardAttachment(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
+	noteProject(r.Context(), p.ProjectID)
 	return s.getAttachment(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)))
 }

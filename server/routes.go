@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"time"
@@ -17,6 +18,35 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 		return fault.Unavailable("database unreachable")
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readyTimeout bounds the checks of one GET /readyz.
+const readyTimeout = 2 * time.Second
+
+// readyz answers 200 when this gateway can serve (the database answers
+// within 2 s and every ReadyCheck passes), else 503; the body names each
+// check with "ok" or what is wrong.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	checks := map[string]string{"database": "ok"}
+	ready := true
+	if err := s.svc.Ping(ctx); err != nil {
+		s.logger.Warn("readiness: database", "err", err)
+		checks["database"], ready = "unreachable", false
+	}
+	for _, c := range s.ready {
+		checks[c.Name] = "ok"
+		if err := c.Check(ctx); err != nil {
+			checks[c.Name], ready = err.Error(), false
+		}
+	}
+	status, code := "ready", http.StatusOK
+	if !ready {
+		status, code = "not_ready", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
 	return nil
 }
 

@@ -5,7 +5,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -15,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -42,6 +40,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Logger receives errors; slog.Default if nil.
 	Logger *slog.Logger
+	// AccessLog receives one line per request (accesslog.go), at INFO;
+	// Logger if nil. A logger of slog.DiscardHandler writes none.
+	AccessLog *slog.Logger
 	// GraphQL configures /graphql.
 	GraphQL graph.Options
 	// Playground serves a GraphiQL page at GET /graphql/playground (its
@@ -87,6 +88,17 @@ type Options struct {
 	Idempotency idempotency.Options
 	// Observer, if not nil, is told about every request (metrics).
 	Observer Observer
+	// Ready are the checks of GET /readyz beside the database ping
+	// (gateway.New gives its own: migrations, workers, encryption key).
+	Ready []ReadyCheck
+}
+
+// ReadyCheck is one check of GET /readyz: Check returns nil when ready,
+// else an error whose message says what is wrong in words an operator
+// may see (the endpoint is public: no addresses, no secrets).
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
 }
 
 // RefusalObserver is an Observer also told about every request a rate
@@ -120,6 +132,7 @@ type Server struct {
 	idem    *idempotency.Keys
 	mux     *routeMux
 	logger  *slog.Logger
+	access  *slog.Logger
 	maxBody int64
 	live    *live.Server
 	baseURL string
@@ -131,6 +144,7 @@ type Server struct {
 	signin       *signIn
 	graphql      handlerFunc // the GraphQL endpoint, for the principal in the request's context
 	obs          Observer
+	ready        []ReadyCheck
 }
 
 // Close closes the websockets (hijacked connections, which
@@ -147,6 +161,9 @@ func New(svc *messaging.Service, opts Options) *Server {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.AccessLog == nil {
+		opts.AccessLog = opts.Logger
 	}
 	if opts.BaseURL == "" {
 		opts.BaseURL = "http://127.0.0.1:8080"
@@ -170,6 +187,8 @@ func New(svc *messaging.Service, opts Options) *Server {
 		writeLimit:   ratelimit.New(opts.WritesPerSecond, time.Second, opts.WriteBurst),
 		trusted:      opts.TrustedProxies,
 		obs:          opts.Observer,
+		ready:        opts.Ready,
+		access:       opts.AccessLog,
 	}
 	opts.GraphQL.Writes = s.writeLimit
 	if opts.Accounts == nil {
@@ -244,6 +263,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 
 func (s *Server) routes() {
 	s.mux.Handle("GET /healthz", s.public(s.healthz))
+	s.mux.Handle("GET /readyz", s.public(s.readyz))
 	s.mux.Handle("POST /v1/projects/sandbox", s.public(s.createSandbox))
 	s.mux.Handle("GET /v1/openapi.json", s.public(s.openAPI))
 	s.mux.Handle("GET /v1/project", s.authed(s.getProject))
@@ -336,18 +356,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = "req_" + hex.EncodeToString(b[:])
 	}
 	w.Header().Set("X-Request-Id", id)
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	a := &access{}
+	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), requestIDKey, id), accessKey{}, a))
 	h, pattern := s.mux.Handler(r)
-	if s.obs != nil {
-		ow := &observedWriter{ResponseWriter: w, start: time.Now(), obs: s.obs, pattern: pattern}
-		w = ow
-		defer func() {
-			if !ow.hijacked {
-				s.obs.ObserveHTTP(pattern, ow.code(), time.Since(ow.start))
-			}
-		}()
-	}
-	// After the observer's defer, so that it sees the 500 of a panic.
+	aw, logAccess := s.logAccess(w, r, id, pattern, a)
+	defer logAccess() // after the recovery below has answered
+	w = aw
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -379,57 +393,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rec.status)
 		w.Write(rec.body.Bytes())
 	}
-}
-
-// observedWriter records the status of an answer for the Observer.
-type observedWriter struct {
-	http.ResponseWriter
-	start    time.Time
-	obs      Observer
-	pattern  string
-	status   int
-	hijacked bool
-}
-
-func (w *observedWriter) code() int {
-	if w.status == 0 {
-		return http.StatusOK
-	}
-	return w.status
-}
-
-func (w *observedWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *observedWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *observedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Flush and Hijack are here for the callers that assert the interfaces
-// rather than use an http.ResponseController.
-func (w *observedWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() } //nolint:errcheck // as http.Flusher
-
-// Hijack hands the connection over (a websocket): the request counts as
-// answered 101, with the time to the upgrade; what follows is not a
-// request's latency.
-func (w *observedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
-	if err == nil && !w.hijacked {
-		w.hijacked = true
-		// The handler returns only when the socket closes: count the
-		// request now.
-		w.obs.ObserveHTTP(w.pattern, http.StatusSwitchingProtocols, time.Since(w.start))
-	}
-	return c, rw, err
 }
 
 type statusRecorder struct {
@@ -501,6 +464,7 @@ func (s *Server) authed(h handlerFunc) http.Handler {
 		if err != nil {
 			return err
 		}
+		noteProject(r.Context(), p.ProjectID)
 		return h(w, r.WithContext(messaging.WithPrincipal(r.Context(), p)))
 	})
 }

@@ -60,7 +60,12 @@ type DB struct {
 
 	stopCheckpoint context.CancelFunc
 	wg             sync.WaitGroup
+	migrated       bool
 }
+
+// Migrated reports whether the schema was brought up to date (Open does
+// it before returning; /readyz reports it).
+func (db *DB) Migrated() bool { return db.migrated }
 
 // IsPostgres reports whether db is PostgreSQL.
 func (db *DB) IsPostgres() bool { return db.Dialect == dialect.Postgres }
@@ -83,6 +88,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	db.migrated = true
 	if !db.IsPostgres() {
 		cctx, cancel := context.WithCancel(context.Background())
 		db.stopCheckpoint = cancel
@@ -150,7 +156,8 @@ var (
 
 const sqliteDriver = "comm_sqlite3"
 
-func openSQLite(cfg Config) (*DB, error) {
+// registerSQLiteDriver registers comm's SQLite driver (sqliteDriver) once.
+func registerSQLiteDriver() {
 	registerSQLite.Do(func() {
 		sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{
 			ConnectHook: func(c *sqlite3.SQLiteConn) error {
@@ -163,14 +170,23 @@ func openSQLite(cfg Config) (*DB, error) {
 			},
 		})
 	})
-	dir := cfg.DataDir
-	if dir == "" {
-		dir = "comm-data"
+}
+
+// SQLitePath is the SQLite database file in the data dir dataDir (empty:
+// comm-data).
+func SQLitePath(dataDir string) string {
+	if dataDir == "" {
+		dataDir = "comm-data"
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	return filepath.Join(dataDir, "comm.db")
+}
+
+func openSQLite(cfg Config) (*DB, error) {
+	registerSQLiteDriver()
+	path := SQLitePath(cfg.DataDir)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: data dir: %w", err)
 	}
-	path := filepath.Join(dir, "comm.db")
 	sync := strings.ToUpper(cfg.SQLiteSync)
 	if sync == "" {
 		sync = "FULL"

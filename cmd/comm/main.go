@@ -74,6 +74,10 @@ func init() {
 			{name: "keys revoke", usage: "keys revoke ID", summary: "revoke a key: it stops working at once", json: true,
 				about: "Revokes one of the project's keys: it stops working at once.", run: keysRevoke},
 		}},
+		{name: "backup", usage: "backup DEST", summary: "copy the SQLite database to DEST while the gateway serves",
+			about: backupAbout, run: backupCmd},
+		{name: "restore", usage: "restore SRC [--force]", summary: "put a backup in place (the gateway stopped)",
+			about: restoreAbout, run: restoreCmd},
 		{name: "bench", usage: "bench [flags]", summary: "measure the gateway on this machine",
 			about: "Measures the event log and the REST API on this machine and prints a Markdown table.\n" +
 				"SQLite runs in a temporary directory; PostgreSQL in a scratch schema dropped afterwards.\n" +

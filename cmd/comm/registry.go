@@ -1,6 +1,8 @@
 package main
 
 import (
+	"log/slog"
+
 	"github.com/comm-gateway/comm/gateway"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/stream"
@@ -15,6 +17,9 @@ func benchGateway(l *stream.Log, opts messaging.Options) (*gateway.Gateway, erro
 // benchGatewayWith is benchGateway configured by cfg.
 func benchGatewayWith(l *stream.Log, cfg gateway.Config) (*gateway.Gateway, error) {
 	cfg.Server.SandboxesPerHour, cfg.Server.WritesPerSecond = -1, -1
+	if cfg.Server.AccessLog == nil {
+		cfg.Server.AccessLog = slog.New(slog.DiscardHandler) // a line per request would measure the terminal
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = benchMetrics
 	}

@@ -28,7 +28,8 @@ func TestTwoReplicas(t *testing.T) {
 		t.Skip(storetest.EnvURL + " is not set")
 	}
 	bin := binary(t)
-	env := []string{"COMM_DATABASE_URL=" + storetest.Postgres(t).URL}
+	env := []string{"COMM_DATABASE_URL=" + storetest.Postgres(t).URL,
+		"COMM_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{42}, 32))}
 	a := start(t, bin, t.TempDir(), env...)
 	b := start(t, bin, t.TempDir(), env...)
 
@@ -173,4 +174,37 @@ func TestTwoReplicasSignIn(t *testing.T) {
 	if code, body := call(t, "GET", b.base+"/v1/account", tok.APIKey, ""); code != 200 || !strings.Contains(string(body), `"balance":"100.00"`) {
 		t.Fatalf("account on B: %d %s", code, body)
 	}
+}
+
+// TestReplicasRefuseOtherKey: on PostgreSQL a replica without an explicit
+// encryption key, or with another key than the first one's, stops at
+// start with an error naming the setting to fix.
+func TestReplicasRefuseOtherKey(t *testing.T) {
+	if os.Getenv(storetest.EnvURL) == "" {
+		t.Skip(storetest.EnvURL + " is not set")
+	}
+	bin := binary(t)
+	dbURL := "COMM_DATABASE_URL=" + storetest.Postgres(t).URL
+	key := func(b byte) string {
+		return "COMM_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32))
+	}
+	out := refused(t, bin, t.TempDir(), dbURL)
+	for _, want := range []string{"PostgreSQL", "--encryption-key", "COMM_ENCRYPTION_KEY"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("without a key: the error lacks %q:\n%s", want, out)
+		}
+	}
+	a := start(t, bin, t.TempDir(), dbURL, key(42))
+	out = refused(t, bin, t.TempDir(), dbURL, key(43))
+	for _, want := range []string{"does not match", "--encryption-key", "COMM_ENCRYPTION_KEY"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("another key: the error lacks %q:\n%s", want, out)
+		}
+	}
+	b := start(t, bin, t.TempDir(), dbURL, key(42))
+	if code, body := call(t, "GET", b.base+"/readyz", "", ""); code != 200 {
+		t.Errorf("readyz of a replica with the same key: %d %s", code, body)
+	}
+	a.stop(t)
+	b.stop(t)
 }

@@ -62,7 +62,8 @@ func serve(s *flagSet, args []string) error {
 	playground := s.String("graphql-playground", "COMM_GRAPHQL_PLAYGROUND", "false", "serve a GraphiQL page at /graphql/playground")
 	allowPrivate := s.String("webhook-allow-private", "COMM_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on loopback and private networks, and plain http (tests, LAN installs)")
 	disableAfter := s.String("webhook-disable-after", "COMM_WEBHOOK_DISABLE_AFTER", "72h", "disable a webhook endpoint failing continuously this long")
-	encKey := s.String("encryption-key", "COMM_ENCRYPTION_KEY", "", "base64 of 32 bytes sealing secrets at rest; default: a key file in the data dir (replicas must share one key)")
+	encKey := s.String("encryption-key", "COMM_ENCRYPTION_KEY", "", "base64 of 32 bytes sealing secrets at rest, the same on every replica (a check value in the database refuses another); default on SQLite: a key file in the data dir; required on PostgreSQL")
+	logFormat := s.String("log-format", "COMM_LOG_FORMAT", "auto", "log format on stderr: text, json (one object a line), or auto: text on a terminal, json otherwise; one line per HTTP request (\"http\") with its request id, route, status, bytes, duration, client IP and project, never a key, a header's value or a body")
 	grace := s.String("shutdown-grace", "COMM_SHUTDOWN_GRACE", "30s", "how long in-flight requests may finish on SIGINT/SIGTERM")
 	smtpListen := s.String("smtp-listen", "COMM_SMTP_LISTEN", "127.0.0.1:2525", "address of the inbound SMTP listener (the MX of the mail domain); \"off\" disables it")
 	mailDomain := s.String("mail-domain", "COMM_MAIL_DOMAIN", email.DefaultMailDomain, "domain of the inbox addresses comm hands out")
@@ -182,10 +183,23 @@ func serve(s *flagSet, args []string) error {
 		return err
 	}
 
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger, err := newLogger(*logFormat, os.Stderr)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	keyFile := filepath.Join(*dataDir, "encryption.key")
+	if strings.HasPrefix(*dbURL, "postgres") && strings.TrimSpace(*encKey) == "" {
+		// A key file per replica's data dir would give each replica a
+		// key of its own: none could open what another sealed.
+		hint := "generate one with: openssl rand -base64 32"
+		if _, err := os.Stat(keyFile); err == nil {
+			hint = "this gateway has sealed its secrets so far with the key in " + keyFile + ": set it to that file's contents"
+		}
+		return fmt.Errorf("on PostgreSQL every replica must share one encryption key: set --encryption-key (COMM_ENCRYPTION_KEY) to base64 of 32 bytes, the same on every replica; %s", hint)
+	}
 	db, err := store.Open(ctx, store.Config{URL: *dbURL, DataDir: *dataDir, SQLiteSync: *sqliteSync})
 	if err != nil {
 		return err
@@ -201,9 +215,9 @@ func serve(s *flagSet, args []string) error {
 		return err
 	}
 	defer log.Close()
-	box, err := sealed.Load(*encKey, filepath.Join(*dataDir, "encryption.key"))
+	box, err := sealed.Load(*encKey, keyFile)
 	if err != nil {
-		return err
+		return fmt.Errorf("--encryption-key (COMM_ENCRYPTION_KEY) or the key file %s: %w", keyFile, err)
 	}
 	disableD, err := parseDuration("--webhook-disable-after", *disableAfter)
 	if err != nil {
@@ -385,6 +399,13 @@ func serve(s *flagSet, args []string) error {
 			TrustedProxies: proxies,
 			Live:           liveOpts,
 		}})
+	if errors.Is(err, gateway.ErrKeyMismatch) {
+		from := "from --encryption-key (COMM_ENCRYPTION_KEY)"
+		if strings.TrimSpace(*encKey) == "" {
+			from = "from the key file " + keyFile + " (no --encryption-key given)"
+		}
+		err = fmt.Errorf("%w; this gateway's key came %s", err, from)
+	}
 	if err != nil {
 		ln.Close()
 		return err

@@ -3,6 +3,8 @@ package main_test
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -119,6 +121,66 @@ func call(t *testing.T, method, url, key, body string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
+// refused runs serve expecting it to stop at start with an error, and
+// returns what it printed.
+func refused(t *testing.T, bin, dir string, env ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--listen", "127.0.0.1:0", "--smtp-listen", "127.0.0.1:0")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("serve was not refused (%v):\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestServeKeyCheck: the database keeps a check value of the encryption
+// key it was first used with; a start with another key (given, or a new
+// key file) is refused with an error naming the setting and the file.
+func TestServeKeyCheck(t *testing.T) {
+	bin := binary(t)
+	dir := t.TempDir()
+	p := start(t, bin, dir)
+	if code, body := call(t, "GET", p.base+"/readyz", "", ""); code != 200 || !strings.Contains(string(body), `"encryption_key":"ok"`) {
+		t.Errorf("readyz: %d %s", code, body)
+	}
+	p.stop(t)
+	// stderr is no terminal: the log is JSON, a line per request.
+	if out := p.out.String(); !strings.Contains(out, `"msg":"http"`) || !strings.Contains(out, `"route":"GET /readyz","status":200`) {
+		t.Errorf("no JSON access line for GET /readyz in:\n%s", out)
+	}
+	p = start(t, bin, dir, "COMM_LOG_FORMAT=text")
+	call(t, "GET", p.base+"/healthz", "", "")
+	p.stop(t)
+	if out := p.out.String(); !strings.Contains(out, `msg=http`) || !strings.Contains(out, `route="GET /healthz" status=200`) {
+		t.Errorf("no text access line for GET /healthz in:\n%s", out)
+	}
+	keyFile := filepath.Join(dir, "comm-data", "encryption.key")
+	out := refused(t, bin, dir, "COMM_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
+	for _, want := range []string{"does not match", "--encryption-key", "COMM_ENCRYPTION_KEY"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("another key: the error lacks %q:\n%s", want, out)
+		}
+	}
+	// The key file lost: a new one is made, and refused.
+	if err := os.Rename(keyFile, keyFile+".kept"); err != nil {
+		t.Fatal(err)
+	}
+	out = refused(t, bin, dir)
+	for _, want := range []string{"does not match", "COMM_ENCRYPTION_KEY", filepath.Join("comm-data", "encryption.key")} {
+		if !strings.Contains(out, want) {
+			t.Errorf("a new key file: the error lacks %q:\n%s", want, out)
+		}
+	}
+	if err := os.Rename(keyFile+".kept", keyFile); err != nil {
+		t.Fatal(err)
+	}
+	start(t, bin, dir).stop(t)
+}
+
 // TestServeLifecycle starts the real binary on each engine, uses it with
 // HTTP, stops it with SIGTERM, starts it again on the same database and
 // finds everything still there.
@@ -126,7 +188,8 @@ func TestServeLifecycle(t *testing.T) {
 	bin := binary(t)
 	engines := map[string][]string{"sqlite": nil}
 	if os.Getenv(storetest.EnvURL) != "" {
-		engines["postgres"] = []string{"COMM_DATABASE_URL=" + storetest.Postgres(t).URL}
+		engines["postgres"] = []string{"COMM_DATABASE_URL=" + storetest.Postgres(t).URL,
+			"COMM_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{42}, 32))}
 	}
 	for name, env := range engines {
 		t.Run(name, func(t *testing.T) {
