@@ -282,5 +282,18 @@ func TestDashboardAccess(t *testing.T) {
 		if st, out := replay.gql(t, aProject, aBoot.CSRF, `{ project { id } }`); st != http.StatusUnauthorized {
 			t.Errorf("after signing out, the old cookie: %d %v", st, out)
 		}
+
+		// A session cookie from before the dashboard shared it (path
+		// /device) does not shadow the new one on /device.
+		cy := newWebBrowser(t, g)
+		devURL, _ := url.Parse(g.URL + "/device")
+		cy.client.Jar.SetCookies(devURL, []*http.Cookie{{Name: "comm_session", Value: "from.before", Path: "/device"}})
+		cy.dashSignIn(t, m, &mockoidc.MockUser{Subject: "cy-1", Email: "cy@example.com", EmailVerified: true}, "Cy's agent")
+		cy.get("/device").want(t, http.StatusOK, "Signed in as cy@example.com")
+		for _, c := range cy.client.Jar.Cookies(devURL) {
+			if c.Value == "from.before" {
+				t.Errorf("the old /device cookie was not expired")
+			}
+		}
 	})
 }

@@ -190,18 +190,23 @@ func (si *signIn) cookie(name, value string, maxAge time.Duration) *http.Cookie 
 		HttpOnly: true, Secure: si.secure, SameSite: http.SameSiteLaxMode}
 }
 
-// readSession returns the valid session of the request, if any.
+// readSession returns the valid session of the request, if any. A
+// browser may send two session cookies (one from before the cookie's path
+// became "/", at "/device", first): the first valid one counts.
 func (si *signIn) readSession(r *http.Request) (*webSession, bool) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return nil, false
+	for _, c := range r.CookiesNamed(sessionCookie) {
+		var s webSession
+		if openValue(si.sessionKey, sessionCookie, c.Value, &s) && s.ID != "" && time.Now().Unix() < s.Expires {
+			return &s, true
+		}
 	}
-	var s webSession
-	if !openValue(si.sessionKey, sessionCookie, c.Value, &s) || s.ID == "" || time.Now().Unix() >= s.Expires {
-		return nil, false
-	}
-	return &s, true
+	return nil, false
 }
+
+// legacyCookiePath is where the session cookie lived before the dashboard
+// shared it; setSession expires a cookie left there, which would
+// otherwise shadow the new one on /device.
+const legacyCookiePath = "/device"
 
 // setSession starts a new session (a new id: signing in never keeps the
 // id an anonymous visitor had) for account ("" for an anonymous one).
@@ -221,6 +226,10 @@ func (s *Server) setSession(w http.ResponseWriter, r *http.Request, account stri
 		}
 	}
 	http.SetCookie(w, si.cookie(sessionCookie, v, sessionLifetime))
+	if _, err := r.Cookie(sessionCookie); err == nil {
+		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: legacyCookiePath, MaxAge: -1,
+			HttpOnly: true, Secure: si.secure, SameSite: http.SameSiteLaxMode})
+	}
 	return ws, nil
 }
 
