@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -11,17 +10,15 @@ import (
 	"errors"
 	"html/template"
 	"io/fs"
-	"mime"
 	"net/http"
 	"net/url"
-	"path"
-	"strconv"
 	"strings"
 
 	"github.com/comm-gateway/comm/account"
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/webasset"
 )
 
 // The dashboard: a signed-in person's web console over the GraphQL API.
@@ -51,19 +48,12 @@ var dashboardFS embed.FS
 // dashboardShell is the app's page; its data is dashboardBoot.
 var dashboardShell = template.Must(template.ParseFS(dashboardFS, "dashboard/index.html"))
 
-// asset is one file of the app, ready to serve.
-type asset struct {
-	body, gz []byte // gz is nil when compressing does not pay
-	ctype    string
-	etag     string
-}
-
 // dashboardAssets are the app's files by name (under dashboard/assets);
 // dashboardVersion is a hash of them all, in the page's links to them.
 var dashboardAssets, dashboardVersion = loadAssets()
 
-func loadAssets() (map[string]*asset, string) {
-	out := map[string]*asset{}
+func loadAssets() (map[string]*webasset.File, string) {
+	out := map[string]*webasset.File{}
 	all := sha256.New()
 	err := fs.WalkDir(dashboardFS, "dashboard/assets", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -74,41 +64,15 @@ func loadAssets() (map[string]*asset, string) {
 			return err
 		}
 		name := strings.TrimPrefix(p, "dashboard/assets/")
-		sum := sha256.Sum256(body)
-		all.Write([]byte(name + "\x00"))
-		all.Write(sum[:])
-		a := &asset{body: body, ctype: contentType(name), etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write(body)
-		zw.Close()
-		if buf.Len() < len(body)*9/10 {
-			a.gz = buf.Bytes()
-		}
-		out[name] = a
+		f := webasset.NewFile(name, body)
+		all.Write([]byte(name + "\x00" + f.Version()))
+		out[name] = f
 		return nil
 	})
 	if err != nil {
 		panic("dashboard assets: " + err.Error())
 	}
 	return out, hex.EncodeToString(all.Sum(nil)[:6])
-}
-
-func contentType(name string) string {
-	switch path.Ext(name) {
-	case ".js", ".mjs":
-		return "text/javascript; charset=utf-8"
-	case ".css":
-		return "text/css; charset=utf-8"
-	case ".svg":
-		return "image/svg+xml"
-	case ".txt", ".md":
-		return "text/plain; charset=utf-8"
-	}
-	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
-		return t
-	}
-	return "application/octet-stream"
 }
 
 // dashboardCSP allows the app its own files and its own websocket only:
@@ -193,7 +157,7 @@ func (s *Server) dashboardPage(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Content-Security-Policy", dashboardCSP)
-	writeMaybeGzip(w, r, http.StatusOK, buf.Bytes(), nil)
+	webasset.Write(w, r, http.StatusOK, buf.Bytes())
 }
 
 // serveAsset is GET /dashboard/assets/{name...}. The page links its files
@@ -211,21 +175,7 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", a.ctype)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("ETag", a.etag)
-	h.Set("Vary", "Accept-Encoding")
-	if current {
-		h.Set("Cache-Control", "public, max-age=31536000, immutable")
-	} else {
-		h.Set("Cache-Control", "no-cache")
-	}
-	if r.Header.Get("If-None-Match") == a.etag {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	writeMaybeGzip(w, r, http.StatusOK, a.body, a.gz)
+	a.Serve(w, r, current)
 }
 
 // isAssetVersion reports whether s has the form of dashboardVersion.
@@ -235,41 +185,6 @@ func isAssetVersion(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
-}
-
-// writeMaybeGzip writes body, or its gzip form (compressed now when gz is
-// nil and body is large enough) to a client that accepts it.
-func writeMaybeGzip(w http.ResponseWriter, r *http.Request, status int, body, gz []byte) {
-	h := w.Header()
-	if acceptsGzip(r) {
-		if gz == nil && len(body) > 1024 {
-			var buf bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
-			zw.Write(body)
-			zw.Close()
-			gz = buf.Bytes()
-		}
-		if gz != nil {
-			h.Set("Content-Encoding", "gzip")
-			h.Add("Vary", "Accept-Encoding")
-			body = gz
-		}
-	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		w.Write(body)
-	}
-}
-
-func acceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
-			return true
-		}
-	}
-	return false
 }
 
 // dashboardNewProject is POST /dashboard/projects {name, csrf}.

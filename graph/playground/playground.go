@@ -10,21 +10,17 @@ package playground
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/rand"
-	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"encoding/hex"
 	"html/template"
 	"io"
 	"io/fs"
-	"mime"
 	"net/http"
-	"path"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/comm-gateway/comm/webasset"
 )
 
 //go:embed static
@@ -49,17 +45,9 @@ func csp(nonce string) string {
 		"frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 }
 
-// file is one response, ready to write.
-type file struct {
-	ctype string
-	raw   []byte
-	gz    []byte // nil when gzip does not make it smaller
-	etag  string // of raw; the gzip variant's ends in -gz
-}
-
 var (
 	loadOnce sync.Once
-	assets   map[string]*file // by name
+	assets   map[string]*webasset.File // by name
 	page     *template.Template
 )
 
@@ -67,7 +55,7 @@ var (
 // the first handler is made, so a gateway without the playground pays
 // nothing).
 func load() {
-	assets = map[string]*file{}
+	assets = map[string]*webasset.File{}
 	entries, err := fs.ReadDir(static, "static")
 	if err != nil {
 		panic(err)
@@ -83,36 +71,8 @@ func load() {
 			}).Parse(string(b)))
 			continue
 		}
-		assets[e.Name()] = newFile(contentType(e.Name()), b)
+		assets[e.Name()] = webasset.NewFile(e.Name(), b)
 	}
-}
-
-func newFile(ctype string, b []byte) *file {
-	sum := sha256.Sum256(b)
-	f := &file{ctype: ctype, raw: b, etag: hex.EncodeToString(sum[:8])}
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	zw.Write(b)
-	zw.Close()
-	if buf.Len() < len(b) {
-		f.gz = buf.Bytes()
-	}
-	return f
-}
-
-func contentType(name string) string {
-	switch path.Ext(name) {
-	case ".js":
-		return "text/javascript; charset=utf-8"
-	case ".css":
-		return "text/css; charset=utf-8"
-	case ".html":
-		return "text/html; charset=utf-8"
-	}
-	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
-		return t
-	}
-	return "text/plain; charset=utf-8" // LICENSE.*, THIRD_PARTY.*
 }
 
 // Handler serves the GraphiQL page at pagePath (and pagePath + "/") and
@@ -129,7 +89,7 @@ func Handler(pagePath, endpoint string) http.Handler {
 		if !ok {
 			return "", fs.ErrNotExist
 		}
-		return pagePath + "/" + name + "?v=" + f.etag, nil
+		return pagePath + "/" + name + "?v=" + f.Version(), nil
 	}})
 	if err := t.Execute(io.Discard, pageData{Endpoint: endpoint}); err != nil {
 		panic("playground: " + err.Error())
@@ -160,21 +120,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	setCommon(hd, csp(nonce))
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
-	hd.Set("Vary", "Accept-Encoding")
-	body := buf.Bytes()
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		var zbuf bytes.Buffer
-		zw := gzip.NewWriter(&zbuf)
-		zw.Write(body)
-		zw.Close()
-		body = zbuf.Bytes()
-		hd.Set("Content-Encoding", "gzip")
-	}
-	hd.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(body)
-	}
+	webasset.Write(w, r, http.StatusOK, buf.Bytes())
 }
 
 func setCommon(hd http.Header, policy string) {
@@ -200,71 +146,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	hd := w.Header()
-	setCommon(hd, csp(""))
-	hd.Set("Content-Type", f.ctype)
-	hd.Set("Cache-Control", "no-cache")
-	if r.URL.Query().Get("v") == f.etag {
-		// The page names each file with its version: that URL never
-		// changes content.
-		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
-	}
-	body, etag := f.raw, f.etag
-	if f.gz != nil {
-		hd.Add("Vary", "Accept-Encoding")
-		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-			body, etag = f.gz, f.etag+"-gz"
-			hd.Set("Content-Encoding", "gzip")
-		}
-	}
-	etag = `"` + etag + `"`
-	hd.Set("ETag", etag)
-	if match := r.Header.Get("If-None-Match"); match != "" && etagMatch(match, etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	hd.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(body)
-	}
-}
-
-// acceptsGzip reports whether an Accept-Encoding header admits gzip with
-// a non-zero weight: by name, else by *.
-func acceptsGzip(header string) bool {
-	named, star := -1.0, -1.0
-	for _, part := range strings.Split(header, ",") {
-		coding, params, _ := strings.Cut(part, ";")
-		q := 1.0
-		for _, p := range strings.Split(params, ";") {
-			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
-			if strings.EqualFold(k, "q") {
-				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-					q = f
-				}
-			}
-		}
-		switch strings.ToLower(strings.TrimSpace(coding)) {
-		case "gzip", "x-gzip":
-			named = max(named, q)
-		case "*":
-			star = max(star, q)
-		}
-	}
-	if named >= 0 {
-		return named > 0
-	}
-	return star > 0
-}
-
-// etagMatch reports whether If-None-Match lists etag (weakly) or is *.
-func etagMatch(header, etag string) bool {
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == etag || t == "*" {
-			return true
-		}
-	}
-	return false
+	setCommon(w.Header(), csp(""))
+	// The page names each file with its version: that URL never changes
+	// content.
+	f.Serve(w, r, r.URL.Query().Get("v") == f.Version())
 }
