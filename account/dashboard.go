@@ -2,9 +2,6 @@ package account
 
 import (
 	"context"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/comm-gateway/comm/ent"
 	entproject "github.com/comm-gateway/comm/ent/project"
@@ -52,14 +49,9 @@ func (s *Service) Owns(ctx context.Context, accountID, project string) (bool, er
 // agent scope. name may be empty: the project is then named after the
 // account's person.
 func (s *Service) CreateProject(ctx context.Context, accountID, name string) (*ProjectSummary, error) {
-	name = strings.TrimSpace(name)
-	switch {
-	case utf8.RuneCountInString(name) > messaging.MaxNameLen:
-		return nil, fault.Invalid("name", "at most %d characters", messaging.MaxNameLen)
-	case !utf8.ValidString(name):
-		return nil, fault.Invalid("name", "must be valid UTF-8")
-	case strings.ContainsFunc(name, unicode.IsControl):
-		return nil, fault.Invalid("name", "must not contain control characters")
+	name, err := messaging.ProjectName(name)
+	if err != nil {
+		return nil, err
 	}
 	sys := tenant.System(ctx)
 	acct, err := s.read.Account.Get(sys, accountID)

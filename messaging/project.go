@@ -47,21 +47,32 @@ type Project = api.Project
 // MaxNameLen bounds project names, in characters.
 const MaxNameLen = 200
 
-// CreateSandbox makes a project with an anonymous key and its default
-// customer and agent scope.
-func (s *Service) CreateSandbox(ctx context.Context, name string) (*Sandbox, error) {
+// ProjectName checks a project name given by a caller, trimmed of
+// surrounding spaces ("" when none was given).
+func ProjectName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
-	case name == "":
-		return nil, Invalid("name", "a project name is required")
 	case utf8.RuneCountInString(name) > MaxNameLen:
-		return nil, Invalid("name", "at most %d characters", MaxNameLen)
+		return "", Invalid("name", "at most %d characters", MaxNameLen)
 	case !utf8.ValidString(name):
-		return nil, Invalid("name", "must be valid UTF-8")
+		return "", Invalid("name", "must be valid UTF-8")
 	case strings.ContainsFunc(name, unicode.IsControl):
 		// NUL cannot be stored by PostgreSQL; the rest have no place in a
 		// one-line display name.
-		return nil, Invalid("name", "must not contain control characters")
+		return "", Invalid("name", "must not contain control characters")
+	}
+	return name, nil
+}
+
+// CreateSandbox makes a project with an anonymous key and its default
+// customer and agent scope.
+func (s *Service) CreateSandbox(ctx context.Context, name string) (*Sandbox, error) {
+	name, err := ProjectName(name)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return nil, Invalid("name", "a project name is required")
 	}
 	sb := &Sandbox{
 		ProjectID:  ident.New(ident.Project),
