@@ -384,21 +384,3 @@ func (d dashSession) apiKey(t *testing.T, ctx context.Context) string {
 	}
 	return out.Data.CreateAPIKey.APIKey
 }
-
-// browserOptions are the flags of a headless Chromium on this machine.
-func browserOptions(t *testing.T, chrome string, w, h int) []chromedp.ExecAllocatorOption {
-	return []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chrome),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(w, h),
-	}
-}

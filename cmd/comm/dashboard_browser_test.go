@@ -270,20 +270,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer cancelLife()
 	var chromeOut lockedBuffer
 	actx, cancelAlloc := chromedp.NewExecAllocator(life,
-		chromedp.ExecPath(chrome),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-		chromedp.CombinedOutput(&chromeOut),
-	)
+		append(browserOptions(t, chrome, 1280, 900), chromedp.CombinedOutput(&chromeOut))...)
 	defer cancelAlloc()
 	tab, cancelTab := chromedp.NewContext(actx)
 	defer cancelTab()

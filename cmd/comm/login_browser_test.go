@@ -45,6 +45,25 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// browserOptions are the flags of a headless Chromium on this machine.
+func browserOptions(t *testing.T, chrome string, w, h int) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chrome),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-quic", true),
+		// CI containers have a small /dev/shm.
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(w, h),
+	}
+}
+
 // loginURL is the page `comm login` prints: <base>/device?code=XXXX-XXXX.
 var loginURL = regexp.MustCompile(`(http://\S+/device\?code=([A-Z0-9]{4}-[A-Z0-9]{4}))`)
 
@@ -187,21 +206,7 @@ func TestLoginInBrowser(t *testing.T) {
 	defer cancelLife()
 	var chromeOut lockedBuffer
 	actx, cancelAlloc := chromedp.NewExecAllocator(life,
-		chromedp.ExecPath(chrome),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-quic", true),
-		// CI containers have a small /dev/shm.
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1000, 900),
-		chromedp.CombinedOutput(&chromeOut),
-	)
+		append(browserOptions(t, chrome, 1000, 900), chromedp.CombinedOutput(&chromeOut))...)
 	defer cancelAlloc()
 	tab, cancelTab := chromedp.NewContext(actx)
 	defer cancelTab()
