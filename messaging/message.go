@@ -160,8 +160,14 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 	if err != nil {
 		return nil, false, err
 	}
+	// Messages of different conversations are stored side by side; those
+	// of one conversation (the rows they update) one after another.
+	key := convID
+	if key == "" {
+		key = "thread\x00" + c.ID + "\x00" + in.ThreadKey
+	}
 	var stored *ent.Message
-	_, err = s.log.Write(ctx, c.ProjectID, func(tx *stream.Tx) error {
+	_, err = s.log.WriteKeyed(ctx, c.ProjectID, key, func(tx *stream.Tx) error {
 		var err error
 		stored, _, err = s.storeInbound(tx, c, in, convID)
 		return err

@@ -10,6 +10,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -42,6 +43,11 @@ type Config struct {
 	SQLiteSync string
 	// ReadConns bounds the read pool (default 8).
 	ReadConns int
+	// StatementCache is how many prepared statements each PostgreSQL
+	// connection keeps, so a statement run again costs one round trip
+	// instead of two (default DefaultStatementCache; negative: none, for a
+	// pooler in transaction mode that cannot keep them).
+	StatementCache int
 }
 
 // DB is an open, migrated database.
@@ -138,7 +144,14 @@ func openPostgres(cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: postgres: %w", err)
 	}
-	p := sql.OpenDB(conn)
+	var connector driver.Connector = conn
+	if n := cfg.StatementCache; n >= 0 {
+		if n == 0 {
+			n = DefaultStatementCache
+		}
+		connector = stmtCacheConnector{Connector: conn, size: n}
+	}
+	p := sql.OpenDB(connector)
 	p.SetMaxOpenConns(max(cfg.ReadConns, 8) + 8)
 	p.SetMaxIdleConns(max(cfg.ReadConns, 8) + 8)
 	p.SetConnMaxIdleTime(5 * time.Minute)

@@ -105,8 +105,8 @@ func TestOrderingUnderConcurrency(t *testing.T) {
 						}
 						rolledBack.Add(1)
 						continue
-					case 1: // slow
-						evs, err := l.Write(ctx, p, func(tx *stream.Tx) error {
+					case 1: // slow, spread over the writers by key
+						evs, err := l.WriteKeyed(ctx, p, fmt.Sprint("k", w%5), func(tx *stream.Tx) error {
 							time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
 							return tx.Append(stream.MessageReceived, pl)
 						})

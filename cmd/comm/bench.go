@@ -23,7 +23,7 @@ import (
 func runBench(s *flagSet, args []string) error {
 	dbURL := s.String("database-url", "COMM_BENCH_DATABASE_URL", "", "postgres:// URL to measure PostgreSQL; empty measures SQLite")
 	sync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite synchronous setting: full or normal")
-	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), credit (replies on a paid channel, each debited, against the free test channel's, alternately), subscribe (GraphQL websocket subscriptions; SQLite), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack), meta (signed, batched Messenger webhooks at /hooks/facebook -> message.received, and reply -> Send API latency at a fake Graph API), discord (Discord gateway dispatch -> message.received through one session, and sends under its rate limit), telnyx (Telnyx Ed25519-signed webhook ingress -> message.received at /hooks/sms/{id}, and reply -> POST /v2/messages at a fake Telnyx), twilio (signed Twilio SMS webhook ingress -> message.received, and reply -> Messages.json at a fake Twilio), whatsapp-hosted (signed Cloud API webhooks at /hooks/whatsapp -> message.received on shared numbers, people joined by code; needs the shared-lines routing)")
+	what := s.String("what", "COMM_BENCH_WHAT", "append,inbound,reply,read", "comma-separated: append (the stream), inbound (POST .../inbound over HTTP), reply (reply -> message.sent latency), mail (SMTP listener -> message.received, and memory for one 25 MB mail), read (GET /v1/events over HTTP), credit (replies on a paid channel, each debited, against the free test channel's, alternately), subscribe (GraphQL websocket subscriptions; SQLite), soak (a steady mixed load against a comm serve child for --duration, e.g. 30m: memory, goroutines and open files sampled, every event checked at subscribers and webhooks), webhook (push delivery to loopback receivers), telegram (Telegram webhook ingress -> message.received, and reply -> sendMessage at a fake Bot API), slack (Slack Events API ingress -> message.received at /hooks/slack), meta (signed, batched Messenger webhooks at /hooks/facebook -> message.received, and reply -> Send API latency at a fake Graph API), discord (Discord gateway dispatch -> message.received through one session, and sends under its rate limit), telnyx (Telnyx Ed25519-signed webhook ingress -> message.received at /hooks/sms/{id}, and reply -> POST /v2/messages at a fake Telnyx), twilio (signed Twilio SMS webhook ingress -> message.received, and reply -> Messages.json at a fake Twilio), whatsapp-hosted (signed Cloud API webhooks at /hooks/whatsapp -> message.received on shared numbers, people joined by code; needs the shared-lines routing)")
 	dur := s.String("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.String("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.String("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
@@ -35,6 +35,7 @@ func runBench(s *flagSet, args []string) error {
 	backlog := s.String("backlog", "COMM_BENCH_BACKLOG", "1000000", "events a subscriber catches up in the subscribe benchmark (0 skips it)")
 	serverGOGC := s.String("server-gogc", "COMM_BENCH_SERVER_GOGC", "100", "GOGC of the server process in the subscribe benchmark")
 	withMetrics := s.String("metrics", "COMM_BENCH_METRICS", "false", "count the gateway's metrics (as --metrics-listen does) while measuring, to see what they cost")
+	soakRate := s.String("soak-rate", "COMM_BENCH_SOAK_RATE", "200", "inbound messages per second of the soak benchmark (20 projects, 5 subscriptions and a webhook endpoint each, a reply to every 5th message)")
 	cpuprofile := s.String("cpuprofile", "COMM_BENCH_CPUPROFILE", "", "write a CPU profile of the run to this file")
 	if err := s.parse(args, 0, "no arguments"); err != nil {
 		return err
@@ -181,6 +182,19 @@ func runBench(s *flagSet, args []string) error {
 				got[i].Engine = engine
 			}
 			results = append(results, got...)
+		case "soak":
+			rate, err := parseInt("--soak-rate", *soakRate)
+			if err != nil {
+				return err
+			}
+			if rate <= 0 {
+				return fmt.Errorf("--soak-rate: must be positive")
+			}
+			sb := soakBench{dbURL: *dbURL, projects: 20, subsPer: 5, rate: rate, replyEvery: 5,
+				d: d, sample: min(max(d/30, 10*time.Second), time.Minute), out: os.Stdout}
+			if err := sb.run(ctx); err != nil {
+				return err
+			}
 		case "mail":
 			got, err := benchMail(ctx, open, d)
 			if err != nil {

@@ -159,13 +159,17 @@ func fillBacklog(ctx context.Context, dir string, n int) (string, error) {
 }
 
 // rss returns a process's resident memory in bytes (0 if unknown).
-func rss(pid int) int64 {
+func rss(pid int) int64 { return procStatus(pid, "VmRSS:") }
+
+// procStatus reads a size in kB (VmRSS:, RssAnon: ...) from a process's
+// /proc status, in bytes (0 if unknown).
+func procStatus(pid int, field string) int64 {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10
 		}

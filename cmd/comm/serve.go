@@ -53,6 +53,7 @@ func serve(s *flagSet, args []string) error {
 	dataDir := s.String("data-dir", "COMM_DATA_DIR", "./comm-data", "directory for the SQLite database and generated keys")
 	baseURL := s.String("base-url", "COMM_BASE_URL", "", "public base URL of the gateway; default http://<listen>")
 	sqliteSync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite durability: full (survives power loss) or normal (survives a crash of comm)")
+	stmtCache := s.String("pg-statement-cache", "COMM_PG_STATEMENT_CACHE", "100", "prepared statements each PostgreSQL connection keeps (a statement run again costs one round trip, not two); 0 turns them off, for a pooler in transaction mode")
 	writers := s.String("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL (SQLite has one)")
 	maxBody := s.String("max-body", "COMM_MAX_BODY_BYTES", "1048576", "largest request body accepted, in bytes")
 	introspection := s.String("graphql-introspection", "COMM_GRAPHQL_INTROSPECTION", "false", "allow GraphQL introspection queries")
@@ -200,7 +201,14 @@ func serve(s *flagSet, args []string) error {
 		}
 		return fmt.Errorf("on PostgreSQL every replica must share one encryption key: set --encryption-key (COMM_ENCRYPTION_KEY) to base64 of 32 bytes, the same on every replica; %s", hint)
 	}
-	db, err := store.Open(ctx, store.Config{URL: *dbURL, DataDir: *dataDir, SQLiteSync: *sqliteSync})
+	nStmt, err := parseInt("--pg-statement-cache", *stmtCache)
+	if err != nil {
+		return err
+	}
+	if nStmt == 0 {
+		nStmt = -1 // off
+	}
+	db, err := store.Open(ctx, store.Config{URL: *dbURL, DataDir: *dataDir, SQLiteSync: *sqliteSync, StatementCache: nStmt})
 	if err != nil {
 		return err
 	}
