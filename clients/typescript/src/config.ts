@@ -1,7 +1,7 @@
 // Configuration: the API key and the base URL from options, .env files and
 // the environment.
 
-import { readFileSync, writeFileSync, statSync } from "node:fs";
+import { chmodSync, readFileSync, writeFileSync, statSync } from "node:fs";
 import { dirname, join, resolve as resolvePath } from "node:path";
 import { ConfigError } from "./errors.js";
 
@@ -142,7 +142,7 @@ export function parseBaseUrl(raw: string): string {
 
 /**
  * Sets variables in a .env file, replacing their lines and keeping the
- * others; the file is created with mode 0600.
+ * others; the file gets mode 0600.
  */
 export function writeDotEnv(path: string, set: Record<string, string>): void {
   let text = "";
@@ -165,4 +165,5 @@ export function writeDotEnv(path: string, set: Record<string, string>): void {
     if (!done.has(k)) lines.push(`${k}=${v}`);
   }
   writeFileSync(path, lines.join("\n") + "\n", { mode: 0o600 });
+  chmodSync(path, 0o600); // it holds a key: also when the file existed
 }
