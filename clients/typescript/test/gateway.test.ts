@@ -268,3 +268,60 @@ test("REST calls: project, channels, connections, conversations, messages, keys,
   await c.deleteConnection(conn.id);
   assert.deepEqual(await c.connections(), []);
 });
+
+test("listen: in order within a conversation, concurrently across conversations; typing ends with the reply", async () => {
+  const { c, conn } = await project("ordering");
+  const ctl = new AbortController();
+  const log: string[] = [];
+  let releaseA!: () => void;
+  const aBlocked = new Promise<void>((r) => (releaseA = r));
+  const listening = c.listen(async (m) => {
+    log.push(`start ${m.sender} ${m.text}`);
+    // A's first message waits until B's has been handled: only possible if
+    // conversations run concurrently.
+    if (m.text === "a1") await aBlocked;
+    if (m.sender === "b") releaseA();
+    await m.reply("re " + m.text);
+    log.push(`end ${m.sender} ${m.text}`);
+  }, { signal: ctl.signal, cursorStore: null, stopOnSignals: false, longPollSeconds: 1 });
+  await c.inject(conn.id, { sender: "a", text: "a1" });
+  await c.inject(conn.id, { sender: "a", text: "a2" });
+  const b = await c.inject(conn.id, { sender: "b", text: "b1" });
+  await eventually("three replies", async () => (await c.events(0, 100, "message.sent")).length === 3);
+  ctl.abort();
+  await listening;
+  const a = log.filter((l) => l.includes(" a "));
+  assert.deepEqual(a, ["start a a1", "end a a1", "start a a2", "end a a2"]);
+  assert.ok(log.indexOf("start b b1") < log.indexOf("end a a1"), log.join(", "));
+  assert.equal((await c.conversation(b.conversation_id)).typing, false, "the reply ended the typing indicator");
+});
+
+test("examples/echo.mjs runs as a user would, and stops cleanly on SIGINT with its cursor saved", async () => {
+  const { c, conn, key } = await project("echo example");
+  const dir = tempDir();
+  try {
+    const { spawn } = await import("node:child_process");
+    const { fileURLToPath } = await import("node:url");
+    const script = fileURLToPath(new URL("../../examples/echo.mjs", import.meta.url));
+    const p = spawn(process.execPath, [script], {
+      cwd: dir, env: { ...process.env, COMM_API_KEY: key, COMM_BASE_URL: gw.base }, stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    p.stdout!.on("data", (b: Buffer) => (out += b.toString()));
+    p.stderr!.on("data", (b: Buffer) => (out += b.toString()));
+    const exited = new Promise<number | null>((r) => p.once("exit", (code) => r(code)));
+    await eventually("the agent's start line", async () => out.includes("Ctrl-C stops"));
+    await c.inject(conn.id, { sender: "gus", text: "echo this" });
+    const sent = await eventually("the echo", async () => (await c.events(0, 10, "message.sent"))[0]);
+    assert.equal((sent.data as MessageEventData).message.text, "You said: echo this");
+    p.kill("SIGINT");
+    assert.equal(await exited, 0, out);
+    assert.match(out, /test gus: echo this\n/);
+    assert.match(out, /stopped; the cursor is in \.comm-cursor/);
+    const cur = JSON.parse(readFileSync(join(dir, ".comm-cursor"), "utf8")) as { seq: number };
+    const received = (await c.events(0, 10, "message.received"))[0]!;
+    assert.equal(cur.seq >= received.seq, true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
