@@ -265,6 +265,14 @@ test("REST calls: project, channels, connections, conversations, messages, keys,
   assert.ok(nk.api_key && nk.api_key !== key);
   const revoked = await c.revokeKey(nk.id);
   assert.ok(revoked.revoked_at);
+  await eventually("the send recorded", async () => (await c.message(out.id)).status === "sent");
+  const rc = await c.injectReceipt(conn.id, { message_id: out.id, state: "delivered" });
+  assert.equal(rc.message?.delivery?.state, "delivered", JSON.stringify(rc));
+  // Custom domains need a public --spf-include; this test gateway has none (and must not look up DNS).
+  assert.deepEqual(await c.domains(), []);
+  await assert.rejects(c.addDomain("agents.example.com"), (e: unknown) =>
+    e instanceof CommError && e.status === 501 && e.code === "not_implemented" && /spf-include/.test(e.message));
+  await assert.rejects(c.domain("dom_nope"), NotFoundError);
   await c.deleteConnection(conn.id);
   assert.deepEqual(await c.connections(), []);
 });

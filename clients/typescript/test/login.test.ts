@@ -85,6 +85,9 @@ test("login(): device flow approved with the local operator sign-in; the key is 
     const acct = await c.account();
     assert.equal(acct.account.issuer, "local");
     assert.equal(acct.balance, "100.00");
+    const ledger = await c.ledger();
+    assert.equal(ledger.length, 1);
+    assert.equal(ledger[0]!.kind, "grant");
 
     // Denied on the page: LoginDeniedError, nothing written.
     const envFile2 = join(dir, "second.env");
