@@ -232,6 +232,11 @@ test("webhook: deliveries from the gateway verify with webhookHandler and verify
       (e: unknown) => e instanceof WebhookVerificationError && e.reason === "mismatch");
     const changed = Buffer.from(d.body.toString().replace("push me", "push you"));
     assert.throws(() => verifyWebhook(d.headers, changed, secret), WebhookVerificationError);
+    // Replay: the events after seq 0 are pushed again.
+    const before = got.filter((e) => e.seq === 1).length;
+    const replayed = await c.replayWebhook(0);
+    assert.equal(replayed.cursor, 0);
+    await eventually("the replayed delivery", async () => got.filter((e) => e.seq === 1).length > before);
     await c.deleteWebhook();
     await assert.rejects(c.getWebhook(), NotFoundError);
   } finally {
