@@ -462,6 +462,7 @@ func serve(s *flagSet, args []string) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	fmt.Printf("comm: version %s\n", version)
 	fmt.Printf("comm: listening on %s (database: %s)\n", base, db.Where)
 	fmt.Print(smtpLine)
 	fmt.Print(metricsLine)
