@@ -323,31 +323,35 @@ func (c *client) raw(method, path, key, body string, hdr map[string]string) (*re
 func (c *client) must(method, path, key, body string, out any) []byte {
 	status, b, err := c.call(method, path, key, body, nil)
 	if err != nil {
-		log.Fatalf("%s %s: %v", method, path, err)
+		panic(failure{fmt.Errorf("%s %s: %w", method, path, err)})
 	}
 	if status/100 != 2 {
-		log.Fatalf("%s %s: %d %s", method, path, status, b)
+		panic(failure{fmt.Errorf("%s %s: %d %s", method, path, status, b)})
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			log.Fatalf("%s %s: %v in %s", method, path, err, b)
+			panic(failure{fmt.Errorf("%s %s: %w in %s", method, path, err, b)})
 		}
 	}
 	return b
 }
 
+// failure is a step of populate that failed: must and waitFor panic with
+// it, populate recovers it, stops the gateway and returns the error.
+type failure struct{ err error }
+
 func waitFor(what string, cond func() bool) {
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			log.Fatalf("timed out waiting for %s", what)
+			panic(failure{fmt.Errorf("timed out waiting for %s", what)})
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 // populate runs bin serve with env and uses it as a user would.
-func populate(bin string, env []string) (*Fixture, error) {
+func populate(bin string, env []string) (f *Fixture, err error) {
 	listen, smtpAddr := freePort(), freePort()
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), env...)
@@ -361,6 +365,13 @@ func populate(bin string, env []string) (*Fixture, error) {
 	}
 	stopped := false
 	defer func() {
+		if e := recover(); e != nil {
+			fl, ok := e.(failure)
+			if !ok {
+				panic(e)
+			}
+			f, err = nil, fl.err
+		}
 		if !stopped {
 			cmd.Process.Kill()
 			cmd.Wait()
@@ -372,7 +383,7 @@ func populate(bin string, env []string) (*Fixture, error) {
 		s, _, err := c.call("GET", "/healthz", "", "", nil)
 		return err == nil && s == 200
 	})
-	f := &Fixture{MadeAt: time.Now().UTC().Truncate(time.Second)}
+	f = &Fixture{MadeAt: time.Now().UTC().Truncate(time.Second)}
 	rcv := newReceiver()
 
 	var sb struct {
