@@ -42,6 +42,10 @@ type Config struct {
 	SQLiteSync string
 	// ReadConns bounds the read pool (default 8).
 	ReadConns int
+	// Release is the running comm's version (X.Y.Z[-pre]). Open refuses a
+	// database a later release brought up to date (ErrNewerDatabase) and
+	// records this one after migrating; empty checks and records nothing.
+	Release string
 }
 
 // DB is an open, migrated database.
@@ -84,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.migrate(ctx); err != nil {
+	if err := db.migrate(ctx, cfg.Release); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -254,9 +258,10 @@ func (db *DB) checkpointLoop(ctx context.Context) {
 }
 
 // migrate brings the schema up to date: ent's tables, then the event log,
-// which ent cannot express (a clustered primary key on project and seq).
+// which ent cannot express (a clustered primary key on project and seq),
+// after checking that no later release than release did (checkRelease).
 // Running it again changes nothing.
-func (db *DB) migrate(ctx context.Context) error {
+func (db *DB) migrate(ctx context.Context, release string) error {
 	// ent's migration mutates its package-level table descriptions.
 	migrateMu.Lock()
 	defer migrateMu.Unlock()
@@ -272,6 +277,9 @@ func (db *DB) migrate(ctx context.Context) error {
 		}
 		defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(7726221)") //nolint:errcheck // released with the session anyway
 	}
+	if err := db.checkRelease(ctx, release); err != nil {
+		return err
+	}
 	drv := entsql.OpenDB(db.Dialect, db.W)
 	if err := migrate.NewSchema(drv).Create(ctx, schema.WithDropIndex(false), schema.WithDropColumn(false)); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
@@ -285,7 +293,10 @@ func (db *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("store: migrate events: %w", err)
 		}
 	}
-	return db.migrateEventSizes(ctx)
+	if err := db.migrateEventSizes(ctx); err != nil {
+		return err
+	}
+	return db.recordRelease(ctx, release)
 }
 
 // migrateEventSizes gives a log created before events had sizes its size

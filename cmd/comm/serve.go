@@ -200,7 +200,7 @@ func serve(s *flagSet, args []string) error {
 		}
 		return fmt.Errorf("on PostgreSQL every replica must share one encryption key: set --encryption-key (COMM_ENCRYPTION_KEY) to base64 of 32 bytes, the same on every replica; %s", hint)
 	}
-	db, err := store.Open(ctx, store.Config{URL: *dbURL, DataDir: *dataDir, SQLiteSync: *sqliteSync})
+	db, err := store.Open(ctx, store.Config{URL: *dbURL, DataDir: *dataDir, SQLiteSync: *sqliteSync, Release: version})
 	if err != nil {
 		return err
 	}
@@ -462,12 +462,12 @@ func serve(s *flagSet, args []string) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	fmt.Printf("comm: version %s\n", version)
 	fmt.Printf("comm: listening on %s (database: %s)\n", base, db.Where)
 	fmt.Print(smtpLine)
 	fmt.Print(metricsLine)
 	fmt.Print(signInLine)
 	fmt.Printf("comm: dashboard at %s/dashboard\n", base)
+	fmt.Printf("comm: version %s\n", version)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
