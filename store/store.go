@@ -48,6 +48,10 @@ type Config struct {
 	// instead of two (default DefaultStatementCache; negative: none, for a
 	// pooler in transaction mode that cannot keep them).
 	StatementCache int
+	// Release is the running comm's version (X.Y.Z[-pre]). Open refuses a
+	// database a later release brought up to date (ErrNewerDatabase) and
+	// records this one after migrating; empty checks and records nothing.
+	Release string
 }
 
 // DB is an open, migrated database.
@@ -90,7 +94,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.migrate(ctx); err != nil {
+	if err := db.migrate(ctx, cfg.Release); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -267,9 +271,10 @@ func (db *DB) checkpointLoop(ctx context.Context) {
 }
 
 // migrate brings the schema up to date: ent's tables, then the event log,
-// which ent cannot express (a clustered primary key on project and seq).
+// which ent cannot express (a clustered primary key on project and seq),
+// after checking that no later release than release did (checkRelease).
 // Running it again changes nothing.
-func (db *DB) migrate(ctx context.Context) error {
+func (db *DB) migrate(ctx context.Context, release string) error {
 	// ent's migration mutates its package-level table descriptions.
 	migrateMu.Lock()
 	defer migrateMu.Unlock()
@@ -285,6 +290,9 @@ func (db *DB) migrate(ctx context.Context) error {
 		}
 		defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(7726221)") //nolint:errcheck // released with the session anyway
 	}
+	if err := db.checkRelease(ctx, release); err != nil {
+		return err
+	}
 	drv := entsql.OpenDB(db.Dialect, db.W)
 	if err := migrate.NewSchema(drv).Create(ctx, schema.WithDropIndex(false), schema.WithDropColumn(false)); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
@@ -298,7 +306,10 @@ func (db *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("store: migrate events: %w", err)
 		}
 	}
-	return db.migrateEventSizes(ctx)
+	if err := db.migrateEventSizes(ctx); err != nil {
+		return err
+	}
+	return db.recordRelease(ctx, release)
 }
 
 // migrateEventSizes gives a log created before events had sizes its size

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,9 @@ func TestCLILogin(t *testing.T) {
 	}
 }
 
+// versionLine is what comm version prints.
+var versionLine = regexp.MustCompile(`^comm [0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?\n$`)
+
 // TestCLIHelp: comm help lists every command, each command's --help shows
 // its usage and flags and exits 0, and bad usage exits 2 saying what was
 // wrong.
@@ -195,6 +199,9 @@ func TestCLIHelp(t *testing.T) {
 	help, _, code := run(t, bin, dir, clean, "help")
 	if code != 0 {
 		t.Fatalf("help: exit %d", code)
+	}
+	if out, errOut, code := run(t, bin, dir, clean, "version"); code != 0 || !versionLine.MatchString(out) {
+		t.Errorf("version: exit %d, printed %q %q", code, out, errOut)
 	}
 	for _, tc := range []struct {
 		args []string // a command, as comm help lists it

@@ -82,6 +82,8 @@ func init() {
 			about: "Measures the event log and the REST API on this machine and prints a Markdown table.\n" +
 				"SQLite runs in a temporary directory; PostgreSQL in a scratch schema dropped afterwards.\n" +
 				"The load runs in this process and shares its CPU with what is measured.", run: runBench},
+		{name: "version", usage: "version", summary: "print comm's version",
+			about: "Prints comm's version (the release a database written by this binary comes from).", run: versionCmd},
 		{name: "help", usage: "help", summary: "show this text"},
 	}
 }

@@ -208,7 +208,7 @@ func serve(s *flagSet, args []string) error {
 	if nStmt == 0 {
 		nStmt = -1 // off
 	}
-	db, err := store.Open(ctx, store.Config{URL: *dbURL, DataDir: *dataDir, SQLiteSync: *sqliteSync, StatementCache: nStmt})
+	db, err := store.Open(ctx, store.Config{URL: *dbURL, DataDir: *dataDir, SQLiteSync: *sqliteSync, StatementCache: nStmt, Release: version})
 	if err != nil {
 		return err
 	}
@@ -475,6 +475,7 @@ func serve(s *flagSet, args []string) error {
 	fmt.Print(metricsLine)
 	fmt.Print(signInLine)
 	fmt.Printf("comm: dashboard at %s/dashboard\n", base)
+	fmt.Printf("comm: version %s\n", version)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
