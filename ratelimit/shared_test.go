@@ -128,3 +128,31 @@ func TestSharedOff(t *testing.T) {
 		t.Errorf("an unshared bucket kept %v", m)
 	}
 }
+
+// BenchmarkAllow: the cost a shared bucket adds to a request (counting
+// the use for the next report), parallel, over 100 keys.
+func BenchmarkAllow(b *testing.B) {
+	for _, shared := range []bool{false, true} {
+		name := "local"
+		if shared {
+			name = "shared"
+		}
+		b.Run(name, func(b *testing.B) {
+			bk := New(1<<30, time.Second, 1<<30)
+			if shared {
+				NewShared(&memLedger{rows: map[usageKey]int64{}}, "a", 0, nil).Add("writes", bk)
+			}
+			keys := make([]string, 100)
+			for i := range keys {
+				keys[i] = "key_" + string(rune('A'+i%26)) + string(rune('a'+i/26))
+			}
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					bk.Allow(keys[i%len(keys)])
+					i++
+				}
+			})
+		})
+	}
+}
