@@ -240,8 +240,9 @@ func leaseMargin(lease time.Duration) time.Duration { return min(time.Second, le
 // attempt posts e while keeping ep's lease. Every Lease/3 of a post still
 // running, the lease is renewed, and the post may run until leaseMargin
 // before the end of the lease as last renewed: the deadline is a timer
-// armed from the time taken before the renewing statement (a duration
-// measured here, never another replica's clock), re-armed on each renewal.
+// re-armed on each renewal from this process's monotonic clock read before
+// the renewing statement (a duration measured here, never another
+// replica's clock, nor a wall-clock jump).
 // A renewal that finds the lease lost cancels the post at once; one that
 // fails (the database) leaves the timer as it is, so the post never
 // outlives the lease either way. ep.LeaseUntil ends up the latest renewal.
@@ -264,6 +265,7 @@ func (d *Webhooks) attempt(ctx context.Context, ep *webhook.Endpoint, e stream.E
 				return
 			case <-tick.C:
 			}
+			t0 := time.Now() // the lease renewed ends Lease after this, at the latest
 			ok, err := d.Hooks.Renew(pctx, &kept, d.Owner, d.Lease)
 			switch {
 			case err != nil:
@@ -274,7 +276,7 @@ func (d *Webhooks) attempt(ctx context.Context, ep *webhook.Endpoint, e stream.E
 				cancel() // taken over, disabled or deleted
 				return
 			default:
-				deadline.Reset(time.Until(kept.LeaseUntil.Add(-margin)))
+				deadline.Reset(time.Until(t0.Add(d.Lease - margin)))
 			}
 		}
 	}()
