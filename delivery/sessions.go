@@ -18,7 +18,10 @@ import (
 // per connection across every replica, on the replica holding the
 // connection's lease in the database. A replica that dies stops renewing;
 // another takes its sessions over once the lease lapses (within Lease plus
-// ClaimInterval). A session that fails is started again after a backoff
+// ClaimInterval). The holder renews every Lease/3 and stops a session
+// leaseMargin before the lease it last renewed runs out, even when the
+// database cannot be reached to say so, so two replicas never run one
+// session at once. A session that fails is started again after a backoff
 // that doubles up to MaxBackoff, so a crash loop never hammers the
 // provider or burns a customer's token; one the provider refuses for good
 // (revoked credentials) stops and the connection says so.
@@ -27,10 +30,10 @@ type Sessions struct {
 	Logger  *slog.Logger
 	// Owner names this replica in leases; random if empty.
 	Owner string
-	// Lease is how long a claim lasts without renewal (default 15 s).
+	// Lease is how long a claim lasts without renewal (DefaultLease).
 	Lease time.Duration
 	// ClaimInterval is how often unowned sessions are looked for
-	// (default 2 s).
+	// (default 1 s).
 	ClaimInterval time.Duration
 	// MaxBackoff caps the wait between restarts of a failing session
 	// (default 1 min).
@@ -44,8 +47,11 @@ type Sessions struct {
 
 // DefaultLease is how long a worker's claim (of a webhook endpoint, of a
 // provider session) lasts without renewal: a replica that dies hands its
-// work over within it.
-const DefaultLease = 15 * time.Second
+// work over within it (plus the claim interval, 1 s). It is renewed every
+// third of it, so a shorter lease costs a database write per leased item
+// more often; the work stops a margin (a fifth of it, at most 1 s) before
+// it runs out, which must exceed the clock skew between replicas.
+const DefaultLease = 3 * time.Second
 
 // replicaName names this replica in leases: random, so that two processes
 // never share one.
@@ -65,7 +71,7 @@ func (d *Sessions) Run(ctx context.Context) {
 		d.Lease = DefaultLease
 	}
 	if d.ClaimInterval <= 0 {
-		d.ClaimInterval = 2 * time.Second
+		d.ClaimInterval = time.Second
 	}
 	if d.MaxBackoff <= 0 {
 		d.MaxBackoff = time.Minute
@@ -81,12 +87,15 @@ func (d *Sessions) Run(ctx context.Context) {
 	tick := time.NewTicker(d.ClaimInterval)
 	defer tick.Stop()
 	for {
+		// The leases claimed end Lease after this instant at the latest
+		// (each is written from a clock read after it).
+		t0 := time.Now()
 		ss, err := d.Service.ClaimSessions(ctx, d.Owner, d.Lease, work.has)
 		if err != nil && ctx.Err() == nil {
 			d.Logger.Warn("sessions: claim", "err", err)
 		}
 		for _, s := range ss {
-			work.start(s.Conn.ID, func() { d.run(ctx, s) })
+			work.start(s.Conn.ID, func() { d.run(ctx, s, t0.Add(d.Lease)) })
 		}
 		d.claimApps(ctx, work)
 		select {
@@ -108,12 +117,13 @@ func (d *Sessions) claimApps(ctx context.Context, work *leased) {
 		if work.has(a.Lease) {
 			continue
 		}
+		t0 := time.Now()
 		held, err := d.Service.ClaimLease(ctx, a.Lease, d.Owner, d.Lease)
 		if err != nil && ctx.Err() == nil {
 			d.Logger.Warn("sessions: claim", "session", a.Lease, "err", err)
 		}
 		if held {
-			work.start(a.Lease, func() { d.runApp(ctx, a) })
+			work.start(a.Lease, func() { d.runApp(ctx, a, t0.Add(d.Lease)) })
 		}
 	}
 }
@@ -134,9 +144,10 @@ type task struct {
 	status func(ctx context.Context, status, reason string)
 }
 
-// run runs a connection's session while this replica holds its lease.
-func (d *Sessions) run(ctx context.Context, s messaging.Session) {
-	d.loop(ctx, task{
+// run runs a connection's session while this replica holds its lease
+// (claimed until at the latest).
+func (d *Sessions) run(ctx context.Context, s messaging.Session, until time.Time) {
+	d.loop(ctx, until, task{
 		name: s.Conn.ID,
 		poll: func(ctx context.Context, healthy func()) error {
 			emit := d.Service.ReceiveFunc(ctx, s.Conn)
@@ -159,9 +170,9 @@ func (d *Sessions) run(ctx context.Context, s messaging.Session) {
 }
 
 // runApp runs the operator's app's session of a channel while this
-// replica holds its lease.
-func (d *Sessions) runApp(ctx context.Context, s messaging.AppSession) {
-	d.loop(ctx, task{
+// replica holds its lease (claimed until at the latest).
+func (d *Sessions) runApp(ctx context.Context, s messaging.AppSession, until time.Time) {
+	d.loop(ctx, until, task{
 		name: s.Lease,
 		poll: func(ctx context.Context, healthy func()) error {
 			emit := d.Service.RouteFunc(ctx, s.Channel)
@@ -179,10 +190,18 @@ func (d *Sessions) runApp(ctx context.Context, s messaging.AppSession) {
 }
 
 // loop runs t while the lease is held: restarted with a backoff when it
-// fails, stopped for good when the provider revokes the credentials.
-func (d *Sessions) loop(ctx context.Context, t task) {
+// fails, stopped for good when the provider revokes the credentials. The
+// lease, claimed until at the latest, is renewed every Lease/3; the
+// session stops leaseMargin before the end of the lease as last renewed
+// (a timer re-armed on each renewal, from the time taken before the
+// renewing statement), so a replica cut off from the database stops before
+// another may take over.
+func (d *Sessions) loop(ctx context.Context, until time.Time, t task) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	margin := leaseMargin(d.Lease)
+	deadline := time.AfterFunc(time.Until(until.Add(-margin)), cancel)
+	defer deadline.Stop()
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
@@ -194,17 +213,22 @@ func (d *Sessions) loop(ctx context.Context, t task) {
 				return
 			case <-tick.C:
 			}
+			t0 := time.Now()
 			ok, err := t.renew(sctx)
-			if err != nil && sctx.Err() == nil {
-				// A database hiccup: keep going while the lease lasts;
-				// the next renewal decides.
-				d.Logger.Warn("sessions: renew", "session", t.name, "err", err)
+			if err != nil {
+				// A database hiccup: keep going while the lease lasts
+				// (the deadline stops the session when it does not); the
+				// next renewal decides.
+				if sctx.Err() == nil {
+					d.Logger.Warn("sessions: renew", "session", t.name, "err", err)
+				}
 				continue
 			}
 			if !ok {
 				cancel() // taken over, deleted or revoked
 				return
 			}
+			deadline.Reset(time.Until(t0.Add(d.Lease - margin)))
 		}
 	}()
 	status := func(st, reason string) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/comm-gateway/comm/netguard"
@@ -27,10 +28,12 @@ type Webhooks struct {
 	Logger *slog.Logger
 	// Owner names this replica in leases; random if empty.
 	Owner string
-	// Lease is how long a claim lasts without renewal (default 15 s): a
-	// replica that dies hands its endpoints over within it. It should
-	// exceed the client's timeout: a delivery is given up before the lease
-	// runs out, since another replica may deliver after it.
+	// Lease is how long a claim lasts without renewal (DefaultLease): a
+	// replica that dies hands its endpoints over within it (plus up to
+	// PollInterval). The holder renews it every Lease/3, during a delivery
+	// too, and gives a delivery up leaseMargin before the lease it last
+	// renewed runs out: past it another replica may deliver too. So a
+	// delivery may take as long as the client's timeout, whatever the lease.
 	Lease time.Duration
 	// DisableAfter disables an endpoint failing continuously this long
 	// (default 72 h).
@@ -39,6 +42,8 @@ type Webhooks struct {
 	PollInterval time.Duration
 	// Observer, if not nil, is told about every attempt (metrics).
 	Observer WebhookObserver
+
+	abandon atomic.Bool // tests: stop as if the process died, leases kept
 }
 
 // WebhookObserver is told about every delivery attempt, for metrics: its
@@ -120,7 +125,7 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 		if follow != nil {
 			follow.Close()
 		}
-		if ep != nil && ctx.Err() != nil {
+		if ep != nil && ctx.Err() != nil && !d.abandon.Load() {
 			d.Hooks.Release(context.WithoutCancel(ctx), ep, d.Owner) //nolint:errcheck // the lease runs out anyway
 		}
 	}()
@@ -148,7 +153,7 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 		}
 		if follow == nil {
 			// Before the first read: a commit after it wakes the first wait.
-			follow = log.Hub().Follow(ep.ProjectID, d.PollInterval)
+			follow = log.Hub().Follow(ep.ProjectID, min(d.PollInterval, d.Lease/3))
 		}
 		// Keep the lease while idle or backing off, so that the endpoint
 		// stays with this replica.
@@ -181,21 +186,19 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			continue
 		}
 		for _, e := range envs {
-			// A delivery must end before the lease does: past it another
-			// replica may deliver to the endpoint too.
-			if time.Until(ep.LeaseUntil) < d.leaseNeeded() && !d.renew(ctx, ep) {
+			// Start with most of a lease (a busy endpoint has it: every
+			// Record extends it); attempt keeps it while the post lasts.
+			if time.Until(ep.LeaseUntil) < d.Lease*2/3 && !d.renew(ctx, ep) {
 				return
 			}
-			pctx, cancel := context.WithDeadline(ctx, ep.LeaseUntil.Add(-d.leaseMargin()))
-			a := d.post(pctx, ep, e)
-			cancel()
+			a := d.attempt(ctx, ep, e)
 			if d.Observer != nil {
 				d.Observer.WebhookAttempted(AttemptOutcome(a), a.Latency)
 			}
 			if ctx.Err() != nil {
 				// Shutting down: keep an acknowledgement that arrived,
 				// so the event is not delivered again.
-				if a.OK {
+				if a.OK && !d.abandon.Load() {
 					d.Hooks.Record(context.WithoutCancel(ctx), ep, d.Owner, d.Lease, d.DisableAfter, a) //nolint:errcheck // redelivered if lost
 				}
 				return
@@ -226,27 +229,72 @@ func (d *Webhooks) renew(ctx context.Context, ep *webhook.Endpoint) bool {
 }
 
 // leaseMargin is how long before its lease runs out a delivery is given
-// up: room for clocks and the database.
-func (d *Webhooks) leaseMargin() time.Duration { return min(time.Second, d.Lease/5) }
+// up: room for the clocks of the replicas and the database.
+func (d *Webhooks) leaseMargin() time.Duration { return leaseMargin(d.Lease) }
 
-// leaseNeeded is how much lease a delivery should start with: enough for
-// the client's whole timeout. With a lease shorter than that, the lease
-// bounds the delivery instead; the lease just extended by the previous
-// delivery is then enough, so that a busy endpoint costs no extra writes.
-func (d *Webhooks) leaseNeeded() time.Duration {
-	need := d.Lease - d.leaseMargin()
-	if d.Client.Timeout > 0 {
-		need = min(need, d.Client.Timeout+d.leaseMargin())
+// leaseMargin is how long before a lease runs out its holder stops the
+// leased work: room for the clocks of the replicas (another replica
+// compares the lease's end with its own clock) and the database.
+func leaseMargin(lease time.Duration) time.Duration { return min(time.Second, lease/5) }
+
+// attempt posts e while keeping ep's lease. Every Lease/3 of a post still
+// running, the lease is renewed, and the post may run until leaseMargin
+// before the end of the lease as last renewed: the deadline is a timer
+// re-armed on each renewal from this process's monotonic clock read before
+// the renewing statement (a duration measured here, never another
+// replica's clock, nor a wall-clock jump).
+// A renewal that finds the lease lost cancels the post at once; one that
+// fails (the database) leaves the timer as it is, so the post never
+// outlives the lease either way. ep.LeaseUntil ends up the latest renewal.
+func (d *Webhooks) attempt(ctx context.Context, ep *webhook.Endpoint, e stream.Envelope) webhook.Attempt {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	margin := d.leaseMargin()
+	deadline := time.AfterFunc(time.Until(ep.LeaseUntil.Add(-margin)), cancel)
+	defer deadline.Stop()
+	// The keeper renews on a copy of ep (post reads ep meanwhile).
+	kept := *ep
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(d.Lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-tick.C:
+			}
+			t0 := time.Now() // the lease renewed ends Lease after this, at the latest
+			ok, err := d.Hooks.Renew(pctx, &kept, d.Owner, d.Lease)
+			switch {
+			case err != nil:
+				if pctx.Err() == nil {
+					d.Logger.Warn("webhooks: renew lease during a delivery", "webhook", ep.ID, "err", err)
+				}
+			case !ok:
+				cancel() // taken over, disabled or deleted
+				return
+			default:
+				deadline.Reset(time.Until(t0.Add(d.Lease - margin)))
+			}
+		}
+	}()
+	a := d.post(pctx, ep, e)
+	cancel()
+	<-done
+	if kept.LeaseUntil.After(ep.LeaseUntil) {
+		ep.LeaseUntil = kept.LeaseUntil
 	}
-	return need
+	return a
 }
 
-// wait sleeps for dur (at most five poll intervals, after which the caller
-// looks again) or until the registrations change; false when ctx ended.
+// wait sleeps for dur (at most five poll intervals, and a third of the
+// lease so that it is renewed in time, after which the caller looks again) or until the registrations change; false when ctx ended.
 // It is a pause (a retry's backoff, a failed read's), not a follow: commits
 // do not end it.
 func (d *Webhooks) wait(ctx context.Context, dur time.Duration) bool {
-	t := time.NewTimer(min(dur, d.PollInterval*5))
+	t := time.NewTimer(min(dur, d.PollInterval*5, d.Lease/3))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -913,12 +913,14 @@ func TestLeaseOutlivesSlowDelivery(t *testing.T) {
 		rcv := newReceiver(t)
 		rcv.setAnswer(func(w http.ResponseWriter, r *http.Request, h *hit, n int) int {
 			if n == 2 {
-				// Cut by the worker's lease deadline. The answer is a 503,
-				// never an acknowledgement: when the receiver sees the
-				// request go only as the deadline passes, the worker may
-				// still read what it writes (seen under load: a 204 here
-				// reached the worker, which rightly moved on, while the
-				// receiver counted it as unanswered).
+				// Longer than the lease: the worker renews it meanwhile
+				// (or, if a renewal fails, cuts the delivery before the
+				// lease ends). The answer is a 503, never an
+				// acknowledgement: when the receiver sees the request go
+				// only as a deadline passes, the worker may still read
+				// what it writes (seen under load: a 204 here reached the
+				// worker, which rightly moved on, while the receiver
+				// counted it as unanswered).
 				sleepOrGone(r, 2500*time.Millisecond)
 				return http.StatusServiceUnavailable
 			}
@@ -1119,6 +1121,140 @@ func TestAttemptHistoryBounded(t *testing.T) {
 		as := g.attempts(t, p.Key, "limit=500")
 		if len(as) != 500 || !as[0].OK || as[0].Seq != g.head(t, p.ID) {
 			t.Errorf("GET /v1/webhook/attempts?limit=500: %d attempts, newest %+v", len(as), as[0])
+		}
+	})
+}
+
+// TestTakeOverAfterKill: with the default lease and poll interval, when
+// the replica holding an endpoint dies (stops renewing, keeps its lease),
+// the other replica delivers within 5 s, in order, nothing lost, and the
+// two never deliver at once.
+func TestTakeOverAfterKill(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		box := newBox(t)
+		ga := startGateway(t, cfg, gwOptions{AllowPrivate: true, Box: box})
+		gb := ga
+		if cfg.URL != "" {
+			gb = startGateway(t, cfg, gwOptions{AllowPrivate: true, Box: box})
+		}
+		rcv := newReceiver(t)
+		rcv.setAnswer(func(w http.ResponseWriter, r *http.Request, h *hit, n int) int {
+			sleepOrGone(r, 20*time.Millisecond)
+			return http.StatusNoContent
+		})
+		client := rcv.client(true, 0)
+		workers := map[string]*worker{
+			"replica-a": startWorker(t, &delivery.Webhooks{Hooks: ga.Hooks, Client: client, Owner: "replica-a", PollInterval: time.Second}),
+			"replica-b": startWorker(t, &delivery.Webhooks{Hooks: gb.Hooks, Client: client, Owner: "replica-b", PollInterval: time.Second}),
+		}
+		p := ga.newProject(t)
+		w := ga.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/kill", "secret": plainSecret})
+		appendN(t, ga.Log, p.ID, 20)
+		waitFor(t, "a few deliveries", 10*time.Second, func() bool { return rcv.count() >= 5 })
+		holder := ga.leaseOwner(t)
+		if workers[holder] == nil {
+			t.Fatalf("lease held by %q", holder)
+		}
+		workers[holder].W.Abandon()
+		workers[holder].stop()
+		died := time.Now()
+		head := appendN(t, gb.Log, p.ID, 20)
+		var first time.Time
+		waitFor(t, "a delivery by the survivor", 10*time.Second, func() bool {
+			for _, h := range rcv.snapshot() {
+				if h.Start.After(died) {
+					first = h.Start
+					return true
+				}
+			}
+			return false
+		})
+		took := first.Sub(died)
+		t.Logf("the survivor delivered %s after %s died (lease %s)", took.Round(time.Millisecond), holder, delivery.DefaultLease)
+		if took > 5*time.Second {
+			t.Errorf("the survivor took over %s after the holder died; want under 5 s", took)
+		}
+		if owner := ga.leaseOwner(t); owner == holder {
+			t.Errorf("the lease is still %s's", owner)
+		}
+		waitFor(t, "the whole stream", 20*time.Second, func() bool { return ga.getWebhook(t, p.Key).Cursor == head })
+		checkInOrder(t, ga, rcv, "/kill", p, plainSecret, w.Cursor, head, true)
+		if n := rcv.overlapCount(); n != 0 {
+			t.Errorf("%d deliveries overlapped another", n)
+		}
+	})
+}
+
+// TestSlowDeliveryKeepsLease: a delivery longer than the (default) lease
+// completes and is acknowledged once, the holder renewing meanwhile; the
+// other replica never delivers alongside it. When the lease is taken
+// from the holder during a slow delivery, the delivery is cut before
+// anyone may take over.
+func TestSlowDeliveryKeepsLease(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		box := newBox(t)
+		ga := startGateway(t, cfg, gwOptions{AllowPrivate: true, Box: box})
+		gb := ga
+		if cfg.URL != "" {
+			gb = startGateway(t, cfg, gwOptions{AllowPrivate: true, Box: box})
+		}
+		slow := delivery.DefaultLease * 5 / 3
+		rcv := newReceiver(t)
+		cut := make(chan time.Time, 1)
+		rcv.setAnswer(func(w http.ResponseWriter, r *http.Request, h *hit, n int) int {
+			switch n {
+			case 2: // slower than the lease: kept by renewals
+				sleepOrGone(r, slow)
+			case 4: // the lease is taken meanwhile: cut
+				select {
+				case <-time.After(3 * delivery.DefaultLease):
+				case <-r.Context().Done():
+					cut <- time.Now()
+				}
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusNoContent
+		})
+		client := rcv.client(true, 0)
+		startWorker(t, &delivery.Webhooks{Hooks: ga.Hooks, Client: client, Owner: "replica-a"})
+		startWorker(t, &delivery.Webhooks{Hooks: gb.Hooks, Client: client, Owner: "replica-b"})
+		p := ga.newProject(t)
+		w := ga.putWebhook(t, p.Key, map[string]any{"url": rcv.URL() + "/slow", "secret": plainSecret})
+		appendN(t, ga.Log, p.ID, 3)
+		waitFor(t, "the slow delivery", 3*slow, func() bool { return ga.getWebhook(t, p.Key).Cursor == w.Cursor+3 })
+		hits := rcv.snapshot()
+		if len(hits) != 3 {
+			t.Fatalf("%d deliveries of 3 events; want each once (the slow one kept its lease)", len(hits))
+		}
+		if d := hits[1].End.Sub(hits[1].Start); d < slow || hits[1].Status != http.StatusNoContent {
+			t.Errorf("the slow delivery took %s and answered %d; want %s and 204", d, hits[1].Status, slow)
+		}
+
+		// The lease is taken during a delivery (as if this replica's
+		// renewals had stopped reaching the database and another replica
+		// claimed the endpoint): the holder finds it at its next renewal
+		// and gives the delivery up.
+		head := appendN(t, ga.Log, p.ID, 2)
+		waitFor(t, "the fourth delivery", 10*time.Second, func() bool { return rcv.count() >= 4 })
+		stolen := time.Now()
+		ga.stealLease(t, p.ID, "replica-dead", 2*delivery.DefaultLease)
+		select {
+		case at := <-cut:
+			if d := at.Sub(stolen); d > delivery.DefaultLease/3+time.Second {
+				t.Errorf("the delivery went on %s after the lease was taken", d)
+			}
+		case <-time.After(2 * delivery.DefaultLease):
+			t.Fatal("the delivery went on after the lease was taken")
+		}
+		waitFor(t, "the rest", 30*time.Second, func() bool { return ga.getWebhook(t, p.Key).Cursor == head })
+		checkInOrder(t, ga, rcv, "/slow", p, plainSecret, w.Cursor, head, true)
+		if n := rcv.overlapCount(); n != 0 {
+			for _, h := range rcv.snapshot() {
+				t.Logf("seq %d %s..%s status %d", h.Seq, h.Start.Format(time.StampMilli), h.End.Format(time.StampMilli), h.Status)
+			}
+			t.Errorf("%d deliveries overlapped another", n)
 		}
 	})
 }

@@ -6,6 +6,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"time"
 
@@ -26,6 +28,7 @@ import (
 	"github.com/comm-gateway/comm/channels/x"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/metrics"
+	"github.com/comm-gateway/comm/ratelimit"
 	"github.com/comm-gateway/comm/sealed"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/stream"
@@ -84,6 +87,15 @@ type Config struct {
 	// Channels are more descriptors, added after the built-in ones (a
 	// test's own adapter).
 	Channels []channels.Descriptor
+	// RateLimitSync is how often, on PostgreSQL, the replicas exchange
+	// what their rate limits granted, so that together they grant each
+	// limit once (ratelimit.Shared); ratelimit.DefaultSync when 0; when
+	// negative, each replica grants every limit on its own. SQLite (one
+	// process) shares nothing.
+	RateLimitSync time.Duration
+	// Replica names this process among the replicas (rate limits); random
+	// when empty.
+	Replica string
 	// Metrics, if not nil, counts the HTTP requests and reads the
 	// scrape-time gauges (webhook lag, outbox, websockets) of this
 	// gateway. Give the same to the log (stream.Options.Observer) for
@@ -106,6 +118,8 @@ type Gateway struct {
 	metrics *metrics.Metrics
 	box     *sealed.Box // the checked key (CheckKey); nil when none was given
 	workers workerState
+	// stopLimits ends the sharing of the rate limits (nil: not shared).
+	stopLimits func()
 }
 
 // New wires a gateway over log. StartWorkers runs its background
@@ -216,10 +230,34 @@ func New(log *stream.Log, cfg Config) (*Gateway, error) {
 		logger: logger, box: cfg.Service.Box, metrics: cfg.Metrics}
 	fo.Ready = append(g.readyChecks(), fo.Ready...)
 	g.Front = server.New(svc, fo)
+	if db := log.DB(); db.IsPostgres() && cfg.RateLimitSync >= 0 {
+		replica := cfg.Replica
+		if replica == "" {
+			replica = randomReplica()
+		}
+		shared := ratelimit.NewShared(ratelimit.NewPostgresLedger(db.W), replica, cfg.RateLimitSync, logger)
+		g.Front.ShareLimits(shared)
+		mail.ShareLimits(shared)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			shared.Run(ctx)
+		}()
+		g.stopLimits = func() { cancel(); <-done }
+	}
 	if cfg.Metrics != nil {
 		cfg.Metrics.Watch(log.DB().R, g.Front.Live())
 	}
 	return g, nil
+}
+
+// randomReplica names a replica: random, so that two processes never
+// share one.
+func randomReplica() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "replica-" + hex.EncodeToString(b)
 }
 
 // registry is every channel comm knows, with the adapters built so far,
@@ -246,6 +284,9 @@ func registry(mail *email.Channel, cfg Config) *channels.Registry {
 // Close closes the front door's websockets and releases the domain's
 // resources. Stop the HTTP server and the workers first.
 func (g *Gateway) Close() error {
+	if g.stopLimits != nil {
+		g.stopLimits()
+	}
 	g.Front.Close()
 	return g.Svc.Close()
 }

@@ -1,6 +1,8 @@
 // Package ratelimit is the gateway's in-memory token bucket, keyed by a
-// string (a client IP, an API key id). Each replica keeps its own buckets:
-// a limit of n per replica is at most n × replicas overall.
+// string (a client IP, an API key id). Each replica keeps its own buckets,
+// and decides every request from them alone; on PostgreSQL, Shared makes
+// the replicas' buckets one budget by exchanging what each took through
+// the database every few hundred milliseconds (see Shared).
 package ratelimit
 
 import (
@@ -22,6 +24,10 @@ type Bucket struct {
 	now   func() time.Time
 
 	refused func() // counts refusals (metrics); nil: not counted
+
+	// unsent is what this replica took, per key, since Shared last
+	// reported it; nil when the bucket is not shared.
+	unsent map[string]int64
 }
 
 // OnRefusal has f called each time the bucket refuses (Allow or AllowN
@@ -65,6 +71,7 @@ func (b *Bucket) AllowN(key string, n int) (bool, time.Duration) {
 	need := float64(n)
 	if s.tokens >= need {
 		s.tokens -= need
+		b.taken(key, n)
 		return true, 0
 	}
 	if b.refused != nil {
@@ -91,6 +98,52 @@ func (b *Bucket) Blocked(key string) (bool, time.Duration) {
 		return false, 0
 	}
 	return true, b.wait(1 - tokens)
+}
+
+// maxUnsent bounds the keys whose use a shared bucket keeps between two
+// reports: beyond it, a new key's use stays this replica's own until the
+// next report.
+const maxUnsent = 50000
+
+func (b *Bucket) taken(key string, n int) {
+	if b.unsent == nil {
+		return
+	}
+	if _, ok := b.unsent[key]; ok || len(b.unsent) < maxUnsent {
+		b.unsent[key] += int64(n)
+	}
+}
+
+// drain returns what was taken since the last drain, and forgets it.
+func (b *Bucket) drain() map[string]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.unsent
+	if len(out) > 0 {
+		b.unsent = map[string]int64{}
+	}
+	return out
+}
+
+// unsend puts back what a failed report did not deliver.
+func (b *Bucket) unsend(m map[string]int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, n := range m {
+		b.unsent[k] += n
+	}
+}
+
+// charge takes n tokens for key that another replica granted: the bucket
+// may go into debt (down to -burst), which this replica then refuses
+// until it refills.
+func (b *Bucket) charge(key string, n int64) {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sweep(now)
+	s := b.fill(key, now)
+	s.tokens = math.Max(s.tokens-float64(n), -b.burst)
 }
 
 func (b *Bucket) fill(key string, now time.Time) *state {

@@ -101,6 +101,9 @@ type setup struct {
 	channels []channels.Descriptor
 	// credit are the prices and the low-balance threshold.
 	credit account.Options
+	// rateLimitSync is gateway.Config.RateLimitSync (negative: the rate
+	// limits are not shared on PostgreSQL).
+	rateLimitSync time.Duration
 }
 
 // startGateway serves the gateway (gatewaytest.Start); BaseURL, when the
@@ -119,7 +122,7 @@ func startGateway(t *testing.T, cfg store.Config, su setup) *gateway {
 		workers.Sessions = &delivery.Sessions{ClaimInterval: 100 * time.Millisecond}
 	}
 	return &gateway{gatewaytest.Start(t, cfg, gatewaytest.Options{
-		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, WhatsAppHosted: su.whatsAppHosted, X: su.x, IMessage: su.imessage, Channels: su.channels, Credit: su.credit},
+		Config:  gw.Config{Service: su.svc, Email: mailOpts, Mail: su.mail, Server: su.server, Telegram: su.telegram, Slack: su.slack, Discord: su.discord, Meta: su.meta, Twilio: su.twilio, WhatsAppHosted: su.whatsAppHosted, X: su.x, IMessage: su.imessage, Channels: su.channels, Credit: su.credit, RateLimitSync: su.rateLimitSync},
 		Workers: workers,
 	})}
 }

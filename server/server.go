@@ -206,8 +206,7 @@ func New(svc *messaging.Service, opts Options) *Server {
 	s.routes()
 	s.signInRoutes(opts.SignIn)
 	if o, ok := opts.Observer.(RefusalObserver); ok {
-		for name, b := range map[string]*ratelimit.Bucket{"device_starts": s.startLimit, "sandboxes": s.sandboxLimit,
-			"key_writes": s.writeLimit, "device_codes": s.signin.codeLimit, "local_signin": s.signin.localLimit} {
+		for name, b := range s.limits() {
 			b.OnRefusal(func() { o.Refused(name) })
 		}
 	}
@@ -259,6 +258,21 @@ func New(svc *messaging.Service, opts Options) *Server {
 		s.mux.Handle("GET /graphql/playground/", playground)
 	}
 	return s
+}
+
+// limits are the server's rate limits by name (the metrics' label, and
+// the name they are shared under).
+func (s *Server) limits() map[string]*ratelimit.Bucket {
+	return map[string]*ratelimit.Bucket{"device_starts": s.startLimit, "sandboxes": s.sandboxLimit,
+		"key_writes": s.writeLimit, "device_codes": s.signin.codeLimit, "local_signin": s.signin.localLimit}
+}
+
+// ShareLimits shares the server's rate limits with the other replicas
+// through sh (nil: each keeps its own). Call it before serving.
+func (s *Server) ShareLimits(sh *ratelimit.Shared) {
+	for name, b := range s.limits() {
+		sh.Add(name, b)
+	}
 }
 
 func (s *Server) routes() {

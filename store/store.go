@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -299,7 +300,7 @@ func (db *DB) migrate(ctx context.Context, release string) error {
 	}
 	ddl := sqliteEvents
 	if db.IsPostgres() {
-		ddl = postgresEvents
+		ddl = slices.Concat(postgresEvents, postgresRateLimits)
 	}
 	for _, stmt := range ddl {
 		if _, err := db.W.ExecContext(ctx, stmt); err != nil {
@@ -354,6 +355,22 @@ func (db *DB) migrateEventSizes(ctx context.Context) error {
 		return fmt.Errorf("store: migrate events: %w", err)
 	}
 	return nil
+}
+
+// The rate limits' use, shared by the replicas on PostgreSQL
+// (ratelimit.PostgresLedger): what each replica took per bucket, key and
+// one-second slot. Rows older than a minute are swept; SQLite (one
+// process) has none.
+var postgresRateLimits = []string{
+	`CREATE TABLE IF NOT EXISTS ratelimit_usage (
+		bucket TEXT NOT NULL,
+		key TEXT NOT NULL,
+		replica TEXT NOT NULL,
+		slot BIGINT NOT NULL,
+		used BIGINT NOT NULL,
+		PRIMARY KEY (bucket, key, replica, slot)
+	)`,
+	`CREATE INDEX IF NOT EXISTS ratelimit_usage_slot ON ratelimit_usage (slot)`,
 }
 
 // The event log. body is the event's JSON envelope {"seq","type","data"},

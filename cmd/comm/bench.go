@@ -15,6 +15,7 @@ import (
 	"github.com/comm-gateway/comm/channels/email/inbound"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/metrics"
+	"github.com/comm-gateway/comm/ratelimit"
 	"github.com/comm-gateway/comm/store"
 	"github.com/comm-gateway/comm/stream"
 	"github.com/comm-gateway/comm/webhook"
@@ -36,6 +37,7 @@ func runBench(s *flagSet, args []string) error {
 	serverGOGC := s.String("server-gogc", "COMM_BENCH_SERVER_GOGC", "100", "GOGC of the server process in the subscribe benchmark")
 	withMetrics := s.String("metrics", "COMM_BENCH_METRICS", "false", "count the gateway's metrics (as --metrics-listen does) while measuring, to see what they cost")
 	soakRate := s.String("soak-rate", "COMM_BENCH_SOAK_RATE", "200", "inbound messages per second of the soak benchmark (20 projects, 5 subscriptions and a webhook endpoint each, a reply to every 5th message)")
+	writeLimit := s.String("write-limit", "COMM_BENCH_WRITE_LIMIT", "off", "the per-key write limit while measuring: off; local (on, so high it never refuses: each request takes a token from this replica's bucket); shared (the same, and shared with other replicas through PostgreSQL every --rate-limit-sync, as comm serve does there)")
 	cpuprofile := s.String("cpuprofile", "COMM_BENCH_CPUPROFILE", "", "write a CPU profile of the run to this file")
 	if err := s.parse(args, 0, "no arguments"); err != nil {
 		return err
@@ -74,6 +76,16 @@ func runBench(s *flagSet, args []string) error {
 	countMetrics, err := parseBool("--metrics", *withMetrics)
 	if err != nil {
 		return err
+	}
+	switch *writeLimit {
+	case "off":
+		benchWriteLimit = 0
+	case "local":
+		benchWriteLimit = -1
+	case "shared":
+		benchWriteLimit = ratelimit.DefaultSync
+	default:
+		return fmt.Errorf("--write-limit must be off, local or shared, not %q", *writeLimit)
 	}
 	ctx := context.Background()
 	open := func() (*stream.Log, func(), error) {

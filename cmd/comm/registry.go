@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/comm-gateway/comm/gateway"
 	"github.com/comm-gateway/comm/messaging"
@@ -15,8 +16,18 @@ func benchGateway(l *stream.Log, opts messaging.Options) (*gateway.Gateway, erro
 }
 
 // benchGatewayWith is benchGateway configured by cfg.
+// benchWriteLimit is comm bench --write-limit: 0 off, -1 on and local,
+// else on and shared every that long.
+var benchWriteLimit time.Duration
+
 func benchGatewayWith(l *stream.Log, cfg gateway.Config) (*gateway.Gateway, error) {
 	cfg.Server.SandboxesPerHour, cfg.Server.WritesPerSecond = -1, -1
+	cfg.RateLimitSync = -1
+	if benchWriteLimit != 0 {
+		// On, and never refusing: what it costs, not what it refuses.
+		cfg.Server.WritesPerSecond, cfg.Server.WriteBurst = 1<<30, 1<<30
+		cfg.RateLimitSync = max(benchWriteLimit, -1)
+	}
 	if cfg.Server.AccessLog == nil {
 		cfg.Server.AccessLog = slog.New(slog.DiscardHandler) // a line per request would measure the terminal
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/comm-gateway/comm/graph"
 	"github.com/comm-gateway/comm/live"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/ratelimit"
 	"github.com/comm-gateway/comm/sealed"
 	"github.com/comm-gateway/comm/server"
 	"github.com/comm-gateway/comm/store"
@@ -63,6 +64,8 @@ func serve(s *flagSet, args []string) error {
 	playground := s.String("graphql-playground", "COMM_GRAPHQL_PLAYGROUND", "false", "serve a GraphiQL page at /graphql/playground")
 	allowPrivate := s.String("webhook-allow-private", "COMM_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on loopback and private networks, and plain http (tests, LAN installs)")
 	disableAfter := s.String("webhook-disable-after", "COMM_WEBHOOK_DISABLE_AFTER", "72h", "disable a webhook endpoint failing continuously this long")
+	leaseFlag := s.String("lease", "COMM_LEASE", delivery.DefaultLease.String(), "how long a replica's lease of a webhook endpoint or a provider session lasts without renewal: when a replica dies, another takes its work over within it (plus up to 1 s); renewed every third of it, the work stopping a fifth of it (at most 1 s) before it ends, which must exceed the clock skew between replicas")
+	rateSync := s.String("rate-limit-sync", "COMM_RATE_LIMIT_SYNC", ratelimit.DefaultSync.String(), "on PostgreSQL, how often the replicas exchange what their rate limits granted, so that together they grant each limit once (the overshoot is at most what the others grant in about two of these intervals); \"off\": each replica grants every limit on its own")
 	encKey := s.String("encryption-key", "COMM_ENCRYPTION_KEY", "", "base64 of 32 bytes sealing secrets at rest, the same on every replica (a check value in the database refuses another); default on SQLite: a key file in the data dir; required on PostgreSQL")
 	logFormat := s.String("log-format", "COMM_LOG_FORMAT", "auto", "log format on stderr: text, json (one object a line), or auto: text on a terminal, json otherwise; one line per HTTP request (\"http\") with its request id, route, status, bytes, duration, client IP and project, never a key, a header's value or a body")
 	grace := s.String("shutdown-grace", "COMM_SHUTDOWN_GRACE", "30s", "how long in-flight requests may finish on SIGINT/SIGTERM")
@@ -231,6 +234,22 @@ func serve(s *flagSet, args []string) error {
 	if err != nil {
 		return err
 	}
+	lease, err := parseDuration("--lease", *leaseFlag)
+	if err == nil && lease < time.Second {
+		err = fmt.Errorf("--lease must be at least 1s, not %q", *leaseFlag)
+	}
+	if err != nil {
+		return err
+	}
+	rateSyncD := time.Duration(-1)
+	if *rateSync != "off" {
+		if rateSyncD, err = parseDuration("--rate-limit-sync", *rateSync); err != nil {
+			return fmt.Errorf("%w (or off)", err)
+		}
+		if rateSyncD < 10*time.Millisecond || rateSyncD > time.Minute {
+			return fmt.Errorf("--rate-limit-sync must be between 10ms and 1m (or off), not %q", *rateSync)
+		}
+	}
 	private, err := parseBool("--webhook-allow-private", *allowPrivate)
 	if err != nil {
 		return err
@@ -371,7 +390,7 @@ func serve(s *flagSet, args []string) error {
 		base = "http://" + ln.Addr().String()
 	}
 	signIn, signInLine := signInOptions(*oidcIssuer, *oidcClientID, *oidcSecret, *localPassword, allowRemote, ln.Addr(), box)
-	g, err := gateway.New(log, gateway.Config{Logger: logger, Credit: credit, Metrics: mets,
+	g, err := gateway.New(log, gateway.Config{Logger: logger, Credit: credit, Metrics: mets, RateLimitSync: rateSyncD,
 		Telegram: telegram.Options{APIURL: *telegramURL},
 		Slack:    slack.Options{APIURL: *slackURL, ClientID: *slackID, ClientSecret: *slackSecret, SigningSecret: *slackSigning},
 		Discord:  discord.Options{APIURL: *discordURL, ClientID: *discordID, ClientSecret: *discordSecret, BotToken: *discordBot},
@@ -423,8 +442,8 @@ func serve(s *flagSet, args []string) error {
 
 	stopWorkers := g.StartWorkers(gateway.Workers{
 		Outbox:        &delivery.Outbox{},
-		Webhooks:      &delivery.Webhooks{DisableAfter: disableD}, // its client allows private targets as --webhook-allow-private says
-		Sessions:      &delivery.Sessions{},
+		Webhooks:      &delivery.Webhooks{DisableAfter: disableD, Lease: lease}, // its client allows private targets as --webhook-allow-private says
+		Sessions:      &delivery.Sessions{Lease: lease},
 		VerifyDomains: verifyD,
 	})
 	defer stopWorkers()

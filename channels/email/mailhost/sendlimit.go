@@ -22,8 +22,7 @@ const (
 
 // sendBudgets are the hourly outbound mail budgets per project, one token
 // bucket for sandbox keys and one for signed-in keys (ratelimit, as every
-// other limit). They are per process: with several replicas each grants
-// the budget.
+// other limit), shared with the other replicas by ShareLimits.
 type sendBudgets struct{ sandbox, signedIn *ratelimit.Bucket }
 
 func newSendBudgets(o Options) sendBudgets {
@@ -39,6 +38,14 @@ func newSendBudgets(o Options) sendBudgets {
 func (h *Host) OnRefusal(f func(bucket string)) {
 	h.sends.sandbox.OnRefusal(func() { f("mail_sandbox") })
 	h.sends.signedIn.OnRefusal(func() { f("mail_signed_in") })
+}
+
+// ShareLimits shares the hourly mail budgets with the other replicas
+// through sh (nil: each replica grants the whole budget). Call it before
+// the host is used.
+func (h *Host) ShareLimits(sh *ratelimit.Shared) {
+	sh.Add("mail_sandbox", h.sends.sandbox)
+	sh.Add("mail_signed_in", h.sends.signedIn)
 }
 
 // AllowSend decides whether mail may be queued from the inbox address
