@@ -41,6 +41,7 @@ from ._errors import (
 from ._http import Cancel, Cancelled
 from ._listen import EventStream
 from ._login import login
+from ._login import print_prompt as print_login_prompt
 from ._types import (
     ACCOUNT_BALANCE_LOW,
     CONNECTION_ACTIVE,
@@ -82,7 +83,7 @@ from ._types import (
     Webhook,
     WebhookAttempt,
 )
-from ._webhook import handle_webhook, sign_webhook, verify_webhook
+from ._webhook import MAX_WEBHOOK_BODY, TOLERANCE, handle_webhook, sign_webhook, verify_webhook
 
 __version__ = "0.1.0"
 
@@ -99,9 +100,11 @@ __all__ = [
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "MAX_WAIT",
+    "MAX_WEBHOOK_BODY",
     "MESSAGE_FAILED",
     "MESSAGE_RECEIVED",
     "MESSAGE_SENT",
+    "TOLERANCE",
     "WEBHOOK_DISABLED",
     "WEBHOOK_ENABLED",
     "APIError",
@@ -166,6 +169,7 @@ __all__ = [
     "create_sandbox",
     "handle_webhook",
     "login",
+    "print_login_prompt",
     "read_dotenv",
     "sign_webhook",
     "verify_webhook",
