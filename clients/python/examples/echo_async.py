@@ -1,4 +1,4 @@
-"""The echo agent on asyncio."""
+"""The echo agent on asyncio. Ctrl-C or SIGTERM stops it; a restart resumes from .comm-cursor."""
 
 import asyncio
 
@@ -14,7 +14,4 @@ async def main() -> None:
     await AsyncClient().listen(echo)
 
 
-try:
-    asyncio.run(main())
-except KeyboardInterrupt:
-    pass
+asyncio.run(main())  # Ctrl-C or SIGTERM stops it cleanly

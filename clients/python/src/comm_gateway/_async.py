@@ -10,7 +10,9 @@ import asyncio
 import inspect
 import logging
 import os
+import signal
 import ssl
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
@@ -239,18 +241,20 @@ class AsyncClient:
         typing_every: float = 5.0,
         grace: float = 30.0,
         stop: asyncio.Event | None = None,
+        handle_signals: bool = True,
     ) -> None:
         """Client.listen for asyncio: ``await client.listen(handler)`` with an async handler. It runs until
-        ``stop`` is set or the task is cancelled (``asyncio.run`` cancels it on Ctrl-C); then running
-        handlers get ``grace`` seconds, the cursor is saved, and (when cancelled) CancelledError is
-        raised again. Same cursor, ordering, dedup, typing and error rules as Client.listen."""
+        ``stop`` is set, SIGINT or SIGTERM arrives (with ``handle_signals``, in the main thread, on loops
+        that support signal handlers), or the task is cancelled; then running handlers get ``grace``
+        seconds, the cursor is saved, and (when cancelled) CancelledError is raised again. Same cursor,
+        ordering, dedup, typing and error rules as Client.listen."""
         if handler is None and not on_event:
             raise CommError("comm: listen: no handler")
-        on_event = on_event or {}
+        events = on_event or {}
         poll_interval = poll_interval if poll_interval > 0 else 1.0
         batch = min(batch, 1000) if batch > 0 else 100
         long_poll = min(max(long_poll, 0.0), 60.0)
-        type_filter = MESSAGE_RECEIVED if not on_event else None
+        type_filter = MESSAGE_RECEIVED if not events else None
 
         def report(ev: Event | None, err: BaseException) -> None:
             if on_error is not None:
@@ -263,6 +267,52 @@ class AsyncClient:
             else:
                 log.warning("comm: listen: %s", err)
 
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        signals: list[signal.Signals] = []
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(sig, stop.set)
+                    signals.append(sig)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+        try:
+            await self._listen(
+                handler,
+                events,
+                report,
+                stop,
+                cursor,
+                start_seq,
+                poll_interval,
+                long_poll,
+                batch,
+                concurrency,
+                typing_every,
+                grace,
+                type_filter,
+            )
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+
+    async def _listen(
+        self,
+        handler: AsyncMessageHandler | None,
+        on_event: dict[str, AsyncEventHandler],
+        report: Callable[[Event | None, BaseException], None],
+        stop: asyncio.Event,
+        cursor: CursorStore | str | None,
+        start_seq: int,
+        poll_interval: float,
+        long_poll: float,
+        batch: int,
+        concurrency: int,
+        typing_every: float,
+        grace: float,
+        type_filter: str | None,
+    ) -> None:
         def handler_for(typ: str) -> AsyncEventHandler | None:
             if typ == MESSAGE_RECEIVED and handler is not None:
                 return None
@@ -406,18 +456,15 @@ class AsyncClient:
 
         follower = asyncio.create_task(follow())
         waiters: set[asyncio.Future[Any]] = {follower}
-        stopper: asyncio.Task[bool] | None = None
-        if stop is not None:
-            stopper = asyncio.create_task(stop.wait())
-            waiters.add(stopper)
+        stopper = asyncio.create_task(stop.wait())
+        waiters.add(stopper)
         cancelled = False
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             cancelled = True
         follower.cancel()
-        if stopper is not None:
-            stopper.cancel()
+        stopper.cancel()
         err: BaseException | None = None
         try:
             await follower

@@ -303,8 +303,12 @@ def run_listen(
     cancel = Cancel()
     type_filter = MESSAGE_RECEIVED if not on_event else None
 
+    def halt() -> None:
+        cancel.set()  # ends the poll in flight at once
+        lst.stop()  # and wakes the poll loop if it waits for room among the handlers
+
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        cancel.set()
+        halt()
 
     old: dict[signal.Signals, Any] = {}
     if handle_signals and threading.current_thread() is threading.main_thread():
@@ -317,7 +321,7 @@ def run_listen(
         def watch() -> None:
             while not cancel.is_set():
                 if stop_event.wait(0.2):
-                    cancel.set()
+                    halt()
                     return
 
         watcher = threading.Thread(target=watch, daemon=True)
