@@ -50,18 +50,33 @@ def test_quickstart_loop(gateway: Gateway, tmp_path: Path) -> None:
     assert '"project_id":"' + sb["project_id"] + '"' in (tmp_path / "c").read_text()
 
 
-def test_sync_stream(proj: Proj) -> None:
+def test_sync_stream(proj: Proj, tmp_path: Path) -> None:
     c = proj.client
     conn = c.connect("test")
     c.inject(conn["id"], "bob", "one")
     c.inject(conn["id"], "bob", "two")
+    cur = str(tmp_path / "cursor")
     got: list[str] = []
-    with c.stream(comm.MESSAGE_RECEIVED, cursor=None, long_poll=5) as s:
+    with c.stream(comm.MESSAGE_RECEIVED, cursor=cur, long_poll=5) as s:
         for ev in s:
             got.append(c.message_of(ev).text)
             if len(got) == 2:
                 break
     assert got == ["one", "two"]
+    saved = comm.FileCursorStore(cur).load()
+    assert saved == c.events(0, 100, comm.MESSAGE_RECEIVED)[-1]["seq"]
+    # An exception in the loop body leaves its event unsaved; the next run gets it again.
+    c.inject(conn["id"], "bob", "three")
+    try:
+        with c.stream(comm.MESSAGE_RECEIVED, cursor=cur, long_poll=5) as s:
+            for ev in s:
+                raise RuntimeError(c.message_of(ev).text)
+    except RuntimeError as e:
+        assert str(e) == "three"
+    assert comm.FileCursorStore(cur).load() == saved
+    with c.stream(comm.MESSAGE_RECEIVED, cursor=cur, long_poll=5) as s:
+        assert c.message_of(next(s)).text == "three"
+    assert comm.FileCursorStore(cur).load() > saved
 
 
 def test_async_listen_and_stream(proj: Proj, tmp_path: Path) -> None:
@@ -90,14 +105,28 @@ def test_async_listen_and_stream(proj: Proj, tmp_path: Path) -> None:
         evs = await sent()
         assert evs and evs[0]["data"]["message"]["text"] == "You said: async hello"
 
-        # async for over the stream, from the start, without a cursor file.
+        # async for over the stream, from the start; the cursor is saved past the last event handled.
         texts: list[str] = []
-        async for ev in ac.stream(cursor=None, long_poll=5):
-            if ev["type"] in (comm.MESSAGE_RECEIVED, comm.MESSAGE_SENT):
-                texts.append(ev["data"]["message"]["text"])
-            if len(texts) == 2:
-                break
+        cur = str(tmp_path / "stream-cursor")
+        last = 0
+        async with ac.stream(cursor=cur, long_poll=5) as s:
+            async for ev in s:
+                last = ev["seq"]
+                if ev["type"] in (comm.MESSAGE_RECEIVED, comm.MESSAGE_SENT):
+                    texts.append(ev["data"]["message"]["text"])
+                if len(texts) == 2:
+                    break
         assert texts == ["async hello", "You said: async hello"]
+        assert comm.FileCursorStore(cur).load() == last
+        # An exception in the loop body leaves its event unsaved: it comes again.
+        await ac.inject(conn["id"], "cy", "later")
+        try:
+            async with ac.stream(cursor=cur, long_poll=1) as s:
+                async for ev in s:
+                    raise RuntimeError(f"failed on {ev['seq']}")
+        except RuntimeError:
+            pass
+        assert comm.FileCursorStore(cur).load() == last
 
         # Cancelling a listener parked in a long poll ends it at once (its socket is closed).
         task = asyncio.create_task(ac.listen(echo, cursor=None, start_seq=-1, long_poll=60))

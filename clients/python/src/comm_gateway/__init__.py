@@ -10,7 +10,7 @@ are APIError subclasses (PaymentRequired, NotFound ...); verify_webhook checks p
 runs the device sign-in.
 """
 
-from ._async import AsyncClient, AsyncInboundMessage
+from ._async import AsyncClient, AsyncEventStream, AsyncInboundMessage
 from ._client import MAX_WAIT, Client, InboundMessage, create_sandbox
 from ._config import DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, read_dotenv, write_dotenv
 from ._cursor import DEFAULT_CURSOR_FILE, CursorStore, FileCursorStore, MemoryCursorStore
@@ -111,6 +111,7 @@ __all__ = [
     "Account",
     "AccountView",
     "AsyncClient",
+    "AsyncEventStream",
     "AsyncInboundMessage",
     "AttachmentFile",
     "AttachmentInfo",

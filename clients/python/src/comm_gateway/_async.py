@@ -14,8 +14,9 @@ import signal
 import ssl
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
+from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ._client import Client, InboundMessage
@@ -189,7 +190,7 @@ class AsyncClient:
                 await asyncio.sleep(Backoff(interval, max(30.0, interval)).delay(n))
                 n += 1
 
-    async def stream(
+    def stream(
         self,
         type: str | None = None,
         *,
@@ -197,34 +198,13 @@ class AsyncClient:
         start_seq: int = 0,
         long_poll: float = 25.0,
         batch: int = 100,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncEventStream:
         """``async for event in client.stream(): ...``: the stream's events (of one ``type``), waiting for
-        new ones. The cursor is saved past an event when the next one is asked for, or when the loop ends
-        without an exception (``break`` included); an exception leaves the event unsaved."""
-        proj = await self.project()
-        store = open_store(cursor, proj["id"])
-        after = start_cursor(store, start_seq, proj)
-        batch = min(batch, 1000) if batch > 0 else 100
-        wait = min(max(long_poll, 0.0), 60.0)
-        last: int | None = None
-        try:
-            while True:
-                evs = await self._events(after, batch, type, wait)
-                if not evs and wait <= 0:
-                    await asyncio.sleep(1.0)
-                for ev in evs:
-                    if ev["seq"] <= after:
-                        continue
-                    after = ev["seq"]
-                    if last is not None and store is not None:
-                        store.save(last)
-                    last = None
-                    yield ev
-                    last = ev["seq"]
-        except GeneratorExit:
-            if last is not None and store is not None:
-                store.save(last)
-            raise
+        new ones. The cursor (as in listen) is saved past an event when the next one is asked for, or when
+        the stream is closed after the loop body finished (``async with client.stream() as s``,
+        ``await s.aclose()``); an exception in the loop leaves the event unsaved, so it comes again after a
+        restart."""
+        return AsyncEventStream(self, type, cursor=cursor, start_seq=start_seq, long_poll=long_poll, batch=batch)
 
     async def listen(
         self,
@@ -515,3 +495,75 @@ class _State:
     started: int = 0
     stopping: bool = False
     frozen: int = 0
+
+
+class AsyncEventStream:
+    """Iterates over the stream's events with ``async for``, long-polling for new ones (AsyncClient.stream)."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        type: str | None,
+        *,
+        cursor: CursorStore | str | None,
+        start_seq: int,
+        long_poll: float,
+        batch: int,
+    ) -> None:
+        self._c = client
+        self._type = type
+        self._cursor_arg = cursor
+        self._start_seq = start_seq
+        self._wait = min(max(long_poll, 0.0), 60.0)
+        self._batch = min(batch, 1000) if batch > 0 else 100
+        self._store: CursorStore | None = None
+        self._opened = False
+        self._closed = False
+        self._after = 0
+        self._buf: deque[Event] = deque()
+        self._last: int | None = None
+
+    def commit(self) -> None:
+        """Saves the cursor past the event last returned."""
+        if self._last is not None and self._store is not None:
+            self._store.save(self._last)
+        self._last = None
+
+    def __aiter__(self) -> AsyncEventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        if not self._opened:
+            proj = await self._c.project()
+            self._store = open_store(self._cursor_arg, proj["id"])
+            self._after = start_cursor(self._store, self._start_seq, proj)
+            self._opened = True
+        self.commit()
+        while not self._buf:
+            if self._closed:
+                raise StopAsyncIteration
+            evs = await self._c._events(self._after, self._batch, self._type, self._wait)  # pyright: ignore[reportPrivateUsage]
+            for ev in evs:
+                if ev["seq"] > self._after:
+                    self._after = ev["seq"]
+                    self._buf.append(ev)
+            if not evs and self._wait <= 0:
+                await asyncio.sleep(1.0)
+        ev = self._buf.popleft()
+        self._last = ev["seq"]
+        return ev
+
+    async def aclose(self) -> None:
+        """Saves the cursor past the event last returned and ends the iteration."""
+        self.commit()
+        self._closed = True
+
+    async def __aenter__(self) -> AsyncEventStream:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if et is None:
+            self.commit()
+        self._closed = True
