@@ -112,3 +112,45 @@ def test_order_within_conversation_and_typing(proj: Proj) -> None:
     c.listen(h, stop=stop, cursor=None, handle_signals=False)
     assert order == ["m0", "m1", "m2", "m3"] and not overlap
     assert all(typing_seen), typing_seen
+
+
+def test_listen_over_websocket(proj: Proj) -> None:
+    # Polling is made too slow to matter (no long poll, 60 s between polls): the message arrives through
+    # the GraphQL subscription.
+    c = proj.client
+    conn = c.connect("test")
+    errors: list[BaseException] = []
+    got: list[str] = []
+    stop = threading.Event()
+
+    def on_error(ev: comm.Event | None, e: BaseException) -> None:
+        errors.append(e)
+
+    def h(m: comm.InboundMessage) -> None:
+        got.append(m.text)
+        assert len(m.html) == 60000
+        m.reply("over the socket")
+        stop.set()
+
+    t = threading.Thread(
+        target=c.listen,
+        args=(h,),
+        kwargs={
+            "stop": stop,
+            "cursor": None,
+            "websocket": True,
+            "long_poll": 0,
+            "poll_interval": 60,
+            "on_error": on_error,
+            "start_seq": -1,
+        },
+    )
+    t.start()
+    time.sleep(1.0)
+    began = time.monotonic()
+    big = "y" * 60000  # text and html: an event over 64 KiB, a frame with a 64-bit length
+    c.inject(conn["id"], "ann", "socket hello", html=big)
+    t.join(20)
+    assert not t.is_alive()
+    assert got == ["socket hello"] and time.monotonic() - began < 10
+    assert not errors, errors

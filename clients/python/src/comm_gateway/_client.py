@@ -478,6 +478,8 @@ class Client:
         grace: float = 30.0,
         stop: threading.Event | None = None,
         handle_signals: bool = True,
+        websocket: bool = False,
+        socket_retry: float = 5.0,
     ) -> None:
         """Follows the project's stream and calls ``handler`` for every inbound message, until ``stop``
         is set, SIGINT/SIGTERM arrives (when called from the main thread with ``handle_signals``), or a
@@ -492,7 +494,12 @@ class Client:
         within a conversation and concurrently across conversations (``concurrency`` threads). On a stop
         it starts no new event, lets running handlers finish (up to ``grace`` seconds) and saves the
         cursor, so a restart handles each event once. ``start_seq`` is where a listener without a saved
-        cursor starts: 0 the whole stream, -1 the head (only new events)."""
+        cursor starts: 0 the whole stream, -1 the head (only new events).
+
+        With ``websocket=True`` it follows the GraphQL subscription (graphql-transport-ws on
+        ws(s)://<base>/graphql) instead of polling; when the socket cannot be opened or drops, it polls and
+        tries the socket again after ``socket_retry`` seconds, doubling up to 16 times that while it keeps
+        failing."""
         from ._listen import run_listen
 
         run_listen(
@@ -510,6 +517,8 @@ class Client:
             grace=grace,
             stop=stop,
             handle_signals=handle_signals,
+            websocket=websocket,
+            socket_retry=socket_retry if socket_retry > 0 else 5.0,
         )
 
     def stream(

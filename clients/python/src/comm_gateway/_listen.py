@@ -16,6 +16,7 @@ from ._cursor import DEFAULT_CURSOR_FILE, CursorStore, FileCursorStore
 from ._errors import APIError, CommError
 from ._http import Backoff, Cancel, Cancelled
 from ._types import MESSAGE_FAILED, MESSAGE_RECEIVED, MESSAGE_SENT, Event, Project
+from ._ws import follow_socket
 
 if TYPE_CHECKING:
     from ._client import Client, InboundMessage
@@ -293,6 +294,8 @@ def run_listen(
     grace: float,
     stop: threading.Event | None,
     handle_signals: bool,
+    websocket: bool = False,
+    socket_retry: float = 5.0,
 ) -> None:
     if handler is None and not on_event:
         raise CommError("comm: listen: no handler")
@@ -334,12 +337,50 @@ def run_listen(
         cur = start_cursor(lst.store, start_seq, proj)
         lst.cursor = lst.accepted = lst.saved = cur
         failures = 0
+        socket_fails = 0
+        socket_next = 0.0
         while not cancel.is_set():
+            if websocket and time.monotonic() >= socket_next:
+                up = 0.0
+                began = time.monotonic()
+                try:
+                    with lst.cond:
+                        after = lst.accepted
+                    up = follow_socket(
+                        client.base_url,
+                        client.api_key,
+                        after,
+                        type_filter,
+                        lambda ev: lst.accept(ev)[1],
+                        cancel,
+                        ssl_context=client._t.ssl_context,  # pyright: ignore[reportPrivateUsage]
+                    )
+                    err: CommError = CommError("comm: listen: websocket ended")
+                except Cancelled:
+                    break
+                except CommError as e:
+                    if cancel.is_set():
+                        break
+                    if permanent(e):
+                        raise CommError(f"comm: listen: {e}") from e
+                    err, up = e, time.monotonic() - began
+                if cancel.is_set():
+                    break
+                if up >= 30:
+                    socket_fails = 0
+                retry = socket_retry * (2 ** min(socket_fails, 4))
+                socket_fails += 1
+                socket_next = time.monotonic() + retry
+                lst.report(None, CommError(f"comm: listen: websocket: {err}; polling, socket again in {retry:g}s"))
+                continue
+            wait = long_poll
+            if websocket:
+                wait = max(min(wait, socket_next - time.monotonic()), 0.0)
             began = time.monotonic()
             with lst.cond:
                 after = lst.accepted
             try:
-                evs = client.events(after, batch, type_filter, wait=long_poll, cancel=cancel)
+                evs = client.events(after, batch, type_filter, wait=wait, cancel=cancel)
             except Cancelled:
                 break
             except CommError as e:
@@ -358,7 +399,7 @@ def run_listen(
                 if not ok:
                     break
                 fresh += is_new
-            if fresh == 0 or (long_poll <= 0 and len(evs) < batch):
+            if fresh == 0 or (wait <= 0 and len(evs) < batch):
                 cancel.wait(poll_interval - (time.monotonic() - began))
     finally:
         cancel.set()
