@@ -6,6 +6,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 import comm_gateway as comm
 from conftest import Proj
 
@@ -154,3 +156,32 @@ def test_listen_over_websocket(proj: Proj) -> None:
     assert not t.is_alive()
     assert got == ["socket hello"] and time.monotonic() - began < 10
     assert not errors, errors
+
+
+def test_websocket_failure_falls_back_to_polling(proj: Proj, monkeypatch: pytest.MonkeyPatch) -> None:
+    import comm_gateway._listen as listen_mod
+
+    tries: list[int] = []
+
+    def broken(*args: object, **kw: object) -> float:
+        tries.append(1)
+        raise comm.ConnectionFailed("comm: websocket: refused (test)")
+
+    monkeypatch.setattr(listen_mod, "follow_socket", broken)
+    c = proj.client
+    conn = c.connect("test")
+    c.inject(conn["id"], "ann", "polled")
+    reported: list[str] = []
+    got: list[str] = []
+    stop = threading.Event()
+
+    def on_error(ev: comm.Event | None, e: BaseException) -> None:
+        reported.append(str(e))
+
+    def h(m: comm.InboundMessage) -> None:
+        got.append(m.text)
+        stop.set()
+
+    c.listen(h, stop=stop, cursor=None, websocket=True, socket_retry=0.2, on_error=on_error, handle_signals=False)
+    assert got == ["polled"] and tries
+    assert "polling, socket again in 0.2s" in reported[0]
