@@ -185,3 +185,29 @@ def test_websocket_failure_falls_back_to_polling(proj: Proj, monkeypatch: pytest
     c.listen(h, stop=stop, cursor=None, websocket=True, socket_retry=0.2, on_error=on_error, handle_signals=False)
     assert got == ["polled"] and tries
     assert "polling, socket again in 0.2s" in reported[0]
+
+
+def test_revoked_key_ends_listen(proj: Proj) -> None:
+    # A permanent error (the key revoked while listening) ends listen with the typed error.
+    c = proj.client
+    nk = c.create_key("listener")
+    assert nk["api_key"] and nk["kind"] == "sandbox"
+    listener = comm.Client(nk["api_key"], proj.base_url)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            listener.listen(print, cursor=None, long_poll=1, handle_signals=False)
+        except comm.CommError as e:
+            raised.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.5)
+    revoked = c.revoke_key(nk["id"])
+    assert revoked["revoked_at"]
+    t.join(15)
+    assert not t.is_alive()
+    assert len(raised) == 1 and isinstance(raised[0], comm.Unauthenticated), raised
+    listed = {k["id"]: k for k in c.keys()}  # noqa: SIM118 - Client.keys, not dict.keys
+    assert listed[nk["id"]]["revoked_at"] and not listed[nk["id"]]["current"]

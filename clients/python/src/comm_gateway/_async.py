@@ -422,7 +422,7 @@ class AsyncClient:
                     evs = await self._events(state.accepted, batch, type_filter, long_poll)
                 except CommError as e:
                     if permanent(e):
-                        raise CommError(f"comm: listen: {e}") from e
+                        raise
                     report(None, e)
                     await asyncio.sleep(Backoff(poll_interval, max(30.0, poll_interval)).delay(failures))
                     failures += 1

@@ -362,7 +362,7 @@ def run_listen(
                     if cancel.is_set():
                         break
                     if permanent(e):
-                        raise CommError(f"comm: listen: {e}") from e
+                        raise
                     err, up = e, time.monotonic() - began
                 if cancel.is_set():
                     break
@@ -387,7 +387,7 @@ def run_listen(
                 if cancel.is_set():
                     break
                 if permanent(e):
-                    raise CommError(f"comm: listen: {e}") from e
+                    raise
                 lst.report(None, e)
                 cancel.wait(Backoff(poll_interval, max(30.0, poll_interval)).delay(failures))
                 failures += 1
