@@ -4,6 +4,7 @@ message.sent; in sync and asyncio forms."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -159,3 +160,52 @@ def test_sync_listen_stops_promptly(proj: Proj) -> None:
     stop.set()
     t.join(10)
     assert not t.is_alive() and time.monotonic() - began < 3
+
+
+def test_async_listen_over_websocket(proj: Proj) -> None:
+    # As the sync test in test_listen: polling is made useless, so the message comes through the socket.
+    async def main() -> None:
+        ac = comm.AsyncClient(proj.sandbox["api_key"], proj.base_url)
+        conn = await ac.connect("test")
+        stop = asyncio.Event()
+        got: list[str] = []
+        errors: list[BaseException] = []
+
+        async def h(m: comm.AsyncInboundMessage) -> None:
+            got.append(m.text)
+            await m.reply("over the socket")
+            stop.set()
+
+        def on_error(ev: comm.Event | None, e: BaseException) -> None:
+            errors.append(e)
+
+        task = asyncio.create_task(
+            ac.listen(
+                h,
+                stop=stop,
+                cursor=None,
+                start_seq=-1,
+                websocket=True,
+                long_poll=0,
+                poll_interval=60,
+                on_error=on_error,
+                handle_signals=False,
+            )
+        )
+        await asyncio.sleep(1.0)
+        began = time.monotonic()
+        await ac.inject(conn["id"], "ann", "async socket")
+        await asyncio.wait_for(task, 15)
+        assert got == ["async socket"] and time.monotonic() - began < 10
+        assert not errors, errors
+
+        # Cancelling a listener on the socket ends it at once too.
+        task = asyncio.create_task(ac.listen(h, cursor=None, start_seq=-1, websocket=True, handle_signals=False))
+        await asyncio.sleep(1.0)
+        began = time.monotonic()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - began < 3
+
+    asyncio.run(main())

@@ -7,6 +7,7 @@ of listen() and stream() are given a Cancel token, so cancelling the task closes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
@@ -25,6 +26,7 @@ from ._errors import CommError
 from ._http import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Backoff, Cancel, Cancelled
 from ._listen import MAX_PENDING, MAX_SEEN, conversation_key, open_store, permanent, start_cursor
 from ._types import MESSAGE_RECEIVED, AttachmentInfo, Event, Message, Project, Template, TypingState
+from ._ws import follow_socket
 
 log = logging.getLogger("comm_gateway")
 
@@ -222,12 +224,14 @@ class AsyncClient:
         grace: float = 30.0,
         stop: asyncio.Event | None = None,
         handle_signals: bool = True,
+        websocket: bool = False,
+        socket_retry: float = 5.0,
     ) -> None:
         """Client.listen for asyncio: ``await client.listen(handler)`` with an async handler. It runs until
         ``stop`` is set, SIGINT or SIGTERM arrives (with ``handle_signals``, in the main thread, on loops
         that support signal handlers), or the task is cancelled; then running handlers get ``grace``
         seconds, the cursor is saved, and (when cancelled) CancelledError is raised again. Same cursor,
-        ordering, dedup, typing and error rules as Client.listen."""
+        ordering, dedup, typing, error and ``websocket`` rules as Client.listen."""
         if handler is None and not on_event:
             raise CommError("comm: listen: no handler")
         events = on_event or {}
@@ -263,6 +267,8 @@ class AsyncClient:
                 events,
                 report,
                 stop,
+                websocket,
+                socket_retry if socket_retry > 0 else 5.0,
                 cursor,
                 start_seq,
                 poll_interval,
@@ -283,6 +289,8 @@ class AsyncClient:
         on_event: dict[str, AsyncEventHandler],
         report: Callable[[Event | None, BaseException], None],
         stop: asyncio.Event,
+        websocket: bool,
+        socket_retry: float,
         cursor: CursorStore | str | None,
         start_seq: int,
         poll_interval: float,
@@ -413,13 +421,80 @@ class AsyncClient:
             state.tasks.add(asyncio.create_task(run_lane(it.key, lane)))
             return True
 
+        async def follow_socket_once() -> float:
+            """Runs the subscription in a worker thread; its events come through a bounded queue, so the
+            socket waits while the lanes are full. Returns how long it was up; raises how it failed."""
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[Event] = asyncio.Queue()
+            room = threading.BoundedSemaphore(MAX_PENDING)
+            cancel = Cancel()
+
+            def hand_over(ev: Event) -> bool:
+                while not room.acquire(timeout=0.2):
+                    if cancel.is_set():
+                        return False
+                loop.call_soon_threadsafe(queue.put_nowait, ev)
+                return not cancel.is_set()
+
+            t = self.sync._t  # pyright: ignore[reportPrivateUsage]
+            fut = asyncio.ensure_future(
+                asyncio.to_thread(
+                    follow_socket,
+                    t.base_url,
+                    t.api_key,
+                    state.accepted,
+                    type_filter,
+                    hand_over,
+                    cancel,
+                    ssl_context=t.ssl_context,
+                )
+            )
+            try:
+                while True:
+                    get = asyncio.ensure_future(queue.get())
+                    await asyncio.wait({get, fut}, return_when=asyncio.FIRST_COMPLETED)
+                    if not get.done():
+                        get.cancel()
+                        while not queue.empty():  # events handed over before the socket ended
+                            await accept(queue.get_nowait())
+                            room.release()
+                        return await fut
+                    await accept(get.result())
+                    room.release()
+            finally:
+                cancel.set()
+                if not fut.done():
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(fut)
+
         async def follow() -> None:
             failures = 0
+            socket_fails = 0
+            socket_next = 0.0
             loop = asyncio.get_running_loop()
             while True:
+                if websocket and loop.time() >= socket_next:
+                    began = loop.time()
+                    err: BaseException = CommError("comm: listen: websocket ended")
+                    try:
+                        await follow_socket_once()
+                    except CommError as e:
+                        if permanent(e):
+                            raise
+                        err = e
+                    if loop.time() - began >= 30:
+                        socket_fails = 0
+                    retry = socket_retry * (2 ** min(socket_fails, 4))
+                    socket_fails += 1
+                    socket_next = loop.time() + retry
+                    report(None, CommError(f"comm: listen: websocket: {err}; polling, socket again in {retry:g}s"))
+                    continue
+                wait = long_poll
+                if websocket:
+                    wait = max(min(wait, socket_next - loop.time()), 0.0)
                 began = loop.time()
                 try:
-                    evs = await self._events(state.accepted, batch, type_filter, long_poll)
+                    evs = await self._events(state.accepted, batch, type_filter, wait)
                 except CommError as e:
                     if permanent(e):
                         raise
@@ -431,7 +506,7 @@ class AsyncClient:
                 fresh = 0
                 for ev in evs:
                     fresh += await accept(ev)
-                if fresh == 0 or (long_poll <= 0 and len(evs) < batch):
+                if fresh == 0 or (wait <= 0 and len(evs) < batch):
                     await asyncio.sleep(max(poll_interval - (loop.time() - began), 0))
 
         follower = asyncio.create_task(follow())
