@@ -340,6 +340,11 @@ func (db *DB) migrateEventSizes(ctx context.Context) error {
 // given them, filled in, by migrateEventSizes (there they follow created_at;
 // stream reads NULLs as unknown). On SQLite the table is
 // clustered on (project_id, seq), so appends and page reads touch few pages.
+//
+// event_floors holds, per project whose log retention has trimmed, the
+// seq of its earliest kept event (every event before it was deleted; a
+// project without a row keeps them all). It only grows, and it moves in
+// the transaction that deletes: see stream/retention.go.
 var (
 	sqliteEvents = []string{
 		`CREATE TABLE IF NOT EXISTS events (
@@ -353,6 +358,10 @@ var (
 			PRIMARY KEY (project_id, seq)
 		) WITHOUT ROWID`,
 		`CREATE INDEX IF NOT EXISTS events_project_type ON events (project_id, type, seq)`,
+		`CREATE TABLE IF NOT EXISTS event_floors (
+			project_id TEXT NOT NULL PRIMARY KEY,
+			earliest_seq INTEGER NOT NULL
+		) WITHOUT ROWID`,
 	}
 	postgresEvents = []string{
 		`CREATE TABLE IF NOT EXISTS events (
@@ -366,5 +375,9 @@ var (
 			PRIMARY KEY (project_id, seq)
 		)`,
 		`CREATE INDEX IF NOT EXISTS events_project_type ON events (project_id, type, seq)`,
+		`CREATE TABLE IF NOT EXISTS event_floors (
+			project_id TEXT NOT NULL PRIMARY KEY,
+			earliest_seq BIGINT NOT NULL
+		)`,
 	}
 )
