@@ -254,13 +254,15 @@ func (s *Hooks) Release(ctx context.Context, ep *Endpoint, owner string) error {
 // delivered. Skipping them silently would lose them for the receiver, so
 // the endpoint stops (status disabled, last_error cursor_expired, the
 // reason in disabled_reason and in webhook.disabled) until its owner
-// replays from earliest-1 or later (or registers again with from_seq).
+// registers it again with a from_seq of earliest-1 or later (a
+// re-registration keeps the expired cursor otherwise, and stops again).
 // It reports false when the endpoint changed meanwhile (replayed,
 // re-registered, deleted, lease lost): the caller re-reads it.
 func (s *Hooks) Expire(ctx context.Context, ep *Endpoint, owner string, earliest int64) (bool, error) {
 	ctx = tenant.WithProject(ctx, ep.ProjectID)
 	reason := fmt.Sprintf("cursor_expired: the events after the cursor %d up to %d were deleted by the event retention "+
-		"(COMM_EVENT_RETENTION) before they were delivered; earliest_seq is %d: replay from %d or later to deliver again",
+		"(COMM_EVENT_RETENTION) before they were delivered; earliest_seq is %d: register the webhook again "+
+		"(PUT /v1/webhook) with from_seq %d or later to resume",
 		ep.Cursor, earliest-1, earliest, earliest-1)
 	lastErr := fmt.Sprintf("cursor_expired: earliest_seq %d", earliest)
 	current := false

@@ -299,6 +299,7 @@ func TestServeConfig(t *testing.T) {
 		{[]string{`COMM_WHATSAPP_HOSTED_NUMBERS=[` + number + `,{"phone_number_id":"x"}]`}, []string{"COMM_WHATSAPP_HOSTED_NUMBERS", "element 2", "phone_number_id"}},
 		{[]string{`COMM_WHATSAPP_HOSTED_NUMBERS=[` + number + `]`}, []string{"COMM_WHATSAPP_HOSTED_NUMBERS", "COMM_META_APP_SECRET"}},
 		{[]string{"COMM_META_GRAPH_URL=graph.facebook.com"}, []string{"meta-api-url"}},
+		{[]string{"COMM_EVENT_RETENTION=90"}, []string{"COMM_EVENT_RETENTION", `"90"`, "90d"}},
 		{[]string{"COMM_META_API_URL=https://graph.facebook.com/v23.0", "COMM_META_GRAPH_URL=https://graph.facebook.com/v24.0"}, []string{"COMM_META_API_URL and COMM_META_GRAPH_URL"}},
 	} {
 		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
