@@ -58,7 +58,7 @@ func (l *Log) CheckCursor(ctx context.Context, project, param string, after int6
 	if err != nil {
 		return err
 	}
-	if after+1 < floor {
+	if after < floor-1 { // not after+1 < floor: after may be math.MaxInt64
 		return fault.CursorExpired(param, floor)
 	}
 	return nil

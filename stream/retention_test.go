@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -133,6 +134,9 @@ func TestRetention(t *testing.T) {
 			}
 			if err := read(20); err != nil {
 				t.Errorf("%s after 20 (earliest-1): %v", name, err)
+			}
+			if err := read(math.MaxInt64); err != nil {
+				t.Errorf("%s far after the head: %v", name, err)
 			}
 		}
 		if err := l.CheckCursor(ctx, p, "from_seq", 19); !errors.Is(err, fault.ErrCursorExpired) {
