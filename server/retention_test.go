@@ -138,3 +138,68 @@ func TestCursorExpired(t *testing.T) {
 		}
 	})
 }
+
+// TestCursorExpiredLiveFeed: when retention deletes events a project's
+// live feed has not read yet (committed by another replica whose wake-up
+// did not come, older than the retention), the feed's live subscribers are
+// told cursor_expired with earliest_seq instead of missing those events.
+func TestCursorExpiredLiveFeed(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.SQLite(t)
+	ctx := context.Background()
+	g := start(t, cfg, server.Options{})
+	// Another "replica" on the same database: its commits do not wake this
+	// gateway's feeds (SQLite has no NOTIFY); the feed sees them at its
+	// next poll, a second later.
+	other, err := stream.Open(g.DB, stream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	sb := g.newSandbox(t, "feed")
+	c, _, err := g.dialWS(t, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(sb.APIKey)
+	for try := range 3 {
+		id := fmt.Sprint("s", try)
+		head, err := g.Log.Head(ctx, sb.ProjectID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.subscribe(id, `subscription($a: Int) { events(afterSeq: $a) { seq } }`, map[string]any{"a": head}); err != nil {
+			t.Fatal(err)
+		}
+		appendN(t, g.Log, sb.ProjectID, 1) // through this gateway: the subscriber is live once it has it
+		if got, _, err := c.events(id, head+1); err != nil || len(got) != 1 {
+			t.Fatalf("live event: %v %+v", err, got)
+		}
+		appendN(t, other, sb.ProjectID, 5)
+		r := &stream.Retention{Log: other, Keep: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
+		if _, err := r.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		earliest, _ := other.Earliest(ctx, sb.ProjectID)
+		var m wsMsg
+		for m.ID != id { // (messages of an earlier try's subscription)
+			if m, err = c.next(10 * time.Second); err != nil {
+				t.Fatalf("after the trim: %v", err)
+			}
+		}
+		if m.Type == "next" {
+			// The feed polled between the appends and the trim: it got
+			// the events in time. Try again.
+			t.Logf("try %d: the feed read the events before the trim", try)
+			c.write(wsMsg{ID: id, Type: "complete"})
+			continue
+		}
+		var errs []gqlError
+		if m.Type != "error" || json.Unmarshal(m.Payload, &errs) != nil || len(errs) != 1 ||
+			errs[0].Extensions["code"] != "cursor_expired" || errs[0].Extensions["earliest_seq"] != float64(earliest) {
+			t.Fatalf("after the trim: %s %s, want cursor_expired with earliest_seq %d", m.Type, m.Payload, earliest)
+		}
+		return
+	}
+	t.Fatal("the feed read the events before the trim three times")
+}
