@@ -14,15 +14,16 @@ import (
 // TestCursorExpired: a cursor older than the earliest kept event (the
 // gateway's retention deleted the events after it) is an *Error of code
 // cursor_expired with EarliestSeq, from Events and from Listen, by
-// polling and over the websocket; Listen stops on it rather than retrying
-// or skipping.
+// polling and over the websocket; Listen (which reads message.received
+// events, the type deleted here) stops on it rather than retrying or
+// skipping.
 func TestCursorExpired(t *testing.T) {
 	t.Parallel()
 	g := start(t, storetest.SQLite(t), gwOptions{})
 	ctx := context.Background()
 	p := newProject(t, g, "")
 	for range 6 {
-		if _, err := g.Log.Append(ctx, p.Sandbox.ProjectID, stream.MessageSent, map[string]int{}); err != nil {
+		if _, err := g.Log.Append(ctx, p.Sandbox.ProjectID, stream.MessageReceived, map[string]int{}); err != nil {
 			t.Fatal(err)
 		}
 	}

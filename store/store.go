@@ -343,8 +343,11 @@ func (db *DB) migrateEventSizes(ctx context.Context) error {
 //
 // event_floors holds, per project whose log retention has trimmed, the
 // seq of its earliest kept event (every event before it was deleted; a
-// project without a row keeps them all). It only grows, and it moves in
-// the transaction that deletes: see stream/retention.go.
+// project without a row keeps them all), and event_type_floors, per
+// project and type, the seq of the last event of that type deleted (so
+// a reader of one type is told only when events of its type went). Both
+// only grow, and move in the transaction that deletes: see
+// stream/retention.go.
 var (
 	sqliteEvents = []string{
 		`CREATE TABLE IF NOT EXISTS events (
@@ -362,6 +365,12 @@ var (
 			project_id TEXT NOT NULL PRIMARY KEY,
 			earliest_seq INTEGER NOT NULL
 		) WITHOUT ROWID`,
+		`CREATE TABLE IF NOT EXISTS event_type_floors (
+			project_id TEXT NOT NULL,
+			type TEXT NOT NULL,
+			deleted_seq INTEGER NOT NULL,
+			PRIMARY KEY (project_id, type)
+		) WITHOUT ROWID`,
 	}
 	postgresEvents = []string{
 		`CREATE TABLE IF NOT EXISTS events (
@@ -378,6 +387,12 @@ var (
 		`CREATE TABLE IF NOT EXISTS event_floors (
 			project_id TEXT NOT NULL PRIMARY KEY,
 			earliest_seq BIGINT NOT NULL
+		)`,
+		`CREATE TABLE IF NOT EXISTS event_type_floors (
+			project_id TEXT NOT NULL,
+			type TEXT NOT NULL,
+			deleted_seq BIGINT NOT NULL,
+			PRIMARY KEY (project_id, type)
 		)`,
 	}
 )

@@ -12,7 +12,7 @@ import (
 type readStmts struct {
 	all, typed, head   *sql.Stmt
 	allJSON, typedJSON *sql.Stmt
-	floor              *sql.Stmt
+	floor, typeFloor   *sql.Stmt
 }
 
 // Pages have a byte budget as well as a count: a page holds the events
@@ -164,6 +164,7 @@ func (s *readStmts) prepare(db *store.DB) error {
 	s.typedJSON = prep(pageJSON(db, pageBodies(typed)))
 	s.head = prep("SELECT last_seq FROM projects WHERE id = ?")
 	s.floor = prep("SELECT earliest_seq FROM event_floors WHERE project_id = ?")
+	s.typeFloor = prep("SELECT deleted_seq FROM event_type_floors WHERE project_id = ? AND type = ?")
 	if err != nil {
 		return fmt.Errorf("stream: prepare: %w", err)
 	}
@@ -171,7 +172,7 @@ func (s *readStmts) prepare(db *store.DB) error {
 }
 
 func (s *readStmts) close() {
-	for _, st := range []*sql.Stmt{s.all, s.typed, s.head, s.allJSON, s.typedJSON, s.floor} {
+	for _, st := range []*sql.Stmt{s.all, s.typed, s.head, s.allJSON, s.typedJSON, s.floor, s.typeFloor} {
 		if st != nil {
 			st.Close()
 		}
@@ -186,7 +187,9 @@ func (s *readStmts) close() {
 // Every read fails with a fault.ErrCursorExpired error (carrying the
 // earliest kept seq) when afterSeq is older than the earliest event
 // retention kept (afterSeq < Earliest-1): the events after it were
-// deleted, and a page would skip them silently. See retention.go.
+// deleted, and a page would skip them silently. A read of one type fails
+// only when events of that type after afterSeq were deleted. See
+// retention.go.
 func (l *Log) Read(ctx context.Context, project string, afterSeq int64, limit int, typ string) ([]Event, error) {
 	evs, _, err := l.ReadPage(ctx, project, afterSeq, limit, typ)
 	return evs, err

@@ -22,12 +22,14 @@ import (
 //   - The project's head event (seq = projects.last_seq) is never deleted,
 //     so seqs never restart (they come from the counter row, not from the
 //     events left) and a new event's pos continues its predecessor's.
-//   - event_floors.earliest_seq, the earliest kept seq, moves in the
-//     transaction that deletes, and only forward. A read whose cursor is
-//     older than earliest_seq-1 fails with cursor_expired (and
+//   - event_floors.earliest_seq, the earliest kept seq, and
+//     event_type_floors.deleted_seq, the last deleted seq of each type,
+//     move in the transaction that deletes, and only forward. A read whose
+//     cursor is older than earliest_seq-1 (a read of one type: older than
+//     its type's last deleted seq) fails with cursor_expired (and
 //     earliest_seq) instead of skipping the deleted events: readers check
 //     after reading (a page's first seq tells, since seqs are dense; the
-//     floor is read when it does not), and as the floor only grows, a
+//     floor is read when it does not), and as the floors only grow, a
 //     floor that passes after the read also passed at it.
 //   - Appends never wait on a whole pass: each batch is a short
 //     transaction of its own (at most Batch events), so an append waits
@@ -67,11 +69,31 @@ func (l *Log) CheckCursor(ctx context.Context, project, param string, after int6
 // checkCursor checks a page just read after afterSeq whose first event
 // is first (0: empty). A page of all types that starts right after its
 // cursor skipped nothing (seqs are dense); any other page asks the floor.
+// A page of one type asks its type's floor: a reader of a rare type keeps
+// a cursor at its type's last event, which may be older than the earliest
+// kept event though nothing of its type was deleted.
 func (l *Log) checkCursor(ctx context.Context, project string, afterSeq, first int64, typ string) error {
-	if typ == "" && first == afterSeq+1 {
+	if typ == "" {
+		if first == afterSeq+1 {
+			return nil
+		}
+		return l.CheckCursor(ctx, project, "after_seq", afterSeq)
+	}
+	var deleted int64
+	switch err := l.read.typeFloor.QueryRowContext(ctx, project, typ).Scan(&deleted); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("stream: earliest: %w", err)
+	}
+	if afterSeq >= deleted {
 		return nil
 	}
-	return l.CheckCursor(ctx, project, "after_seq", afterSeq)
+	floor, err := l.Earliest(ctx, project)
+	if err != nil {
+		return err
+	}
+	return fault.CursorExpired("after_seq", floor)
 }
 
 // Trim deletes up to batch of project's oldest events created before
@@ -125,15 +147,21 @@ func (l *Log) Trim(ctx context.Context, project string, before time.Time, batch 
 	if upto == floor {
 		return 0, false, nil
 	}
+	greatest := "max"
+	if db.IsPostgres() {
+		greatest = "greatest"
+	}
+	if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO event_type_floors (project_id, type, deleted_seq)
+		SELECT project_id, type, max(seq) FROM events WHERE project_id = ? AND seq >= ? AND seq < ? GROUP BY project_id, type
+		ON CONFLICT (project_id, type) DO UPDATE SET deleted_seq = `+greatest+`(event_type_floors.deleted_seq, excluded.deleted_seq)`),
+		project, floor, upto); err != nil {
+		return 0, false, fmt.Errorf("stream: trim %s: type floors: %w", project, err)
+	}
 	res, err := tx.ExecContext(ctx, db.Rebind(`DELETE FROM events WHERE project_id = ? AND seq < ?`), project, upto)
 	if err != nil {
 		return 0, false, fmt.Errorf("stream: trim %s: delete: %w", project, err)
 	}
 	deleted, _ = res.RowsAffected()
-	greatest := "max"
-	if db.IsPostgres() {
-		greatest = "greatest"
-	}
 	if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO event_floors (project_id, earliest_seq) VALUES (?, ?)
 		ON CONFLICT (project_id) DO UPDATE SET earliest_seq = `+greatest+`(event_floors.earliest_seq, excluded.earliest_seq)`),
 		project, upto); err != nil {

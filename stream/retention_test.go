@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -112,32 +113,41 @@ func TestRetention(t *testing.T) {
 			t.Fatalf("q after 4: %v, %v", evs, err)
 		}
 		// Older cursors fail, whatever the read, even when the page's
-		// whole range was deleted.
-		reads := map[string]func(after int64) error{
-			"Read": func(a int64) error { _, err := l.Read(ctx, p, a, 100, ""); return err },
-			"Read small page": func(a int64) error {
+		// whole range was deleted; a read of one type when events of its
+		// type after the cursor were deleted (1..20 went: message.received
+		// the odd seqs, message.sent the even ones).
+		reads := map[string]struct {
+			read func(after int64) error
+			last int64 // the greatest expired cursor
+		}{
+			"Read": {func(a int64) error { _, err := l.Read(ctx, p, a, 100, ""); return err }, 19},
+			"Read small page": {func(a int64) error {
 				_, _, err := l.ReadEnvelopesWithin(ctx, p, a, 3, 0, "")
 				return err
-			},
-			"Read typed": func(a int64) error { _, err := l.Read(ctx, p, a, 100, stream.MessageSent); return err },
-			"ReadJSON":   func(a int64) error { _, err := l.ReadJSON(ctx, p, a, 100, ""); return err },
-			"ReadJSON typed": func(a int64) error {
+			}, 19},
+			"Read typed": {func(a int64) error { _, err := l.Read(ctx, p, a, 100, stream.MessageSent); return err }, 19},
+			"ReadJSON":   {func(a int64) error { _, err := l.ReadJSON(ctx, p, a, 100, ""); return err }, 19},
+			"ReadJSON typed": {func(a int64) error {
 				_, err := l.ReadJSON(ctx, p, a, 100, stream.MessageReceived)
 				return err
-			},
+			}, 18},
 		}
-		for name, read := range reads {
-			for _, after := range []int64{0, 5, 19} {
-				if got := expiredAt(t, name, read(after)); got != 21 {
+		for name, c := range reads {
+			for _, after := range []int64{0, 5, c.last} {
+				if got := expiredAt(t, name, c.read(after)); got != 21 {
 					t.Errorf("%s after %d: earliest_seq %d, want 21", name, after, got)
 				}
 			}
-			if err := read(20); err != nil {
-				t.Errorf("%s after 20 (earliest-1): %v", name, err)
+			if err := c.read(c.last + 1); err != nil {
+				t.Errorf("%s after %d: %v", name, c.last+1, err)
 			}
-			if err := read(math.MaxInt64); err != nil {
+			if err := c.read(math.MaxInt64); err != nil {
 				t.Errorf("%s far after the head: %v", name, err)
 			}
+		}
+		// A type none of whose events went reads on from any cursor.
+		if evs, err := l.Read(ctx, p, 0, 100, stream.ConnectionActive); err != nil || len(evs) != 0 {
+			t.Errorf("a type without deletions: %v, %v", evs, err)
 		}
 		if err := l.CheckCursor(ctx, p, "from_seq", 19); !errors.Is(err, fault.ErrCursorExpired) {
 			t.Errorf("CheckCursor(19) = %v", err)
@@ -333,4 +343,62 @@ func TestRetentionAppendsProceed(t *testing.T) {
 			t.Errorf("earliest %d, want %d", got, n+1)
 		}
 	})
+}
+
+// TestRetentionRareType: a reader of one type keeps its cursor at the
+// last event of its type; when that type is rare the cursor falls behind
+// the earliest kept event although nothing of its type was deleted after
+// it: it reads on. It is told cursor_expired only when events of its type
+// after its cursor were deleted.
+func TestRetentionRareType(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		ctx := context.Background()
+		l := openLog(t, cfg, stream.Options{})
+		p := newProject(t, l)
+		for i := range 12 {
+			typ := stream.MessageReceived
+			if i == 5 || i == 11 {
+				typ = stream.ConnectionActive // seqs 6 and 12
+			}
+			if _, err := l.Append(ctx, p, typ, map[string]int{"i": i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		age(t, l, p, 10, time.Now().Add(-48*time.Hour))
+		r := &stream.Retention{Log: l, Keep: 24 * time.Hour}
+		if n, err := r.Pass(ctx); err != nil || n != 10 {
+			t.Fatalf("pass: %d, %v", n, err)
+		}
+		// Seen up to its type's seq 6: nothing of its type went after it.
+		evs, err := l.Read(ctx, p, 6, 100, stream.ConnectionActive)
+		if err != nil || len(evs) != 1 || evs[0].Seq != 12 {
+			t.Fatalf("connection.active after 6: %v, %v; want seq 12", evs, err)
+		}
+		if page, err := l.ReadJSON(ctx, p, 6, 100, stream.ConnectionActive); err != nil || firstSeqOf(page) != 12 {
+			t.Fatalf("JSON connection.active after 6: %s, %v", page, err)
+		}
+		// Before it: seq 6 was deleted.
+		_, err = l.Read(ctx, p, 5, 100, stream.ConnectionActive)
+		if got := expiredAt(t, "connection.active after 5", err); got != 11 {
+			t.Errorf("earliest_seq %d, want 11", got)
+		}
+		// All types from 6: expired (7..10 went).
+		_, err = l.Read(ctx, p, 6, 100, "")
+		expiredAt(t, "all types after 6", err)
+		// A type never seen: nothing to miss.
+		if evs, err := l.Read(ctx, p, 0, 100, stream.MessageFailed); err != nil || len(evs) != 0 {
+			t.Errorf("message.failed after 0: %v, %v", evs, err)
+		}
+	})
+}
+
+func firstSeqOf(page []byte) int64 {
+	var evs []struct {
+		Seq int64 `json:"seq"`
+	}
+	if json.Unmarshal(page, &evs) != nil || len(evs) == 0 {
+		return 0
+	}
+	return evs[0].Seq
 }
