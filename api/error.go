@@ -13,6 +13,9 @@ type ErrorDetail struct {
 	Message string `json:"message"`
 	// Param names the offending request parameter or field, if any.
 	Param string `json:"param,omitempty"`
+	// EarliestSeq, on cursor_expired, is the seq of the earliest event
+	// the stream still keeps: resume from EarliestSeq-1 or later.
+	EarliestSeq int64 `json:"earliest_seq,omitempty"`
 	// RequestID identifies the request in the gateway's log.
 	RequestID string `json:"request_id,omitempty"`
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Error is an error answer of the gateway: its JSON error body
-// ({"error":{"code","message","param","request_id"}}) and HTTP status.
+// ({"error":{"code","message","param","earliest_seq","request_id"}}) and HTTP status.
 // Compare with errors.Is against the sentinels below (ErrNotFound,
 // ErrPaymentRequired ...), which match any Error of the same Code; use
 // errors.As to read the fields.
@@ -33,6 +33,9 @@ type Error struct {
 	// RetryAfter is the delay the gateway asked for in a Retry-After
 	// header (429 and 503), zero if none.
 	RetryAfter time.Duration
+	// EarliestSeq, on cursor_expired (410), is the seq of the earliest
+	// event the stream still keeps: resume from EarliestSeq-1.
+	EarliestSeq int64
 }
 
 // Error formats the error as "comm: <status> <code>: [param: ]message".
@@ -90,6 +93,10 @@ var (
 	ErrMethodNotAllowed = &Error{Code: "method_not_allowed"}
 	// ErrConflict is conflict (409).
 	ErrConflict = &Error{Code: "conflict"}
+	// ErrCursorExpired is cursor_expired (410): the cursor is older than
+	// the earliest event the stream keeps (the gateway's retention deleted
+	// the ones after it); EarliestSeq says where the stream starts now.
+	ErrCursorExpired = &Error{Code: "cursor_expired"}
 	// ErrPayloadTooLarge is payload_too_large (413).
 	ErrPayloadTooLarge = &Error{Code: "payload_too_large"}
 	// ErrUnsupportedMediaType is unsupported_media_type (415).
@@ -154,7 +161,7 @@ func errorOf(resp *http.Response, body []byte) *Error {
 		RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	var b api.ErrorBody
 	if json.Unmarshal(body, &b) == nil && b.Error.Code != "" {
-		e.Code, e.Message, e.Param = b.Error.Code, b.Error.Message, b.Error.Param
+		e.Code, e.Message, e.Param, e.EarliestSeq = b.Error.Code, b.Error.Message, b.Error.Param, b.Error.EarliestSeq
 		if b.Error.RequestID != "" {
 			e.RequestID = b.Error.RequestID
 		}

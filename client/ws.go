@@ -31,8 +31,9 @@ type wsMessage struct {
 type gqlError struct {
 	Message    string `json:"message"`
 	Extensions struct {
-		Code  string `json:"code"`
-		Param string `json:"param"`
+		Code        string `json:"code"`
+		Param       string `json:"param"`
+		EarliestSeq int64  `json:"earliest_seq"`
 	} `json:"extensions"`
 }
 
@@ -223,7 +224,7 @@ func errorOfGraphQL(errs []gqlError) error {
 	if code == "" {
 		code = ErrInternal.Code
 	}
-	return &Error{Status: statusOfCode(code), Code: code, Message: e.Message, Param: e.Extensions.Param}
+	return &Error{Status: statusOfCode(code), Code: code, Message: e.Message, Param: e.Extensions.Param, EarliestSeq: e.Extensions.EarliestSeq}
 }
 
 // statusOfCode is the HTTP status that goes with an error code.
@@ -244,6 +245,7 @@ var codeStatus = map[string]int{
 	ErrRouteNotFound.Code:        http.StatusNotFound,
 	ErrMethodNotAllowed.Code:     http.StatusMethodNotAllowed,
 	ErrConflict.Code:             http.StatusConflict,
+	ErrCursorExpired.Code:        http.StatusGone,
 	ErrPayloadTooLarge.Code:      http.StatusRequestEntityTooLarge,
 	ErrUnsupportedMediaType.Code: http.StatusUnsupportedMediaType,
 	ErrRateLimited.Code:          http.StatusTooManyRequests,

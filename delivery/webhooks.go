@@ -3,6 +3,7 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/netguard"
 	"github.com/comm-gateway/comm/signature"
 	"github.com/comm-gateway/comm/stream"
@@ -168,6 +170,20 @@ func (d *Webhooks) endpoint(ctx context.Context, id string) {
 			continue
 		}
 		envs, err := log.ReadEnvelopes(ctx, ep.ProjectID, ep.Cursor, deliveryPage, "")
+		var fe *fault.Error
+		if errors.As(err, &fe) && fe.Code == fault.ErrCursorExpired.Code {
+			// Retention deleted events this endpoint never got: disable it
+			// with the reason rather than skip them (webhook.Hooks.Expire).
+			if _, err := d.Hooks.Expire(ctx, ep, d.Owner, fe.EarliestSeq); err != nil && ctx.Err() == nil {
+				d.Logger.Warn("webhooks: expire", "webhook", id, "err", err)
+				d.wait(ctx, d.PollInterval)
+			} else if err == nil {
+				d.Logger.Warn("webhooks: endpoint disabled: its cursor is older than the earliest kept event",
+					"webhook", id, "project", ep.ProjectID, "cursor", ep.Cursor, "earliest_seq", fe.EarliestSeq)
+			}
+			stale = true
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				d.Logger.Warn("webhooks: read", "webhook", id, "err", err)

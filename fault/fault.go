@@ -27,6 +27,9 @@ type Error struct {
 	// RetryAfter, on ErrRateLimited, is how long until a retry can
 	// succeed (REST sends it as Retry-After).
 	RetryAfter time.Duration
+	// EarliestSeq, on ErrCursorExpired, is the seq of the earliest event
+	// the log still keeps: a cursor of EarliestSeq-1 or later reads on.
+	EarliestSeq int64
 }
 
 func (e *Error) Error() string {
@@ -66,6 +69,10 @@ var (
 	// request other than the one it was first used for (422).
 	ErrIdempotencyKeyReused = &Error{Code: "idempotency_key_reused"}
 	ErrNotImplemented       = &Error{Code: "not_implemented"}
+	// ErrCursorExpired: a cursor (after_seq, a webhook's from_seq) points
+	// before the earliest event the log keeps, whose older events were
+	// deleted by retention (410, with earliest_seq).
+	ErrCursorExpired = &Error{Code: "cursor_expired"}
 	// ErrProviderUnavailable: a provider did not answer (a connection's
 	// set-up could not reach it, a webhook's media could not be fetched);
 	// retrying later may succeed.
@@ -142,6 +149,16 @@ func IdempotencyKeyReused(param, format string, args ...any) *Error {
 func RateLimited(retryAfter time.Duration, format string, args ...any) *Error {
 	e := newf(ErrRateLimited, "", format, args...)
 	e.RetryAfter = retryAfter
+	return e
+}
+
+// CursorExpired reports a cursor, named by param (its REST name), older
+// than the log's earliest kept event, earliest: the events after it up to
+// earliest-1 were deleted by retention, so reading on from it would skip
+// them silently.
+func CursorExpired(param string, earliest int64) *Error {
+	e := newf(ErrCursorExpired, param, "events before seq %d were deleted by the retention policy (COMM_EVENT_RETENTION); resume from earliest_seq - 1 = %d or later", earliest, earliest-1)
+	e.EarliestSeq = earliest
 	return e
 }
 

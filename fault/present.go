@@ -20,6 +20,7 @@ var statusOf = map[string]int{
 	ErrRateLimited.Code:          http.StatusTooManyRequests,
 	ErrIdempotencyKeyReused.Code: http.StatusUnprocessableEntity,
 	ErrNotImplemented.Code:       http.StatusNotImplemented,
+	ErrCursorExpired.Code:        http.StatusGone,
 	ErrProviderUnavailable.Code:  http.StatusBadGateway,
 	ErrMalformedJSON.Code:        http.StatusBadRequest,
 	ErrUnsupportedMedia.Code:     http.StatusUnsupportedMediaType,
@@ -45,6 +46,9 @@ type Problem struct {
 	Param string
 	// RetryAfter, when positive, is how long until a retry can succeed.
 	RetryAfter time.Duration
+	// EarliestSeq, when positive, is the earliest seq the log keeps (a
+	// cursor_expired problem).
+	EarliestSeq int64
 	// Internal is set when the error was not an Error: the problem says
 	// only InternalMessage, and the caller logs the error itself.
 	Internal bool
@@ -81,5 +85,5 @@ func Present(ctx context.Context, err error) Problem {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	return Problem{Status: status, Code: e.Code, Message: e.Message, Param: e.Param, RetryAfter: e.RetryAfter}
+	return Problem{Status: status, Code: e.Code, Message: e.Message, Param: e.Param, RetryAfter: e.RetryAfter, EarliestSeq: e.EarliestSeq}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/comm-gateway/comm/channels/email/mailhost"
 	"github.com/comm-gateway/comm/delivery"
 	"github.com/comm-gateway/comm/netguard"
+	"github.com/comm-gateway/comm/stream"
 )
 
 // Workers are the background workers of a gateway. A nil worker does not
@@ -27,6 +28,9 @@ type Workers struct {
 	// VerifyDomains is how often pending custom domains are checked
 	// again; 0 runs no domain verifier.
 	VerifyDomains time.Duration
+	// Retention deletes events older than its Keep from every project's
+	// log (COMM_EVENT_RETENTION); its Log is the gateway's when unset.
+	Retention *stream.Retention
 }
 
 // StartWorkers runs w in the background. stop ends them and waits until
@@ -90,6 +94,18 @@ func (g *Gateway) StartWorkers(w Workers) (stop func()) {
 			s.Logger = g.logger
 		}
 		run("sessions", s.Run)
+	}
+	if r := w.Retention; r != nil {
+		if r.Log == nil {
+			r.Log = g.Log
+		}
+		if r.Logger == nil {
+			r.Logger = g.logger
+		}
+		if r.Observer == nil && g.metrics != nil {
+			r.Observer = g.metrics
+		}
+		run("event retention", r.Run)
 	}
 	if every := w.VerifyDomains; every > 0 {
 		run("domain verifier", func(ctx context.Context) { verifyDomains(ctx, g.Mail, every, g.logger) })

@@ -163,7 +163,7 @@ func present(ctx context.Context, err error, logger *slog.Logger) *gqlerror.Erro
 }
 
 // gqlError is a problem as GraphQL says it: its message, and its code,
-// param and retry_after (seconds) in extensions.
+// param, retry_after (seconds) and earliest_seq in extensions.
 func gqlError(p fault.Problem) *gqlerror.Error {
 	ext := map[string]any{"code": p.Code}
 	if p.Param != "" {
@@ -171,6 +171,9 @@ func gqlError(p fault.Problem) *gqlerror.Error {
 	}
 	if secs := p.RetrySeconds(); secs > 0 {
 		ext["retry_after"] = secs
+	}
+	if p.EarliestSeq > 0 {
+		ext["earliest_seq"] = p.EarliestSeq
 	}
 	return &gqlerror.Error{Message: p.Message, Extensions: ext}
 }

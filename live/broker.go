@@ -15,10 +15,12 @@ package live
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/stream"
 )
 
@@ -118,6 +120,13 @@ func (f *feed) run(ctx context.Context) {
 		after := f.head
 		f.mu.Unlock()
 		envs, cut, err := f.b.log.ReadEnvelopesWithin(ctx, f.project, after, feedPage, 0, "")
+		var fe *fault.Error
+		if errors.As(err, &fe) && fe.Code == fault.ErrCursorExpired.Code {
+			// Retention overtook the feed (a retention shorter than the
+			// feed's lag): its subscribers replay, and hear it there.
+			f.expire(fe.EarliestSeq - 1)
+			continue
+		}
 		if err != nil && ctx.Err() == nil {
 			f.b.logger.Warn("live: feed read", "project", f.project, "err", err)
 		}
@@ -145,6 +154,18 @@ func (f *feed) distribute(envs []stream.Envelope) {
 		}
 	}
 	f.head = envs[len(envs)-1].Seq
+}
+
+// expire moves the feed past events retention deleted, to head, and
+// sends its live subscribers back to replay from their cursors.
+func (f *feed) expire(head int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.subs {
+		delete(f.subs, s)
+		go s.replay()
+	}
+	f.head = max(f.head, head)
 }
 
 // tryJoin adds s to the live set if it has seen everything the feed has

@@ -2,10 +2,12 @@ package live
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
+	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/stream"
 )
 
@@ -140,7 +142,14 @@ func (s *sub) replayPage() (more bool, scanned int64, ok bool) {
 	s.mu.Unlock()
 	envs, cut, err := c.s.log.ReadEnvelopesWithin(ctx, s.f.project, after, replayPage, min(room, c.s.log.PageBytes()), s.typ)
 	if err != nil {
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, fault.ErrCursorExpired):
+			// Retention deleted events after the cursor: say so (with
+			// earliest_seq) and end the subscription, never skip them.
+			c.operationError(s.id, err)
+			c.stopSub(s.id)
+		default:
 			c.s.logger.Warn("live: replay", "project", s.f.project, "err", err)
 			c.operationError(s.id, errInternal)
 			c.stopSub(s.id)

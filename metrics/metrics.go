@@ -50,6 +50,7 @@ type Metrics struct {
 	commitFailed prometheus.Counter
 	commitTime   prometheus.Observer
 	batchUnits   prometheus.Observer
+	trimmed      prometheus.Counter
 
 	webhookAttempts *prometheus.CounterVec
 	webhookLatency  prometheus.Observer
@@ -86,6 +87,7 @@ func New(opts Options) *Metrics {
 		[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5})
 	m.batchUnits = f.histogram("comm_log_commit_batch_size", "Pieces of work committed together in one group commit.",
 		[]float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512})
+	m.trimmed = f.counter("comm_log_deleted_events_total", "Events deleted from the log by the retention (COMM_EVENT_RETENTION).")
 	m.webhookAttempts = f.counterVec("comm_webhook_attempts_total",
 		"Webhook delivery attempts, by outcome (ok, gone, http_4xx, http_5xx, http_other, error: no answer).", "outcome")
 	m.webhookLatency = f.histogram("comm_webhook_attempt_duration_seconds", "Time of a webhook delivery attempt.", prometheus.DefBuckets)
@@ -154,6 +156,9 @@ func (m *Metrics) Committed(units, events, failed int, d time.Duration) {
 	m.commitTime.Observe(d.Seconds())
 	m.batchUnits.Observe(float64(units))
 }
+
+// Trimmed counts events the retention deleted (stream.RetentionObserver).
+func (m *Metrics) Trimmed(events int64) { m.trimmed.Add(float64(events)) }
 
 // WebhookAttempted counts a webhook delivery attempt
 // (delivery.WebhookObserver).

@@ -29,6 +29,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="comm"`)
 	}
 	writeJSON(w, p.Status, api.ErrorBody{Error: api.ErrorDetail{
-		Code: p.Code, Message: p.Message, Param: p.Param, RequestID: requestID(r.Context()),
+		Code: p.Code, Message: p.Message, Param: p.Param, EarliestSeq: p.EarliestSeq, RequestID: requestID(r.Context()),
 	}})
 }

@@ -381,6 +381,14 @@ var postgresRateLimits = []string{
 // given them, filled in, by migrateEventSizes (there they follow created_at;
 // stream reads NULLs as unknown). On SQLite the table is
 // clustered on (project_id, seq), so appends and page reads touch few pages.
+//
+// event_floors holds, per project whose log retention has trimmed, the
+// seq of its earliest kept event (every event before it was deleted; a
+// project without a row keeps them all), and event_type_floors, per
+// project and type, the seq of the last event of that type deleted (so
+// a reader of one type is told only when events of its type went). Both
+// only grow, and move in the transaction that deletes: see
+// stream/retention.go.
 var (
 	sqliteEvents = []string{
 		`CREATE TABLE IF NOT EXISTS events (
@@ -394,6 +402,16 @@ var (
 			PRIMARY KEY (project_id, seq)
 		) WITHOUT ROWID`,
 		`CREATE INDEX IF NOT EXISTS events_project_type ON events (project_id, type, seq)`,
+		`CREATE TABLE IF NOT EXISTS event_floors (
+			project_id TEXT NOT NULL PRIMARY KEY,
+			earliest_seq INTEGER NOT NULL
+		) WITHOUT ROWID`,
+		`CREATE TABLE IF NOT EXISTS event_type_floors (
+			project_id TEXT NOT NULL,
+			type TEXT NOT NULL,
+			deleted_seq INTEGER NOT NULL,
+			PRIMARY KEY (project_id, type)
+		) WITHOUT ROWID`,
 	}
 	postgresEvents = []string{
 		`CREATE TABLE IF NOT EXISTS events (
@@ -407,5 +425,15 @@ var (
 			PRIMARY KEY (project_id, seq)
 		)`,
 		`CREATE INDEX IF NOT EXISTS events_project_type ON events (project_id, type, seq)`,
+		`CREATE TABLE IF NOT EXISTS event_floors (
+			project_id TEXT NOT NULL PRIMARY KEY,
+			earliest_seq BIGINT NOT NULL
+		)`,
+		`CREATE TABLE IF NOT EXISTS event_type_floors (
+			project_id TEXT NOT NULL,
+			type TEXT NOT NULL,
+			deleted_seq BIGINT NOT NULL,
+			PRIMARY KEY (project_id, type)
+		)`,
 	}
 )

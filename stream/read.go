@@ -12,6 +12,7 @@ import (
 type readStmts struct {
 	all, typed, head   *sql.Stmt
 	allJSON, typedJSON *sql.Stmt
+	floor, typeFloor   *sql.Stmt
 }
 
 // Pages have a byte budget as well as a count: a page holds the events
@@ -162,6 +163,8 @@ func (s *readStmts) prepare(db *store.DB) error {
 	s.allJSON = prep(pageJSON(db, allBodies))
 	s.typedJSON = prep(pageJSON(db, pageBodies(typed)))
 	s.head = prep("SELECT last_seq FROM projects WHERE id = ?")
+	s.floor = prep("SELECT earliest_seq FROM event_floors WHERE project_id = ?")
+	s.typeFloor = prep("SELECT deleted_seq FROM event_type_floors WHERE project_id = ? AND type = ?")
 	if err != nil {
 		return fmt.Errorf("stream: prepare: %w", err)
 	}
@@ -169,7 +172,7 @@ func (s *readStmts) prepare(db *store.DB) error {
 }
 
 func (s *readStmts) close() {
-	for _, st := range []*sql.Stmt{s.all, s.typed, s.head, s.allJSON, s.typedJSON} {
+	for _, st := range []*sql.Stmt{s.all, s.typed, s.head, s.allJSON, s.typedJSON, s.floor, s.typeFloor} {
 		if st != nil {
 			st.Close()
 		}
@@ -180,6 +183,13 @@ func (s *readStmts) close() {
 // afterSeq, in seq order, of type typ if it is not empty, within the log's
 // page budget (Options.PageBytes). The caller is responsible for naming
 // only the authenticated project.
+//
+// Every read fails with a fault.ErrCursorExpired error (carrying the
+// earliest kept seq) when afterSeq is older than the earliest event
+// retention kept (afterSeq < Earliest-1): the events after it were
+// deleted, and a page would skip them silently. A read of one type fails
+// only when events of that type after afterSeq were deleted. See
+// retention.go.
 func (l *Log) Read(ctx context.Context, project string, afterSeq int64, limit int, typ string) ([]Event, error) {
 	evs, _, err := l.ReadPage(ctx, project, afterSeq, limit, typ)
 	return evs, err
@@ -220,7 +230,27 @@ func (l *Log) ReadJSON(ctx context.Context, project string, afterSeq int64, limi
 	if err := row.Scan(&page); err != nil {
 		return nil, fmt.Errorf("stream: read: %w", err)
 	}
+	if err := l.checkCursor(ctx, project, afterSeq, firstSeq(page), typ); err != nil {
+		return nil, err
+	}
 	return page, nil
+}
+
+// firstSeq is the seq of the first event of a JSON page (0 for an empty
+// page): stored envelopes begin with {"seq":N.
+func firstSeq(page []byte) int64 {
+	const open = `[{"seq":`
+	if len(page) <= len(open) || string(page[:len(open)]) != open {
+		return 0
+	}
+	var n int64
+	for _, c := range page[len(open):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
 }
 
 // Head returns the seq of project's last committed event (0 if none).
@@ -282,6 +312,13 @@ func (l *Log) ReadEnvelopesWithin(ctx context.Context, project string, afterSeq 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("stream: read: %w", err)
+	}
+	var first int64
+	if len(out) > 0 {
+		first = out[0].Seq
+	}
+	if err := l.checkCursor(ctx, project, afterSeq, first, typ); err != nil {
+		return nil, false, err
 	}
 	return out, cut, nil
 }

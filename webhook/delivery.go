@@ -248,3 +248,41 @@ func (s *Hooks) Release(ctx context.Context, ep *Endpoint, owner string) error {
 	})
 	return err
 }
+
+// Expire disables an endpoint whose cursor retention overtook: the events
+// after its cursor up to earliest-1 were deleted before they were
+// delivered. Skipping them silently would lose them for the receiver, so
+// the endpoint stops (status disabled, last_error cursor_expired, the
+// reason in disabled_reason and in webhook.disabled) until its owner
+// registers it again with a from_seq of earliest-1 or later (a
+// re-registration keeps the expired cursor otherwise, and stops again).
+// It reports false when the endpoint changed meanwhile (replayed,
+// re-registered, deleted, lease lost): the caller re-reads it.
+func (s *Hooks) Expire(ctx context.Context, ep *Endpoint, owner string, earliest int64) (bool, error) {
+	ctx = tenant.WithProject(ctx, ep.ProjectID)
+	reason := fmt.Sprintf("cursor_expired: the events after the cursor %d up to %d were deleted by the event retention "+
+		"(COMM_EVENT_RETENTION) before they were delivered; earliest_seq is %d: register the webhook again "+
+		"(PUT /v1/webhook) with from_seq %d or later to resume",
+		ep.Cursor, earliest-1, earliest, earliest-1)
+	lastErr := fmt.Sprintf("cursor_expired: earliest_seq %d", earliest)
+	current := false
+	_, err := s.log.Write(ctx, ep.ProjectID, func(tx *stream.Tx) error {
+		cl, tctx := tx.Client(), tx.Context()
+		n, err := cl.Webhook.Update().Where(entwh.ID(ep.ID), entwh.LeaseOwner(owner), entwh.Cursor(ep.Cursor),
+			entwh.Secret(ep.sealed), entwh.StatusNEQ(entwh.StatusDisabled)).
+			SetStatus(entwh.StatusDisabled).SetDisabledReason(reason).SetLastError(lastErr).
+			ClearNextAttemptAt().ClearLeaseOwner().ClearLeaseUntil().Save(tctx)
+		if err != nil {
+			return err
+		}
+		if current = n == 1; !current {
+			return nil
+		}
+		disabled, err := cl.Webhook.Get(tctx, ep.ID)
+		if err != nil {
+			return err
+		}
+		return tx.Append(stream.WebhookDisabled, api.WebhookEvent{Webhook: webhookOf(disabled), Reason: reason})
+	})
+	return current, err
+}

@@ -128,6 +128,11 @@ func (s *Hooks) Set(ctx context.Context, in Input) (*Webhook, error) {
 	if in.FromSeq != nil && (*in.FromSeq < 0 || *in.FromSeq > head) {
 		return nil, fault.Invalid("from_seq", "must be between 0 and the stream's head, %d", head)
 	}
+	if in.FromSeq != nil {
+		if err := s.log.CheckCursor(ctx, p.ProjectID, "from_seq", *in.FromSeq); err != nil {
+			return nil, err
+		}
+	}
 	sealedSecret := s.box.Seal([]byte(in.Secret))
 	var saved *ent.Webhook
 	_, err = s.write(ctx, func(tx *stream.Tx) error {
@@ -260,6 +265,9 @@ func (s *Hooks) Replay(ctx context.Context, fromSeq *int64) (*Webhook, error) {
 	}
 	if *fromSeq < 0 || *fromSeq > head {
 		return nil, fault.Invalid("from_seq", "must be between 0 and the stream's head, %d", head)
+	}
+	if err := s.log.CheckCursor(ctx, p.ProjectID, "from_seq", *fromSeq); err != nil {
+		return nil, err
 	}
 	var saved *ent.Webhook
 	_, err = s.write(ctx, func(tx *stream.Tx) error {

@@ -252,3 +252,35 @@ func parseBool(name, v string) (bool, error) {
 	}
 	return b, nil
 }
+
+// parseRetention reads --event-retention (COMM_EVENT_RETENTION): "off"
+// (or empty, or 0) keeps every event; otherwise a duration of at least a
+// minute, in Go's units plus d for days ("90d", "36h", "1d12h").
+func parseRetention(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	switch strings.ToLower(v) {
+	case "", "off", "0":
+		return 0, nil
+	}
+	bad := fmt.Errorf("--event-retention (COMM_EVENT_RETENTION) must be off or a duration of at least 1m such as 90d, 36h or 1d12h (d: days), not %q", v)
+	var d time.Duration
+	rest := v
+	if i := strings.IndexByte(v, 'd'); i >= 0 {
+		days, err := strconv.Atoi(v[:i])
+		if err != nil || days < 0 || days > 100*365 {
+			return 0, bad
+		}
+		d, rest = time.Duration(days)*24*time.Hour, v[i+1:]
+	}
+	if rest != "" {
+		more, err := time.ParseDuration(rest)
+		if err != nil || more < 0 {
+			return 0, bad
+		}
+		d += more
+	}
+	if d < time.Minute {
+		return 0, bad
+	}
+	return d, nil
+}

@@ -135,6 +135,7 @@ func serve(s *flagSet, args []string) error {
 	writeBurst := s.String("key-write-burst", "COMM_KEY_WRITE_BURST", fmt.Sprint(server.DefaultWriteBurst), "writes one API key may make in a burst after a pause (the bucket of --key-writes-per-second); 0: the default")
 	sandboxConns := s.String("sandbox-max-connections", "COMM_SANDBOX_MAX_CONNECTIONS", fmt.Sprint(messaging.DefaultSandboxConnections), "live connections a project without an account may hold; 0: no limit")
 	trustedProxies := s.String("trusted-proxies", "COMM_TRUSTED_PROXIES", "", "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For gives the client IP (rate limits, logs); empty: none, the peer address counts")
+	retention := s.String("event-retention", "COMM_EVENT_RETENTION", "off", "how long the event log keeps events, per project (90d, 36h; d: days): a background job deletes older ones in small batches, always keeping each project's last event, and a cursor older than the earliest kept event answers 410 cursor_expired with earliest_seq; off: events are kept for ever. Messages and attachments are not affected")
 	pageBytes := s.String("event-page-bytes", "COMM_EVENT_PAGE_BYTES", "4194304", "byte budget of a page of events (GET /v1/events, GraphQL events, websocket replay): a page stops before the event that would pass it; a larger event comes alone")
 	wsQueue := s.String("ws-queue-bytes", "COMM_WS_QUEUE_BYTES", "4194304", "most bytes of data messages waiting to be written to one websocket; subscribers past it page from the database")
 	wsTotal := s.String("ws-total-queue-bytes", "COMM_WS_TOTAL_QUEUE_BYTES", "268435456", "most bytes of data messages waiting to be written to all websockets together; subscribers past it page from the database when there is room, a query or mutation result waits for room (then fails with rate_limited), and while it is over three quarters full a socket holding over half of --ws-queue-bytes (or 1/64 of this, if less) without draining, or not reading at all, for 10 s is closed with 1008, the largest first")
@@ -165,6 +166,10 @@ func serve(s *flagSet, args []string) error {
 	proxies, err := server.ParseTrustedProxies(*trustedProxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	keepEvents, err := parseRetention(*retention)
+	if err != nil {
+		return err
 	}
 	nPageBytes, err := parseInt("--event-page-bytes", *pageBytes)
 	if err != nil {
@@ -440,7 +445,12 @@ func serve(s *flagSet, args []string) error {
 	defer g.Close()
 	front := g.Front
 
+	var trim *stream.Retention
+	if keepEvents > 0 {
+		trim = &stream.Retention{Keep: keepEvents}
+	}
 	stopWorkers := g.StartWorkers(gateway.Workers{
+		Retention:     trim,
 		Outbox:        &delivery.Outbox{},
 		Webhooks:      &delivery.Webhooks{DisableAfter: disableD, Lease: lease}, // its client allows private targets as --webhook-allow-private says
 		Sessions:      &delivery.Sessions{Lease: lease},

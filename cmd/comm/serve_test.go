@@ -303,6 +303,7 @@ func TestServeConfig(t *testing.T) {
 		{[]string{"COMM_LEASE=soon"}, []string{"--lease", "duration", "soon"}},
 		{[]string{"COMM_RATE_LIMIT_SYNC=fast"}, []string{"--rate-limit-sync", "or off", "fast"}},
 		{[]string{"COMM_RATE_LIMIT_SYNC=5m"}, []string{"--rate-limit-sync", "between 10ms and 1m"}},
+		{[]string{"COMM_EVENT_RETENTION=90"}, []string{"COMM_EVENT_RETENTION", `"90"`, "90d"}},
 		{[]string{"COMM_META_API_URL=https://graph.facebook.com/v23.0", "COMM_META_GRAPH_URL=https://graph.facebook.com/v24.0"}, []string{"COMM_META_API_URL and COMM_META_GRAPH_URL"}},
 	} {
 		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
