@@ -66,8 +66,7 @@ type Adapter struct {
 	conn channels.Connection
 
 	mu        sync.Mutex
-	sent      map[string]string // comm message id -> provider id
-	tries     map[string]int    // attempts per comm message id, to Flaky only
+	tries     map[string]int // failed attempts per comm message id, to Flaky only (at most MaxRecorded)
 	delivered []channels.Outbound
 	typing    []channels.Typing
 }
@@ -88,7 +87,7 @@ func New(_ context.Context, conn channels.Connection) (channels.Adapter, error) 
 			return nil, fmt.Errorf("test: the test channel takes no config; leave config out or send {}")
 		}
 	}
-	return &Adapter{conn: conn, sent: map[string]string{}, tries: map[string]int{}}, nil
+	return &Adapter{conn: conn, tries: map[string]int{}}, nil
 }
 
 // Send delivers at once. Sending the same comm message twice returns the
@@ -105,22 +104,35 @@ func (a *Adapter) Send(_ context.Context, msg channels.Outbound) (channels.SendR
 	case FailTransient:
 		return channels.SendResult{}, fmt.Errorf("test: send: recipient %q is unreachable for now: %w", msg.To, channels.ErrTransient)
 	case Flaky:
-		a.tries[msg.MessageID]++
-		if a.tries[msg.MessageID] == 1 {
+		if a.recent(msg.MessageID) {
+			break // sent before: a repeat goes out
+		}
+		if _, failed := a.tries[msg.MessageID]; !failed {
+			if len(a.tries) >= MaxRecorded {
+				clear(a.tries) // messages never tried again; their next try fails once more
+			}
+			a.tries[msg.MessageID] = 1
 			return channels.SendResult{}, fmt.Errorf("test: send: first attempt to %q failed: %w", msg.To, channels.ErrTransient)
 		}
+		delete(a.tries, msg.MessageID)
 	}
-	if id, ok := a.sent[msg.MessageID]; ok && msg.MessageID != "" {
+	if msg.MessageID == "" {
+		id := ProviderID(ident.New(ident.Message))
+		a.delivered = record(a.delivered, msg)
 		return channels.SendResult{ProviderID: id}, nil
 	}
-	id := ProviderID(msg.MessageID)
-	if msg.MessageID != "" {
-		a.sent[msg.MessageID] = id
-	} else {
-		id = ProviderID(ident.New(ident.Message))
+	// The provider id follows from the message id, so a repeat gets the
+	// same one; it is recorded once (among the recent ones: nothing here
+	// grows with the messages sent).
+	if !a.recent(msg.MessageID) {
+		a.delivered = record(a.delivered, msg)
 	}
-	a.delivered = record(a.delivered, msg)
-	return channels.SendResult{ProviderID: id}, nil
+	return channels.SendResult{ProviderID: ProviderID(msg.MessageID)}, nil
+}
+
+// recent reports whether the message id is among the recorded sends.
+func (a *Adapter) recent(messageID string) bool {
+	return slices.ContainsFunc(a.delivered, func(o channels.Outbound) bool { return o.MessageID == messageID })
 }
 
 // ProviderID is the test provider's id of the comm message messageID:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -335,5 +336,45 @@ func TestInjectReceipt(t *testing.T) {
 	}
 	if _, err := a.Inject([]byte(`{"receipt":{"message_id":"m","state":"read","extra":1}}`)); err == nil || !strings.Contains(err.Error(), "extra") {
 		t.Errorf("unknown receipt field: %v", err)
+	}
+}
+
+// TestMemoryDoesNotGrowWithSends: a test connection keeps nothing per
+// message sent (a free key may send for as long as it likes), flaky
+// first attempts never tried again included.
+func TestMemoryDoesNotGrowWithSends(t *testing.T) {
+	a := newAdapter(t)
+	send := func(i int, to string) {
+		a.Send(t.Context(), channels.Outbound{MessageID: fmt.Sprintf("msg_%026d", i), To: to, Text: "x"}) //nolint:errcheck // flaky fails first
+	}
+	for i := range 1000 { // warm up: the recorded lists are full
+		send(i, "bob")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 1000; i < 60000; i++ {
+		to := "bob"
+		if i%2 == 0 {
+			to = testchan.Flaky
+		}
+		send(i, to)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 1<<20 {
+		t.Fatalf("heap grew %d KiB over 59,000 sends; want nothing kept per message", grew>>10)
+	}
+	// Behaviour kept: a flaky message fails once, then goes out, and a
+	// repeat of a sent message goes out with the same provider id.
+	m := channels.Outbound{MessageID: "msg_flaky", To: testchan.Flaky, Text: "x"}
+	if _, err := a.Send(t.Context(), m); err == nil {
+		t.Fatal("first attempt to flaky succeeded")
+	}
+	for range 2 {
+		r, err := a.Send(t.Context(), m)
+		if err != nil || r.ProviderID != testchan.ProviderID("msg_flaky") {
+			t.Fatalf("flaky again: %+v %v", r, err)
+		}
 	}
 }
