@@ -155,11 +155,23 @@ wait:
 		}
 	}
 
-	// Everything acknowledged must reach every follower and endpoint.
+	// Everything acknowledged must reach every follower and endpoint. The
+	// heads are read once they stand still: replies still in the outbox
+	// when the load stopped append their message.sent after it.
 	heads := make([]int64, len(conns))
-	for i, c := range conns {
-		if heads[i], err = api.Head(ctx, c.Key); err != nil {
-			return err
+	for settled := false; !settled; {
+		settled = true
+		for i, c := range conns {
+			h, err := api.Head(ctx, c.Key)
+			if err != nil {
+				return err
+			}
+			if h != heads[i] {
+				heads[i], settled = h, false
+			}
+		}
+		if !settled {
+			time.Sleep(time.Second)
 		}
 	}
 	deadline := time.Now().Add(2 * time.Minute)
