@@ -516,16 +516,28 @@ func (w *writer) positions(ctx context.Context, tx *sql.Tx, projects []string, n
 			pos[p], known[p] = prev[p].Int64, true
 		}
 	}
+	// advance read prev in its statement's snapshot. When it waited for the
+	// counter row (another writer or replica appended to the project and
+	// committed meanwhile), that snapshot predates the event before ours:
+	// read its pos again now, in a statement of its own.
+	last := db.Rebind("SELECT pos FROM events WHERE project_id = ? AND seq = ?")
 	sum := db.Rebind("SELECT coalesce(sum(octet_length(body)), 0) FROM events WHERE project_id = ? AND seq < ?")
 	for _, p := range projects {
 		if known[p] || next[p] <= 1 {
 			continue
 		}
-		var v int64
-		if err := tx.QueryRowContext(ctx, sum, p, next[p]).Scan(&v); err != nil {
+		var v sql.NullInt64
+		if err := tx.QueryRowContext(ctx, last, p, next[p]-1).Scan(&v); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("stream: read pos: %w", err)
+		}
+		if v.Valid {
+			pos[p] = v.Int64
+			continue
+		}
+		if err := tx.QueryRowContext(ctx, sum, p, next[p]).Scan(&v.Int64); err != nil {
 			return nil, fmt.Errorf("stream: sum sizes: %w", err)
 		}
-		pos[p] = v
+		pos[p] = v.Int64
 	}
 	return pos, nil
 }
