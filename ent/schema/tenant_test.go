@@ -56,6 +56,8 @@ var notTenantOwned = map[string]string{
 	entlease.Table:         "a replica's hold on work of the whole gateway (the operator's app session), no project's",
 	entstate.Table:         "a provider session's progress per credential (keyed by a hash of the bot token), shared by the replicas; written only by adapters through channels.State, never through a project's key",
 	"events":               "not an ent table: written and read only by package stream, keyed by (project_id, seq) by construction",
+	"event_floors":         "not an ent table: retention's earliest kept seq per project, written and read only by package stream, keyed by project_id",
+	"event_type_floors":    "not an ent table: retention's last deleted seq per project and type, written and read only by package stream, keyed by (project_id, type)",
 }
 
 // schemas maps every ent table to its schema type. A new ent type makes
