@@ -1,9 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -17,6 +17,7 @@ func Reads(ctx context.Context, base, key string, head int64, workers int, d tim
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	r, err := load(workers, d, func(w int) func() error {
 		rnd := rand.New(rand.NewPCG(uint64(w), 1))
+		var buf bytes.Buffer // reused: the load generator shares the server's cores
 		return func() error {
 			after := rnd.Int64N(max(head-100, 1))
 			req, _ := http.NewRequestWithContext(ctx, "GET",
@@ -26,8 +27,10 @@ func Reads(ctx context.Context, base, key string, head int64, workers int, d tim
 			if err != nil {
 				return err
 			}
-			body, err := io.ReadAll(resp.Body)
+			buf.Reset()
+			_, err = buf.ReadFrom(resp.Body)
 			resp.Body.Close()
+			body := buf.Bytes()
 			if resp.StatusCode != 200 || err != nil || len(body) < 100*200 {
 				return fmt.Errorf("read after_seq=%d: status %d, %d bytes (%v): %.300s", after, resp.StatusCode, len(body), err, body)
 			}

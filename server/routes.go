@@ -8,6 +8,7 @@ import (
 
 	"github.com/comm-gateway/comm/fault"
 	"github.com/comm-gateway/comm/messaging"
+	"github.com/comm-gateway/comm/stream"
 )
 
 func sorted(s []string) []string { slices.Sort(s); return s }
@@ -97,5 +98,6 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeRaw(w, http.StatusOK, page)
+	stream.ReleasePage(page)
 	return nil
 }

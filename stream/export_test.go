@@ -6,3 +6,10 @@ func HubTopics(h *Hub) int {
 	defer h.mu.Unlock()
 	return len(h.topics)
 }
+
+// HubKept returns the bytes of events h keeps in memory.
+func HubKept(h *Hub) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.kept
+}

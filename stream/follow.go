@@ -32,6 +32,27 @@ func (h *Hub) Follow(project string, poll time.Duration) *Follower {
 	return &Follower{w: w, ch: w.C(), tick: time.NewTicker(poll)}
 }
 
+// FollowEvents is Follow for a reader that takes the events committed in
+// this process from memory (Since) rather than reading them back: the hub
+// keeps each project's latest ones while such a follower watches it.
+func (h *Hub) FollowEvents(project string, poll time.Duration) *Follower {
+	w := h.watch(project, true)
+	return &Follower{w: w, ch: w.C(), tick: time.NewTicker(poll)}
+}
+
+// Since returns the events after afterSeq that committed since, as far
+// as this process knows, if the hub kept all of them (ok; none is ok
+// too); otherwise the reader reads the log. Only for a FollowEvents
+// follower, after a WakeCommit: a poll, and the first read, go to the
+// log (the safety net also covers commits announced by nobody).
+// The envelopes' bodies are shared: do not change them.
+func (f *Follower) Since(afterSeq int64) ([]Envelope, bool) {
+	if !f.w.keep {
+		return nil, false
+	}
+	return f.w.hub.since(f.w.project, afterSeq)
+}
+
 // Wake tells why Wait returned.
 type Wake int
 

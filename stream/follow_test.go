@@ -178,3 +178,106 @@ func TestFollowSeesEveryCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestFollowEventsFromMemory: a FollowEvents follower gets every commit of
+// this process from memory, byte for byte what the log stores, in order
+// and without a gap; a commit it is told of without its events (another
+// replica's), or events past the hub's bounds, send it to the log; the
+// memory is given back when the last such follower closes.
+func TestFollowEventsFromMemory(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, cfg store.Config) {
+		l := openLog(t, cfg, stream.Options{})
+		p := newProject(t, l)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		f := l.Hub().FollowEvents(p, time.Hour)
+		if _, ok := f.Since(0); !ok {
+			t.Fatal("nothing committed: Since should say so")
+		}
+		const n = 300
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range n {
+				if _, err := l.Append(context.Background(), p, stream.MessageSent, map[string]int{"i": i}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		var (
+			cursor          int64
+			fromMem, fromDB int
+		)
+		for cursor < n {
+			if w := f.Wait(ctx, nil); w != stream.WakeCommit {
+				t.Fatalf("Wait = %s at cursor %d", w, cursor)
+			}
+			envs, ok := f.Since(cursor)
+			if ok {
+				fromMem += len(envs)
+			} else {
+				var err error
+				if envs, err = l.ReadEnvelopes(ctx, p, cursor, 1000, ""); err != nil {
+					t.Fatal(err)
+				}
+				fromDB += len(envs)
+			}
+			stored, err := l.ReadEnvelopes(ctx, p, cursor, len(envs), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range envs {
+				if e.Seq != cursor+1 {
+					t.Fatalf("seq %d after %d (from memory: %v)", e.Seq, cursor, ok)
+				}
+				if s := stored[i]; s.Seq != e.Seq || s.Type != e.Type || string(s.Body) != string(e.Body) {
+					t.Fatalf("event %d from memory %q, stored %q", e.Seq, e.Body, s.Body)
+				}
+				cursor = e.Seq
+			}
+		}
+		<-done
+		if fromMem == 0 {
+			t.Fatalf("no event came from memory (%d from the log)", fromDB)
+		}
+		t.Logf("%d events from memory, %d from the log", fromMem, fromDB)
+
+		// Told of a commit without its events: the hub no longer knows
+		// what follows the cursor.
+		l.Hub().Publish(p, n+1)
+		if _, ok := f.Since(cursor); ok {
+			t.Fatal("Since answered from memory past a commit whose events it was not given")
+		}
+		// Event n+1 commits (the hub heard of it already), then n+2 with
+		// its events: n+1 is still unknown to the hub.
+		for range 2 {
+			if _, err := l.Append(context.Background(), p, stream.MessageSent, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if envs, ok := f.Since(cursor); ok {
+			t.Fatalf("Since answered %d events from memory across the gap", len(envs))
+		}
+		if envs, ok := f.Since(cursor + 1); !ok || len(envs) != 1 || envs[0].Seq != n+2 {
+			t.Fatalf("Since(n+1) = %v, %v; want event n+2 from memory", envs, ok)
+		}
+
+		// A large event is not kept past the topic's bound.
+		big := strings.Repeat("x", 300<<10)
+		if _, err := l.Append(context.Background(), p, stream.MessageSent, big); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := f.Since(n + 2); ok {
+			t.Fatal("an event over the topic's byte bound was kept")
+		}
+		if kept := stream.HubKept(l.Hub()); kept > 256<<10 {
+			t.Fatalf("the hub keeps %d bytes", kept)
+		}
+		f.Close()
+		if kept := stream.HubKept(l.Hub()); kept != 0 {
+			t.Fatalf("the hub keeps %d bytes after the follower closed", kept)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,7 @@ var ErrNoProject = errors.New("stream: no such project")
 type Options struct {
 	// Writers is the number of group-commit writers, each with its own
 	// connection; projects are sharded over them. SQLite always uses one.
-	// Default 4 on PostgreSQL.
+	// Default 2 on PostgreSQL.
 	Writers int
 	// MaxBatch bounds the pieces of work committed together (default 512).
 	MaxBatch int
@@ -79,7 +80,7 @@ type Log struct {
 func Open(db *store.DB, opts Options) (*Log, error) {
 	n := opts.Writers
 	if n <= 0 {
-		n = 4
+		n = 2
 	}
 	if !db.IsPostgres() {
 		n = 1
@@ -292,8 +293,8 @@ func (w *writer) commit(batch []*unit) {
 		start = time.Now()
 	}
 	err := w.try(batch, w.log.db.IsPostgres())
-	if errors.Is(err, errPieceFailed) {
-		if len(batch) == 1 {
+	if errors.Is(err, errPieceFailed) || errors.Is(err, errBulkFailed) {
+		if len(batch) == 1 && errors.Is(err, errPieceFailed) {
 			// The piece's own error; rolling back the transaction undid it.
 			err = nil
 		} else {
@@ -316,11 +317,29 @@ func (w *writer) commit(batch []*unit) {
 		batch[0].err = err
 	}
 	heads := map[string]int64{}
+	var (
+		kept  map[string][]Envelope // the committed events of projects the hub keeps
+		keeps map[string]bool
+	)
 	events, failed := 0, 0
 	for _, u := range batch {
 		if u.err == nil && len(u.events) > 0 {
 			heads[u.project] = max(heads[u.project], u.events[len(u.events)-1].Seq)
 			events += len(u.events)
+			k, asked := keeps[u.project]
+			if !asked {
+				if keeps == nil {
+					keeps, kept = map[string]bool{}, map[string][]Envelope{}
+				}
+				k = w.log.hub.keeps(u.project)
+				keeps[u.project] = k
+			}
+			if k {
+				for i := range u.events {
+					e := &u.events[i]
+					kept[u.project] = append(kept[u.project], Envelope{Seq: e.Seq, Type: e.Type, Body: appendEnvelope(nil, e)})
+				}
+			}
 		}
 		if u.err != nil {
 			failed++
@@ -331,7 +350,7 @@ func (w *writer) commit(batch []*unit) {
 		w.obs.Committed(len(batch), events, failed, time.Since(start))
 	}
 	for p, head := range heads {
-		w.log.hub.Publish(p, head)
+		w.log.hub.publish(p, head, kept[p])
 		if w.log.notify != nil {
 			w.log.notify.note(p, head)
 		}
@@ -355,10 +374,13 @@ var errPieceFailed = errors.New("stream: a piece of the batch failed")
 // error in u.err and its changes rolled back to its savepoint.
 //
 // Optimistic, the pieces run without savepoints: two round trips fewer
-// each on PostgreSQL, where every statement is one. Then a piece that fails
-// fails the whole transaction (errPieceFailed), and commit runs the batch
-// again with savepoints. Pieces rarely fail (a repeated provider id, a
-// project deleted meanwhile), so this is the cheap path.
+// each on PostgreSQL, where every statement is one; and the rows they give
+// bulk statements (Tx.Bulk) are written together, one statement each.
+// Then a piece that fails fails the whole transaction (errPieceFailed), as
+// does a bulk statement that fails (errBulkFailed), and commit runs the
+// batch again with savepoints, each piece's rows written at once. Pieces
+// rarely fail (a repeated provider id, a project deleted meanwhile), so
+// this is the cheap path.
 func (w *writer) try(batch []*unit, optimistic bool) (err error) {
 	db := w.log.db
 	ctx := context.Background()
@@ -372,18 +394,27 @@ func (w *writer) try(batch []*unit, optimistic bool) (err error) {
 		}
 	}()
 	counts := map[string]int64{}
+	var bulk *bulkRows
+	if optimistic {
+		bulk = &bulkRows{}
+	}
 	for _, u := range batch {
 		if u.fn != nil {
 			if e := u.ctx.Err(); e != nil {
 				u.err = e
 				continue
 			}
-			if err := w.runUnit(tx, u, optimistic); err != nil {
+			if err := w.runUnit(tx, u, bulk); err != nil {
 				return err
 			}
 		}
 		if u.err == nil && len(u.events) > 0 {
 			counts[u.project] += int64(len(u.events))
+		}
+	}
+	if bulk != nil {
+		if err := bulk.flush(ctx, tx); err != nil {
+			return err
 		}
 	}
 	if len(counts) == 0 {
@@ -542,9 +573,55 @@ func (w *writer) positions(ctx context.Context, tx *sql.Tx, projects []string, n
 	return pos, nil
 }
 
+// insertEvents (PostgreSQL) stores a batch's events in one statement
+// whose text does not depend on their number, so it is prepared once.
+const insertEvents = `INSERT INTO events (project_id, seq, type, size, pos, body, created_at)
+	SELECT p, s, t, n, o, b, $7 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) AS v(p, s, t, n, o, b)`
+
 func (w *writer) insert(ctx context.Context, tx *sql.Tx, rows []row, pos map[string]int64, now int64) error {
 	db := w.log.db
 	var body []byte
+	if db.IsPostgres() {
+		// The columns as PostgreSQL arrays' text (appendElement), sent
+		// once per maxBulkBytes of bodies.
+		var cols [6][]byte
+		for len(rows) > 0 {
+			for k := range cols {
+				cols[k] = append(cols[k][:0], '{')
+			}
+			n := 0
+			for _, r := range rows {
+				if n > 0 && len(cols[5]) >= maxBulkBytes {
+					break
+				}
+				body = appendEnvelope(body[:0], r.ev)
+				p := pos[r.project] + int64(len(body))
+				pos[r.project] = p
+				if n > 0 {
+					for k := range cols {
+						cols[k] = append(cols[k], ',')
+					}
+				}
+				cols[0] = appendQuoted(cols[0], r.project)
+				cols[1] = strconv.AppendInt(cols[1], r.ev.Seq, 10)
+				cols[2] = appendQuoted(cols[2], r.ev.Type)
+				cols[3] = strconv.AppendInt(cols[3], int64(len(body)), 10)
+				cols[4] = strconv.AppendInt(cols[4], p, 10)
+				cols[5] = appendQuoted(cols[5], body)
+				n++
+			}
+			args := make([]any, 0, 7)
+			for k := range cols {
+				args = append(args, string(append(cols[k], '}')))
+			}
+			if _, err := tx.ExecContext(ctx, insertEvents, append(args, now)...); err != nil {
+				return fmt.Errorf("stream: insert events: %w", err)
+			}
+			rows = rows[n:]
+		}
+		return nil
+	}
+	// SQLite: a multi-row insert per insertChunk events.
 	for len(rows) > 0 {
 		n := min(len(rows), insertChunk)
 		var b strings.Builder
@@ -554,12 +631,7 @@ func (w *writer) insert(ctx context.Context, tx *sql.Tx, rows []row, pos map[str
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if db.IsPostgres() {
-				k := 7 * i
-				fmt.Fprintf(&b, "($%d,$%d,$%d,$%d,$%d,$%d,$%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7)
-			} else {
-				b.WriteString("(?,?,?,?,?,?,?)")
-			}
+			b.WriteString("(?,?,?,?,?,?,?)")
 			body = appendEnvelope(body[:0], r.ev)
 			p := pos[r.project] + int64(len(body))
 			pos[r.project] = p
@@ -575,10 +647,12 @@ func (w *writer) insert(ctx context.Context, tx *sql.Tx, rows []row, pos map[str
 
 // runUnit calls u.fn inside a savepoint taken before its first statement. It
 // returns an error only if the savepoint itself could not be managed, or,
-// optimistic (no savepoint), errPieceFailed when fn failed.
-func (w *writer) runUnit(tx *sql.Tx, u *unit, optimistic bool) error {
+// optimistic (no savepoint; bulk not nil, and gathering the rows given to
+// bulk statements), errPieceFailed when fn failed.
+func (w *writer) runUnit(tx *sql.Tx, u *unit, bulk *bulkRows) error {
+	optimistic := bulk != nil
 	c := &unitConn{tx: tx, savepoint: optimistic} // optimistic: as if one were taken
-	t := &Tx{ctx: context.WithoutCancel(u.ctx), project: u.project, conn: c, dialect: w.log.db.Dialect}
+	t := &Tx{ctx: context.WithoutCancel(u.ctx), project: u.project, conn: c, dialect: w.log.db.Dialect, bulk: bulk}
 	ferr := call(u.fn, t)
 	if optimistic {
 		if ferr != nil {

@@ -20,6 +20,7 @@ type Tx struct {
 	dialect string
 	client  *ent.Client
 	events  []Event
+	bulk    *bulkRows // nil: Bulk rows are written at once
 }
 
 // Context returns the caller's context, detached from its cancellation.

@@ -9,6 +9,7 @@ import (
 	"github.com/comm-gateway/comm/ent"
 	entwh "github.com/comm-gateway/comm/ent/webhook"
 	entwha "github.com/comm-gateway/comm/ent/webhookattempt"
+	"github.com/comm-gateway/comm/ident"
 	"github.com/comm-gateway/comm/messaging"
 	"github.com/comm-gateway/comm/signature"
 	"github.com/comm-gateway/comm/stream"
@@ -165,13 +166,12 @@ func (s *Hooks) Record(ctx context.Context, ep *Endpoint, owner string, lease, d
 				return err
 			}
 		}
-		var errText *string
+		var errText any // NULL
 		if a.Err != "" {
-			errText = &a.Err
+			errText = a.Err
 		}
-		if err := cl.WebhookAttempt.Create().SetWebhookID(ep.ID).SetURL(ep.URL).SetSeq(a.Seq).SetOk(a.OK).
-			SetStatusCode(a.StatusCode).SetLatencyMs(int(a.Latency / time.Millisecond)).SetNillableError(errText).
-			Exec(tctx); err != nil {
+		if err := tx.Bulk(&insertAttempt, ident.New(ident.WebhookAttempt), time.Now().UTC().Truncate(time.Microsecond),
+			ep.ProjectID, ep.ID, ep.URL, a.Seq, int64(a.StatusCode), int64(a.Latency/time.Millisecond), errText, a.OK); err != nil {
 			return err
 		}
 		if prune {
@@ -201,6 +201,19 @@ func (s *Hooks) Record(ctx context.Context, ep *Endpoint, owner string, lease, d
 		}
 	}
 	return current && disabled == nil, nil
+}
+
+// insertAttempt records an attempt, as ent's WebhookAttempt.Create
+// would: every delivery writes one, so on PostgreSQL a batch's are
+// inserted in one statement (stream.Bulk). The pruning below does not see
+// the rows of its own batch; the history is kept to MaxAttemptHistory
+// give or take a batch.
+var insertAttempt = stream.Bulk{
+	Row: `INSERT INTO webhook_attempts (id, created_at, project_id, webhook_id, url, seq, status_code, latency_ms, error, ok)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	Rows: `INSERT INTO webhook_attempts (id, created_at, project_id, webhook_id, url, seq, status_code, latency_ms, error, ok)
+		SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
+			$8::bigint[], $9::text[], $10::bool[])`,
 }
 
 // Refresh updates ep with cur, a newer read of the same endpoint from
