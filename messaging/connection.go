@@ -409,6 +409,40 @@ func (s *Service) connection(ctx context.Context, id string) (*ent.Connection, e
 	return c, err
 }
 
+// receiving returns the connection of the caller's project that a message
+// is received on: from memory when it was read in the last
+// connectionTTL, as this is read on every inbound request, and the
+// rows a message needs (its project, channel, address, scope) do not
+// change; deleting the connection removes it from every replica's memory
+// (ConnectionDeletedSignal).
+func (s *Service) receiving(ctx context.Context, id string) (*ent.Connection, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := s.conns.get(id); ok && c.ProjectID == p.ProjectID {
+		return c, nil
+	}
+	gen := s.conns.generation()
+	c, err := s.connection(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Config) <= maxCachedConfig {
+		s.conns.putAt(id, c, gen)
+	}
+	return c, nil
+}
+
+// maxCachedConfig bounds the (sealed) configuration of a connection kept
+// in memory, so the cache's bytes are bounded as well as its entries: a
+// test connection's is empty, a provider's a few hundred bytes.
+const maxCachedConfig = 4 << 10
+
+// ConnectionDeletedSignal is the stream signal announcing that the
+// connection whose id is its value was deleted.
+const ConnectionDeletedSignal = "connection.deleted"
+
 // DeleteConnection removes a connection: it stops receiving and sending;
 // its conversations and messages stay readable.
 func (s *Service) DeleteConnection(ctx context.Context, id string) error {
@@ -449,6 +483,9 @@ func (s *Service) Release(ctx context.Context, ids ...string) {
 }
 
 func (s *Service) release(ctx context.Context, id string) {
+	// Receiving stops here at once, and on other replicas when they hear
+	// the signal.
+	s.log.Signal(ConnectionDeletedSignal, id)
 	a, ok := s.adapters.take(id)
 	if !ok {
 		c, err := s.read.Connection.Query().Where(entconn.ID(id)).Only(IncludeDeleted(tenant.System(ctx)))

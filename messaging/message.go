@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"entgo.io/ent/dialect/sql/sqlgraph"
+
 	"github.com/comm-gateway/comm/api"
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
@@ -166,13 +168,19 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 	if key == "" {
 		key = "thread\x00" + c.ID + "\x00" + in.ThreadKey
 	}
-	var stored *ent.Message
+	var (
+		stored *ent.Message
+		conv   string
+	)
 	_, err = s.log.WriteKeyed(ctx, c.ProjectID, key, func(tx *stream.Tx) error {
 		var err error
-		stored, _, err = s.storeInbound(tx, c, in, convID)
+		stored, conv, err = s.storeInbound(tx, c, in, convID)
 		return err
 	})
-	if err != nil && ent.IsConstraintError(err) {
+	if err == nil && convID == "" {
+		s.keepThread(c, in.ThreadKey, conv)
+	}
+	if err != nil && isRepeat(err) {
 		// A repeat delivery (here or on another replica).
 		existing, qerr := s.read.Message.Query().
 			Where(entmsg.ConnectionID(c.ID), entmsg.ProviderMessageID(in.ProviderID)).Only(ctx)
@@ -184,6 +192,13 @@ func (s *Service) Receive(ctx context.Context, c *ent.Connection, in channels.In
 		return nil, false, err
 	}
 	return messageOf(stored), false, nil
+}
+
+// isRepeat reports whether err is a unique index refusing a row: a
+// message stored before (ent's error, or the database's from a bulk
+// statement).
+func isRepeat(err error) bool {
+	return ent.IsConstraintError(err) || sqlgraph.IsUniqueConstraintError(err)
 }
 
 // MaxReferences bounds the thread references kept on a message.
@@ -229,6 +244,7 @@ func (s *Service) ReceiveBatch(ctx context.Context, c *ent.Connection, ins []cha
 			return err
 		}
 	}
+	into := make([]string, len(ins)) // the conversation each joined
 	_, err := s.log.Write(ctx, c.ProjectID, func(tx *stream.Tx) error {
 		convOf := make(map[string]string, len(ins)) // provider id -> conversation, in this batch
 		for i, in := range ins {
@@ -245,10 +261,18 @@ func (s *Service) ReceiveBatch(ctx context.Context, c *ent.Connection, ins []cha
 				return err
 			}
 			convOf[in.ProviderID] = conv
+			into[i] = conv
 		}
 		return nil
 	})
-	if err != nil && ent.IsConstraintError(err) {
+	if err == nil {
+		for i, in := range ins {
+			if convs[i] == "" {
+				s.keepThread(c, in.ThreadKey, into[i])
+			}
+		}
+	}
+	if err != nil && isRepeat(err) {
 		for _, in := range ins {
 			if _, _, err := s.Receive(ctx, c, in); err != nil {
 				return err
@@ -264,13 +288,18 @@ func (s *Service) ReceiveBatch(ctx context.Context, c *ent.Connection, ins []cha
 // message.received. A provider id stored before fails with a constraint
 // error, which undoes the write.
 func (s *Service) storeInbound(tx *stream.Tx, c *ent.Connection, in channels.Inbound, conv string) (*ent.Message, string, error) {
-	cl, tctx := tx.Client(), tx.Context()
+	tctx := tx.Context()
 	now := s.now()
 	var err error
+	if conv == "" {
+		// A thread seen before: its conversation's id is known here
+		// (Receive keeps it once committed; ids never change).
+		conv, _ = s.threads.get(threadKey{c.ID, in.ThreadKey})
+	}
 	if conv != "" {
-		err = cl.Conversation.UpdateOneID(conv).SetLastMessageAt(now).Exec(tctx)
+		err = tx.Bulk(&touchConversationBulk, now, conv, c.ProjectID)
 	} else {
-		conv, err = s.touchConversation(tctx, cl, c, in.ThreadKey, in.Sender, in.Subject, now)
+		conv, err = s.touchConversation(tctx, tx.Client(), c, in.ThreadKey, in.Sender, in.Subject, now)
 	}
 	if err != nil {
 		return nil, "", err
@@ -278,6 +307,7 @@ func (s *Service) storeInbound(tx *stream.Tx, c *ent.Connection, in channels.Inb
 	msgID := ident.New(ident.Message)
 	var atts []AttachmentInfo
 	for _, a := range in.Attachments {
+		cl := tx.Client()
 		blob, err := putBlob(tctx, cl, a.Data, now)
 		if err != nil {
 			return nil, "", err
@@ -291,34 +321,29 @@ func (s *Service) storeInbound(tx *stream.Tx, c *ent.Connection, in channels.Inb
 		atts = append(atts, AttachmentInfo{ID: att.ID, Filename: a.Filename, ContentType: a.ContentType,
 			Size: att.Size, Inline: a.Inline, ContentID: nonEmpty(a.ContentID)})
 	}
-	// No look-up first: the unique (connection, provider id) index
-	// refuses a repeat, the savepoint undoes this write, and the
-	// stored message is read below.
-	create := cl.Message.Create().SetID(msgID).SetConversationID(conv).SetConnectionID(c.ID).SetChannel(c.Channel).
-		SetDirection(entmsg.DirectionInbound).SetStatus(entmsg.StatusReceived).
-		SetProviderMessageID(in.ProviderID).SetSender(in.Sender).SetRecipient(c.Address).
-		SetNillableSubject(in.Subject).SetText(in.Text).SetNillableHTML(in.HTML).SetCreatedAt(now)
-	if len(in.References) > 0 {
-		create.SetReferences(in.References)
-	}
-	if len(in.Details) > 0 {
-		create.SetDetails(in.Details)
-	}
-	if len(atts) > 0 {
-		j, _ := json.Marshal(atts)
-		create.SetAttachments(j)
-	}
 	// A paid channel's message is charged; one the credit does not cover
 	// is stored all the same (nothing is lost), marked unbilled.
 	billed, err := s.chargeInbound(tx, c, msgID)
 	if err != nil {
 		return nil, "", err
 	}
-	if !billed {
-		create.SetUnbilled(true)
+	stored := &ent.Message{ID: msgID, CreatedAt: now, ProjectID: c.ProjectID, ConversationID: conv,
+		ConnectionID: c.ID, Channel: c.Channel, Direction: entmsg.DirectionInbound, Status: entmsg.StatusReceived,
+		ProviderMessageID: &in.ProviderID, Sender: in.Sender, Recipient: c.Address, Subject: in.Subject,
+		Text: in.Text, HTML: in.HTML, Unbilled: !billed}
+	if len(in.References) > 0 {
+		stored.References = in.References
 	}
-	stored, err := create.Save(tctx)
-	if err != nil {
+	if len(in.Details) > 0 {
+		stored.Details = in.Details
+	}
+	if len(atts) > 0 {
+		stored.Attachments, _ = json.Marshal(atts)
+	}
+	// No look-up first: the unique (connection, provider id) index
+	// refuses a repeat, the write is undone, and Receive reads the stored
+	// message.
+	if err := tx.Bulk(&insertInboundBulk, inboundRow(stored)...); err != nil {
 		return nil, "", err
 	}
 	ev := api.ReceivedMessage{ID: stored.ID, ConversationID: conv, ConnectionID: c.ID, Channel: c.Channel,
@@ -326,6 +351,74 @@ func (s *Service) storeInbound(tx *stream.Tx, c *ent.Connection, in channels.Inb
 		Attachments: atts, Details: in.Details, Unbilled: !billed}
 	s.envelope(&ev)
 	return stored, conv, tx.Append(stream.MessageReceived, messageEvent{CustomerID: c.CustomerID, AgentID: c.AgentID, Message: ev})
+}
+
+// touchConversationBulk records a conversation's latest message; of
+// several in one batch, the latest time wins. (The ANY lets PostgreSQL
+// find the rows by primary key: without it, it does not know how few
+// rows unnest yields and may scan the table.)
+var touchConversationBulk = stream.Bulk{
+	Row: "UPDATE conversations SET last_message_at = ? WHERE id = ? AND project_id = ?",
+	Rows: `UPDATE conversations AS c SET last_message_at = v.t
+		FROM (SELECT id, p, max(t) AS t FROM unnest($1::timestamptz[], $2::text[], $3::text[]) AS u(t, id, p) GROUP BY id, p) AS v
+		WHERE c.id = ANY($2::text[]) AND c.id = v.id AND c.project_id = v.p`,
+}
+
+// insertInboundBulk stores an inbound message (inboundRow's columns): the
+// one row every inbound message writes, so on PostgreSQL a batch's
+// messages are inserted in one statement rather than one each.
+var insertInboundBulk = stream.Bulk{
+	Row: `INSERT INTO messages (id, created_at, project_id, conversation_id, connection_id, channel, direction, status,
+		provider_message_id, sender, recipient, subject, text, html, "references", attachments, details, attempts, unbilled)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	Rows: `INSERT INTO messages (id, created_at, project_id, conversation_id, connection_id, channel, direction, status,
+		provider_message_id, sender, recipient, subject, text, html, "references", attachments, details, attempts, unbilled)
+		SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::jsonb[], $17::jsonb[],
+			$18::bigint[], $19::bool[])`,
+}
+
+// inboundRow is m's values for insertInboundBulk, as ent would store them
+// (JSON marshalled, NULL for what is not set).
+func inboundRow(m *ent.Message) []any {
+	var refs, atts, details any
+	if m.References != nil {
+		refs, _ = json.Marshal(m.References)
+	}
+	if m.Attachments != nil {
+		atts = []byte(m.Attachments)
+	}
+	if m.Details != nil {
+		details, _ = json.Marshal(m.Details)
+	}
+	return []any{m.ID, m.CreatedAt, m.ProjectID, m.ConversationID, m.ConnectionID, m.Channel, string(m.Direction),
+		string(m.Status), nilIfNil(m.ProviderMessageID), m.Sender, m.Recipient, nilIfNil(m.Subject), m.Text,
+		nilIfNil(m.HTML), refs, atts, details, int64(m.Attempts), m.Unbilled}
+}
+
+// nilIfNil is *p, or nil (NULL) when p is nil.
+func nilIfNil(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// threadKey names a thread of a connection, whose conversation is kept
+// in Service.threads.
+type threadKey struct{ connection, thread string }
+
+// maxKeptThreadKey bounds the thread keys kept in Service.threads, so
+// the cache's bytes are bounded as well as its entries; a longer key's
+// messages find their conversation with the upsert.
+const maxKeptThreadKey = 256
+
+// keepThread remembers conv as the conversation of c's thread, once a
+// message joining it committed.
+func (s *Service) keepThread(c *ent.Connection, thread, conv string) {
+	if len(thread) <= maxKeptThreadKey && conv != "" {
+		s.threads.put(threadKey{c.ID, thread}, conv)
+	}
 }
 
 // threadOf finds the existing conversation an inbound message continues:
@@ -428,7 +521,7 @@ func (s *Service) Inject(ctx context.Context, connID string, body []byte) (*Inje
 	if _, err := principal(ctx); err != nil {
 		return nil, err
 	}
-	c, err := s.connection(ctx, connID)
+	c, err := s.receiving(ctx, connID)
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,13 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Principal, err
 	if err != nil {
 		return nil, unauthenticated("malformed API key")
 	}
-	// The one query on every request: a prepared statement, not ent.
+	if p, ok := s.keys.get(hash); ok {
+		s.touch(p.KeyID, p.ProjectID)
+		return &p, nil
+	}
+	// The one query a request may need: a prepared statement, not ent;
+	// then the key is known here for keyTTL, or until it is revoked.
+	gen := s.keys.generation()
 	var (
 		id, project, kind string
 		revoked           bool
@@ -126,7 +132,9 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Principal, err
 		return nil, unauthenticated("API key revoked")
 	}
 	s.touch(id, project)
-	return &Principal{ProjectID: project, KeyID: id, Kind: kind}, nil
+	p := Principal{ProjectID: project, KeyID: id, Kind: kind}
+	s.keys.putAt(hash, p, gen)
+	return &p, nil
 }
 
 // touch records a key's last use, at most once a minute per key, off the

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/comm-gateway/comm/apikey"
 	"github.com/comm-gateway/comm/channels"
 	"github.com/comm-gateway/comm/ent"
 	"github.com/comm-gateway/comm/sealed"
@@ -31,6 +32,17 @@ type Service struct {
 	now    func() time.Time
 
 	keyByHash *sql.Stmt
+	// keys holds the principals of live keys by hash, so most requests
+	// read nothing to authenticate; a revocation (KeyRevokedSignal, here
+	// or from another replica) removes its key at once.
+	keys *cache[apikey.Hash, Principal]
+	// conns holds connections messages are received on (receiving).
+	conns *cache[string, *ent.Connection]
+	// threads holds the conversation ids of threads messages were
+	// received in, so a message continuing one writes no statement of its
+	// own to find it (ids never change, so entries never expire).
+	threads   *cache[threadKey, string]
+	stopCache []func()
 	channels  *channels.Registry
 	adapters  adapterSet
 	outbox    chan struct{}
@@ -150,6 +162,15 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 		messagePageBytes: opts.MessagePageBytes,
 		pendingReceipts:  opts.PendingReceipts,
 	}
+	s.keys = newCache[apikey.Hash, Principal](MaxCachedKeys, keyTTL)
+	s.conns = newCache[string, *ent.Connection](MaxCachedConnections, connectionTTL)
+	s.threads = newCache[threadKey, string](MaxCachedThreads, 0)
+	s.stopCache = []func(){
+		log.Hub().OnSignal(KeyRevokedSignal, func(id string) {
+			s.keys.forgetIf(func(p Principal) bool { return p.KeyID == id })
+		}),
+		log.Hub().OnSignal(ConnectionDeletedSignal, s.conns.forget),
+	}
 	// Reads of message and conversation pages under BoundPage load only
 	// the rows within the page budget; other queries pass through.
 	s.read.Message.Intercept(s.pageInterceptor())
@@ -160,7 +181,28 @@ func New(log *stream.Log, opts Options) (*Service, error) {
 }
 
 // Close releases the service's prepared statements.
-func (s *Service) Close() error { return s.keyByHash.Close() }
+func (s *Service) Close() error {
+	for _, stop := range s.stopCache {
+		stop()
+	}
+	return s.keyByHash.Close()
+}
+
+// MaxCachedKeys bounds the live keys a replica keeps in memory (a few
+// hundred bytes each); keyTTL is how long one is trusted there without
+// reading it again, should another replica's revocation signal be lost.
+// MaxCachedConnections and connectionTTL do the same for connections
+// messages are received on.
+const (
+	MaxCachedKeys        = 10000
+	keyTTL               = 2 * time.Second
+	MaxCachedConnections = 10000
+	connectionTTL        = 2 * time.Second
+	// MaxCachedThreads bounds the threads whose conversation ids a
+	// replica keeps (at most some 400 bytes each: thread keys past
+	// maxKeptThreadKey are not kept).
+	MaxCachedThreads = 20000
+)
 
 // Ent returns the ent client for reads; queries are scoped by the tenant
 // in their context and follow the domain's read rules (reads.go): deleted
