@@ -266,10 +266,27 @@ func TestRevokedKeyClosesSocketsOnReplicas(t *testing.T) {
 		conn := g1.connectTest(t, sb.APIKey)
 		kid, key := g1.newKey(t, sb.APIKey)
 		c := g1.subscribed(t, key, sb.APIKey, conn.ID)
+		if r := g1.do(t, request{Method: "GET", Path: "/v1/project", Key: key}); r.Status != 200 {
+			t.Fatalf("GET /v1/project: %d %s", r.Status, r.Body)
+		}
 		if r := g2.do(t, request{Method: "DELETE", Path: "/v1/keys/" + kid, Key: sb.APIKey}); r.Status != 200 {
 			t.Fatalf("revoke on the other replica: %d %s", r.Status, r.Body)
 		}
 		c.wantClosed(4403, "revoked")
+		// The first replica knew the key (its REST request above); it
+		// forgets it on the signal (PostgreSQL), or within the 2 s it
+		// trusts a key it read (SQLite, which has no signal).
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			r := g1.do(t, request{Method: "GET", Path: "/v1/project", Key: key})
+			if r.Status == 401 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("revoked key still works on the other replica: %d", r.Status)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 
 		// No hint at all: the periodic check.
 		g3 := start(t, cfg, server.Options{Live: live.Options{KeyCheckInterval: 200 * time.Millisecond}})
