@@ -93,7 +93,7 @@ const feedPage = 1000
 // run follows the project until ctx ends (the last subscriber left).
 func (f *feed) run(ctx context.Context) {
 	// Follow before reading the head, so no commit after it goes unseen.
-	follow := f.b.log.Hub().Follow(f.project, f.b.poll)
+	follow := f.b.log.Hub().FollowEvents(f.project, f.b.poll)
 	defer follow.Close()
 	// Start at the head: subscribers replay anything older themselves.
 	for {
@@ -115,10 +115,24 @@ func (f *feed) run(ctx context.Context) {
 		case <-time.After(time.Second):
 		}
 	}
+	wake := stream.WakePoll // the first read is the database's
 	for {
 		f.mu.Lock()
 		after := f.head
 		f.mu.Unlock()
+		if wake == stream.WakeCommit {
+			// Committed in this process: the events are in memory, and
+			// reading them back would cost a query per commit.
+			if envs, ok := follow.Since(after); ok {
+				if len(envs) > 0 {
+					f.distribute(envs)
+				}
+				if wake = follow.Wait(ctx, nil); wake == stream.WakeDone {
+					return
+				}
+				continue
+			}
+		}
 		envs, cut, err := f.b.log.ReadEnvelopesWithin(ctx, f.project, after, feedPage, 0, "")
 		var fe *fault.Error
 		if errors.As(err, &fe) && fe.Code == fault.ErrCursorExpired.Code {
@@ -136,7 +150,7 @@ func (f *feed) run(ctx context.Context) {
 				continue
 			}
 		}
-		if follow.Wait(ctx, nil) == stream.WakeDone {
+		if wake = follow.Wait(ctx, nil); wake == stream.WakeDone {
 			return
 		}
 	}
@@ -147,8 +161,9 @@ func (f *feed) run(ctx context.Context) {
 func (f *feed) distribute(envs []stream.Envelope) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var shared sharedFrames
 	for s := range f.subs {
-		if !s.deliver(envs) {
+		if !s.deliver(envs, &shared) {
 			delete(f.subs, s)
 			go s.replay()
 		}

@@ -57,6 +57,7 @@ type conn struct {
 	cancel    context.CancelFunc
 	ip        string
 	keyID     string               // set by admitKey, under s.mu
+	slot      int                  // when it is pinged (Server.keepAlive); set by track, under s.mu
 	principal *messaging.Principal // set by connection_init (reader only)
 	authn     Authenticator        // nil: an API key authenticates
 	initTimer *time.Timer
@@ -370,6 +371,7 @@ func (c *conn) subscribe(ctx context.Context, id string, rc *graphql.OperationCo
 	}
 	s.prefix = fmt.Appendf(nil, `{"id":%s,"type":"%s","payload":{"data":{%s:`, strconv.Quote(id), kind, strconv.Quote(f.Alias))
 	s.suffix = []byte("}}}")
+	s.key = frameKey{prefix: string(s.prefix), typ: s.typ, batch: s.batch}
 	s.f = c.s.broker.join(c.principal.ProjectID)
 	return s, nil
 }

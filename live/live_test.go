@@ -135,8 +135,8 @@ func (c *client) events(id string, n int) ([]event, error) {
 		if m.ID != id {
 			continue // another subscription's
 		}
-		if m.Type != "next" && m.Type != "data" {
-			return out, fmt.Errorf("unexpected message %s %s %s", m.ID, m.Type, m.Payload)
+		if want := map[bool]string{false: "next", true: "data"}[c.legacy]; m.Type != want {
+			return out, fmt.Errorf("unexpected message %s %s %s (want %s)", m.ID, m.Type, m.Payload, want)
 		}
 		var p struct {
 			Data map[string]json.RawMessage `json:"data"`
@@ -533,4 +533,76 @@ func TestSubscriptionsCounted(t *testing.T) {
 	waitSubs(2)
 	c.ws.Close()
 	waitSubs(0)
+}
+
+// TestFramesPerSubscriber: subscribers of one project that frame events
+// alike share the feed's frames, and those that do not (another
+// operation id, the legacy protocol, a type filter, a cursor ahead of the
+// feed) get their own: each gets every event it asked for once, in
+// order, under its own id and message type.
+func TestFramesPerSubscriber(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{})
+	sb := g.sandbox(t)
+	g.append(t, sb.ProjectID, 1, stream.MessageSent) // seq 1
+	type want struct {
+		c           *client
+		id, typ     string
+		from, count int64
+	}
+	var subs []want
+	open := func(proto, id string, vars map[string]any, typ string, from, count int64) {
+		c, _, err := dial(t, g.URL, proto, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.init(map[string]string{"apiKey": sb.APIKey})
+		c.subscribe(id, subEvents, vars)
+		subs = append(subs, want{c, id, typ, from, count})
+	}
+	// seqs 2..21 follow: 2, 4, ... are message.received, 3, 5, ... message.sent.
+	open(live.ProtocolTransportWS, "1", map[string]any{"after": 1}, "", 2, 20)
+	open(live.ProtocolTransportWS, "1", map[string]any{"after": 1}, "", 2, 20)
+	open(live.ProtocolTransportWS, "other", map[string]any{"after": 1}, "", 2, 20)
+	open(live.ProtocolLegacy, "1", map[string]any{"after": 1}, "", 2, 20)
+	open(live.ProtocolTransportWS, "1", map[string]any{"after": 1, "type": stream.MessageReceived}, stream.MessageReceived, 2, 10)
+	open(live.ProtocolTransportWS, "1", map[string]any{"after": 11}, "", 12, 10) // ahead of the feed
+	time.Sleep(100 * time.Millisecond)                                           // replays done: they join the feed
+	for i := range 20 {
+		typ := stream.MessageReceived
+		if i%2 == 1 {
+			typ = stream.MessageSent
+		}
+		g.append(t, sb.ProjectID, 1, typ)
+	}
+	for _, s := range subs {
+		evs, err := s.c.events(s.id, int(s.count))
+		if err != nil {
+			t.Fatalf("subscription %q (legacy %v, type %q): %v", s.id, s.c.legacy, s.typ, err)
+		}
+		next := s.from
+		for _, e := range evs {
+			if s.typ != "" && e.Type != s.typ {
+				t.Fatalf("subscription %q filtered on %s got %s", s.id, s.typ, e.Type)
+			}
+			if e.Seq < next {
+				t.Fatalf("subscription %q: seq %d again or out of order (want >= %d)", s.id, e.Seq, next)
+			}
+			if s.typ == "" && e.Seq != next {
+				t.Fatalf("subscription %q: seq %d, want %d", s.id, e.Seq, next)
+			}
+			next = e.Seq + 1
+		}
+		// Nothing more arrives for it.
+		s.c.ws.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		var m msg
+		for {
+			if err := s.c.ws.ReadJSON(&m); err != nil {
+				break
+			}
+			if m.Type == "next" || m.Type == "data" {
+				t.Fatalf("subscription %q: a message after its last event: %s", s.id, m.Payload)
+			}
+		}
+	}
 }

@@ -26,6 +26,8 @@ type sub struct {
 	shape shape
 	// prefix and suffix frame an event (or batch) as a protocol message.
 	prefix, suffix []byte
+	// key says which subscribers frame events alike (sharedFrames).
+	key frameKey
 
 	mu     sync.Mutex
 	cursor int64 // last seq given to the socket, or scanned past
@@ -36,19 +38,63 @@ type sub struct {
 // queues them on the socket, without blocking. It reports false when the
 // socket's queue is full: the caller then leaves the subscriber to replay.
 // Called by the feed with the feed's lock held.
-func (s *sub) deliver(envs []stream.Envelope) bool {
+func (s *sub) deliver(envs []stream.Envelope, shared *sharedFrames) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done.Load() {
 		return true
 	}
-	frames := s.frames(envs)
+	var frames [][]byte
+	if s.shape.full && s.cursor < envs[0].Seq {
+		// Framed as others are: once for all of them.
+		frames = shared.get(s, envs)
+	} else {
+		frames = s.frames(envs)
+	}
 	if len(frames) > 0 && !s.c.tryData(frames) {
 		return false
 	}
 	s.cursor = max(s.cursor, envs[len(envs)-1].Seq)
 	return true
 }
+
+// sharedFrames holds the frames of one distribution (feed.distribute)
+// for the subscribers that frame every event the same way: the same
+// operation id and root field (prefix), the whole envelope as it is
+// (shape.full), the same filter and batch size, and a cursor before the
+// first event. Most subscribers of a project are alike, so an event is
+// framed once per kind of subscriber rather than once per socket; frames
+// are never changed once built, and the sockets' queues share them.
+type sharedFrames struct {
+	// Usually one kind or a few: compared in turn (a map would hash the
+	// prefix for every subscriber).
+	keys   []frameKey
+	frames [][][]byte
+}
+
+type frameKey struct {
+	prefix, typ string
+	batch       int
+}
+
+func (sf *sharedFrames) get(s *sub, envs []stream.Envelope) [][]byte {
+	for i := range sf.keys {
+		if sf.keys[i] == s.key {
+			return sf.frames[i]
+		}
+	}
+	f := s.frames(envs)
+	if len(sf.keys) < maxSharedKinds {
+		sf.keys = append(sf.keys, s.key)
+		sf.frames = append(sf.frames, f)
+	}
+	return f
+}
+
+// maxSharedKinds bounds the kinds of subscriber a distribution shares
+// frames among (and the comparisons per subscriber); others frame their
+// own.
+const maxSharedKinds = 8
 
 // frames turns the events after the cursor into protocol messages.
 func (s *sub) frames(envs []stream.Envelope) [][]byte {

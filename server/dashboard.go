@@ -276,7 +276,9 @@ func (s *Server) dashboardSocket(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fault.Forbidden("websocket from another origin refused: the dashboard's socket answers only the dashboard's own pages"))
 		return
 	}
-	s.live.ServeWith(w, r, func(_ context.Context, payload json.RawMessage) (*messaging.Principal, error) {
+	// The socket outlives the upgrade request (its context ends when the
+	// handler returns): the session is checked under the socket's context.
+	s.live.ServeWith(w, r, func(ctx context.Context, payload json.RawMessage) (*messaging.Principal, error) {
 		var in struct {
 			Project string `json:"project"`
 			CSRF    string `json:"csrf"`
@@ -284,7 +286,7 @@ func (s *Server) dashboardSocket(w http.ResponseWriter, r *http.Request) {
 		if err := json.Unmarshal(payload, &in); err != nil {
 			return nil, errors.New(`connection_init payload must be {"project": ..., "csrf": ...}`)
 		}
-		p, err := s.dashboardPrincipal(r, in.Project, in.CSRF, false)
+		p, err := s.dashboardPrincipal(r.WithContext(ctx), in.Project, in.CSRF, false)
 		var fe *fault.Error
 		if errors.As(err, &fe) {
 			return nil, errors.New(fe.Message)
