@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,38 +102,85 @@ func SentAt(frame []byte) (time.Time, bool) {
 	return time.Unix(0, ns), true
 }
 
-// Fanout injects rate messages per second, round robin over conns, for d,
-// each stamped with its send time, while the subscribers measure the time
-// from sending to receiving. It returns the latencies seen.
-func Fanout(ctx context.Context, a *API, conns []TestConnection, rate int, d time.Duration, lat *Latencies) (sent int, err error) {
+// FanoutStats is what Fanout sent and how punctually.
+type FanoutStats struct {
+	// Sent counts the messages sent (every scheduled one is sent).
+	Sent int
+	// Late counts the sends that left more than LateAfter after their
+	// intended time: the load generator could not keep up (the sender was
+	// still waiting on the server with its previous message, or woke
+	// late). Their latency still counts from the intended time.
+	Late int
+	// MaxLag is the longest a send left after its intended time.
+	MaxLag time.Duration
+	// LagP50 is the median time a send left after its intended time.
+	LagP50 time.Duration
+	// AckP50 and AckP99 are the times from the intended send time to
+	// the answer of the inbound POST (stored and committed).
+	AckP50, AckP99 time.Duration
+}
+
+// LateAfter is how long after its intended time a send counts as late.
+const LateAfter = time.Millisecond
+
+// Fanout injects rate messages per second, round robin over conns, for d.
+// Sends are scheduled by intended time (start + i/rate) and each message
+// is stamped with its intended time, so the latency the subscribers
+// measure counts from when the message should have been sent: a server
+// that falls behind shows as latency, not as a lower send rate (the
+// coordinated omission of a generator that waits for its previous sends
+// before sending the next). Up to senders requests are in flight; sends
+// that cannot leave on time are counted (FanoutStats.Late) and still
+// sent.
+func Fanout(ctx context.Context, a *API, conns []TestConnection, rate int, d time.Duration, senders int) (FanoutStats, error) {
+	n := int(d.Seconds() * float64(rate))
 	interval := time.Second / time.Duration(rate)
-	stop := time.Now().Add(d)
-	next := time.Now()
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	sem := make(chan struct{}, 32)
-	for i := 0; time.Now().Before(stop); i++ {
-		if wait := time.Until(next); wait > 0 {
-			time.Sleep(wait)
-		}
-		next = next.Add(interval)
-		c := conns[i%len(conns)]
-		sem <- struct{}{}
+	var (
+		wg       sync.WaitGroup
+		firstErr atomic.Value
+		late     atomic.Int64
+		maxLag   atomic.Int64
+		acks     latencies
+		lags     latencies
+	)
+	start := time.Now().Add(10 * time.Millisecond)
+	// Sender k sends messages k, k+senders, k+2*senders...: each sleeps
+	// until its next message's intended time itself (no hand-over from a
+	// pacing goroutine, which would add a wake-up to every send).
+	for k := range min(senders, n) {
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			body := map[string]string{"sender": "load@example.com", "text": stampPrefix + strconv.FormatInt(time.Now().UnixNano(), 10)}
-			if _, err := a.Do(ctx, "POST", "/v1/connections/"+c.ConnectionID+"/inbound", c.Key, body, nil); err != nil {
-				firstErr.CompareAndSwap(nil, err)
+			defer wg.Done()
+			myLags := make([]time.Duration, 0, n/senders+1)
+			myAcks := make([]time.Duration, 0, n/senders+1)
+			defer func() { lags.add(myLags); acks.add(myAcks) }()
+			for i := k; i < n; i += senders {
+				intended := start.Add(time.Duration(i) * interval)
+				sleepUntil(intended)
+				lag := time.Since(intended)
+				myLags = append(myLags, lag)
+				if lag > LateAfter {
+					late.Add(1)
+					for m := maxLag.Load(); int64(lag) > m && !maxLag.CompareAndSwap(m, int64(lag)); m = maxLag.Load() {
+					}
+				}
+				c := conns[i%len(conns)]
+				body := map[string]string{"sender": "load@example.com", "text": stampPrefix + strconv.FormatInt(intended.UnixNano(), 10)}
+				if _, err := a.Do(ctx, "POST", "/v1/connections/"+c.ConnectionID+"/inbound", c.Key, body, nil); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+				myAcks = append(myAcks, time.Since(intended))
 			}
 		}()
-		sent++
 	}
 	wg.Wait()
+	st := FanoutStats{Sent: n, Late: int(late.Load()), MaxLag: time.Duration(maxLag.Load())}
+	st.AckP50, st.AckP99 = acks.percentiles()
+	st.LagP50, _ = lags.percentiles()
 	if e, _ := firstErr.Load().(error); e != nil {
-		return sent, e
+		return st, e
 	}
-	return sent, nil
+	return st, nil
 }
 
 // Latencies is a concurrent collector of durations.
@@ -154,6 +202,24 @@ func (l *Latencies) Percentiles() (p50, p99 time.Duration, n int) {
 	defer l.mu.Unlock()
 	p50, p99 = l.latencies.percentilesLocked()
 	return p50, p99, len(l.all)
+}
+
+// Count returns how many durations were recorded (without sorting them).
+func (l *Latencies) Count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.all)
+}
+
+// Quantile returns the q-quantile (0.999: p99.9) of what was recorded.
+func (l *Latencies) Quantile(q float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.all) == 0 {
+		return 0
+	}
+	slices.Sort(l.all)
+	return l.all[min(len(l.all)-1, int(q*float64(len(l.all))))]
 }
 
 // CatchUp subscribes once to eventBatches from 0 and reads until it has

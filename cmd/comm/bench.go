@@ -28,13 +28,16 @@ func runBench(s *flagSet, args []string) error {
 	dur := s.String("duration", "COMM_BENCH_DURATION", "5s", "how long each measurement runs")
 	appenders := s.String("appenders", "COMM_BENCH_APPENDERS", "256", "concurrent appenders")
 	events := s.String("events", "COMM_BENCH_EVENTS", "1000000", "events stored before the read benchmark")
-	httpClients := s.String("http-clients", "COMM_BENCH_HTTP_CLIENTS", "64", "concurrent HTTP clients for the inbound benchmark")
+	httpClients := s.String("http-clients", "COMM_BENCH_HTTP_CLIENTS", "64", "concurrent HTTP clients for the inbound benchmark, and senders in flight for the subscribe benchmark")
 	clients := s.String("clients", "COMM_BENCH_CLIENTS", "8", "concurrent HTTP readers")
-	writers := s.String("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL")
+	writers := s.String("writers", "COMM_WRITERS", "2", "group-commit writers on PostgreSQL")
 	subs := s.String("subscribers", "COMM_BENCH_SUBSCRIBERS", "10000", "subscriptions for the subscribe benchmark (one websocket each)")
 	rates := s.String("rates", "COMM_BENCH_RATES", "250,400,600", "event rates (events/s) for the subscribe benchmark")
 	backlog := s.String("backlog", "COMM_BENCH_BACKLOG", "1000000", "events a subscriber catches up in the subscribe benchmark (0 skips it)")
 	serverGOGC := s.String("server-gogc", "COMM_BENCH_SERVER_GOGC", "100", "GOGC of the server process in the subscribe benchmark")
+	serverMemLimit := s.String("server-gomemlimit", "COMM_BENCH_SERVER_GOMEMLIMIT", "", "GOMEMLIMIT of the server process in the subscribe benchmark; empty: none")
+	serverProfile := s.String("server-cpuprofile", "COMM_BENCH_SERVER_CPUPROFILE", "", "write CPU profiles of the subscribe benchmark's servers to <this>.1, .2, ...")
+	subModes := s.String("subscribe-modes", "COMM_BENCH_SUBSCRIBE_MODES", "sequence,fresh", "how the subscribe benchmark runs its rates: sequence (one after another on one server, after the idle memory; then the catch-up), fresh (each on a new server), or both")
 	withMetrics := s.String("metrics", "COMM_BENCH_METRICS", "false", "count the gateway's metrics (as --metrics-listen does) while measuring, to see what they cost")
 	soakRate := s.String("soak-rate", "COMM_BENCH_SOAK_RATE", "200", "inbound messages per second of the soak benchmark (20 projects, 5 subscriptions and a webhook endpoint each, a reply to every 5th message)")
 	writeLimit := s.String("write-limit", "COMM_BENCH_WRITE_LIMIT", "off", "the per-key write limit while measuring: off; local (on, so high it never refuses: each request takes a token from this replica's bucket); shared (the same, and shared with other replicas through PostgreSQL every --rate-limit-sync, as comm serve does there)")
@@ -180,7 +183,23 @@ func runBench(s *flagSet, args []string) error {
 				}
 				rs = append(rs, n)
 			}
-			got, err := subscribeBench{subs: nSubs, projects: 100, rates: rs, d: d, backlog: nBacklog, serverGOGC: *serverGOGC}.run(ctx)
+			nSenders, err := parseInt("--http-clients", *httpClients)
+			if err != nil {
+				return err
+			}
+			sb := &subscribeBench{subs: nSubs, projects: 100, rates: rs, d: d, backlog: nBacklog, serverGOGC: *serverGOGC,
+				serverMemLimit: *serverMemLimit, serverProfile: *serverProfile, senders: nSenders}
+			for _, m := range strings.Split(*subModes, ",") {
+				switch strings.TrimSpace(m) {
+				case "sequence":
+					sb.sequence = true
+				case "fresh":
+					sb.fresh = true
+				default:
+					return fmt.Errorf("--subscribe-modes: %q is neither sequence nor fresh", m)
+				}
+			}
+			got, err := sb.run(ctx)
 			if err != nil {
 				return err
 			}

@@ -28,108 +28,243 @@ type subscribeBench struct {
 	d              time.Duration
 	backlog        int
 	serverGOGC     string
+	serverMemLimit string
+	// senders bounds the inbound requests in flight.
+	senders int
+	// sequence runs the rates one after another on one server; fresh
+	// runs each on a server of its own.
+	sequence, fresh bool
+	// serverProfile, if set, names the CPU profiles of the servers
+	// (<serverProfile>.1, .2, ...).
+	serverProfile string
+	profiles      int
 }
 
 var startLine = regexp.MustCompile(`listening on (http://\S+)`)
 
-func (b subscribeBench) run(ctx context.Context) ([]bench.Result, error) {
+func (b *subscribeBench) run(ctx context.Context) ([]bench.Result, error) {
+	var results []bench.Result
+	if b.sequence {
+		got, err := b.runSequence(ctx)
+		results = append(results, got...)
+		if err != nil {
+			return results, err
+		}
+	}
+	if b.fresh {
+		for _, rate := range b.rates {
+			got, err := b.runFresh(ctx, rate)
+			results = append(results, got...)
+			if err != nil {
+				return results, err
+			}
+		}
+	}
+	return results, nil
+}
+
+// child is a `comm serve` process of the benchmark.
+type child struct {
+	cmd  *exec.Cmd
+	base string
+	dir  string
+}
+
+// startChild starts a server on a new data dir (holding a backlog of
+// b.backlog events if backlog) and waits for it to listen.
+func (b *subscribeBench) startChild(ctx context.Context, backlog bool) (*child, string, error) {
 	dir, err := os.MkdirTemp("", "comm-bench-sub-")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	defer os.RemoveAll(dir)
-
 	// The backlog is written before the server starts, straight into its
 	// database.
 	var backlogKey string
-	if b.backlog > 0 {
+	if backlog && b.backlog > 0 {
 		if backlogKey, err = fillBacklog(ctx, dir, b.backlog); err != nil {
-			return nil, err
+			os.RemoveAll(dir)
+			return nil, "", err
 		}
 	}
-
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// The load comes from one address and few keys: the abuse limits
 	// are off, and the websocket caps per IP and per key lifted.
 	caps := strconv.Itoa(b.subs + 100)
-	cmd := exec.Command(self, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir,
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir,
 		"--sandboxes-per-hour", "0", "--key-writes-per-second", "0", "--sandbox-max-connections", "0",
-		"--ws-max-per-ip", caps, "--ws-max-per-key", caps)
+		"--ws-max-per-ip", caps, "--ws-max-per-key", caps, "--smtp-listen", "off", "--log-format", "text"}
+	if b.serverProfile != "" {
+		b.profiles++
+		args = append(args, "--cpuprofile", fmt.Sprintf("%s.%d", b.serverProfile, b.profiles),
+			"--memprofile", fmt.Sprintf("%s.%d.heap", b.serverProfile, b.profiles))
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), "GOGC="+b.serverGOGC)
+	if b.serverMemLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+b.serverMemLimit)
+	}
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		os.RemoveAll(dir)
+		return nil, "", err
 	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	c := &child{cmd: cmd, dir: dir}
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() {
-		return nil, fmt.Errorf("server did not start")
+		c.stop()
+		return nil, "", fmt.Errorf("server did not start")
 	}
 	m := startLine.FindStringSubmatch(sc.Text())
 	if m == nil {
-		return nil, fmt.Errorf("server said %q", sc.Text())
+		c.stop()
+		return nil, "", fmt.Errorf("server said %q", sc.Text())
 	}
 	go func() {
 		for sc.Scan() {
 		}
 	}()
-	base := m[1]
-	api := bench.NewAPI(base, 64)
+	c.base = m[1]
+	return c, backlogKey, nil
+}
+
+func (c *child) stop() {
+	c.cmd.Process.Signal(os.Interrupt)
+	c.cmd.Wait()
+	os.RemoveAll(c.dir)
+}
+
+// cpu is the server's CPU time so far (user and system).
+func (c *child) cpu() time.Duration { return procCPU(c.cmd.Process.Pid) }
+
+// runSequence runs every rate, one after another, on one server, after
+// measuring the memory of idle subscriptions; then the catch-up.
+func (b *subscribeBench) runSequence(ctx context.Context) ([]bench.Result, error) {
+	srv, backlogKey, err := b.startChild(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	api := bench.NewAPI(srv.base, b.senders)
 	conns, err := bench.NewTestConnections(ctx, api, b.projects)
 	if err != nil {
 		return nil, err
 	}
-
 	var results []bench.Result
-	engine := "sqlite, server GOGC=" + b.serverGOGC
-	rss0 := rss(cmd.Process.Pid)
+	rss0 := rss(srv.cmd.Process.Pid)
 	var lat bench.Latencies
 	t0 := time.Now()
-	subs, err := bench.Subscribe(ctx, base, conns, b.subs, func(frame []byte) {
-		if sent, ok := bench.SentAt(frame); ok {
-			lat.Add(time.Since(sent))
-		}
-	})
+	subs, err := subscribeAll(ctx, srv.base, conns, b.subs, &lat)
 	if err != nil {
 		return nil, err
 	}
 	defer bench.CloseAll(subs)
 	setup := time.Since(t0)
 	time.Sleep(2 * time.Second)
-	rss1 := rss(cmd.Process.Pid)
+	rss1 := rss(srv.cmd.Process.Pid)
 	results = append(results, bench.Result{
-		Name: "idle subscriptions", Engine: engine, Ops: b.subs, Elapsed: setup,
+		Name: "idle subscriptions", Engine: b.engine(), Ops: b.subs, Elapsed: setup,
 		Note: fmt.Sprintf("server RSS %d -> %d MiB: %.1f KiB per subscription (one socket each, %d projects)",
 			rss0>>20, rss1>>20, float64(rss1-rss0)/1024/float64(b.subs), b.projects),
 	})
-	for _, rate := range b.rates {
-		lat.Reset()
-		sent, err := bench.Fanout(ctx, api, conns, rate, b.d, &lat)
-		if err != nil {
-			return nil, err
+	for i, rate := range b.rates {
+		after := "in sequence, first"
+		if i > 0 {
+			after = fmt.Sprintf("in sequence, after %d events/s", b.rates[i-1])
 		}
-		time.Sleep(time.Second) // stragglers
-		p50, p99, n := lat.Percentiles()
-		results = append(results, bench.Result{
-			Name: fmt.Sprintf("fan-out at %d events/s", rate), Engine: engine, Ops: n, Elapsed: b.d,
-			P50: p50, P99: p99,
-			Note: fmt.Sprintf("%d events sent, %d of %d deliveries seen (ops/s = deliveries/s); latency = inbound POST sent -> event at subscriber",
-				sent, n, sent*b.subs/b.projects),
-		})
+		r, err := b.phase(ctx, srv, api, conns, &lat, rate, after)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
 	}
 	if backlogKey != "" {
-		d, err := bench.CatchUp(ctx, base, backlogKey, int64(b.backlog), 1000)
+		d, err := bench.CatchUp(ctx, srv.base, backlogKey, int64(b.backlog), 1000)
 		if err != nil {
-			return nil, err
+			return results, err
 		}
-		results = append(results, bench.Result{Name: "catch-up via eventBatches(max: 1000)", Engine: engine,
+		results = append(results, bench.Result{Name: "catch-up via eventBatches(max: 1000)", Engine: b.engine(),
 			Ops: b.backlog, Elapsed: d, Note: "one subscriber replaying the stored backlog from seq 0"})
 	}
 	return results, nil
+}
+
+// runFresh runs one rate on a server of its own.
+func (b *subscribeBench) runFresh(ctx context.Context, rate int) ([]bench.Result, error) {
+	srv, _, err := b.startChild(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	api := bench.NewAPI(srv.base, b.senders)
+	conns, err := bench.NewTestConnections(ctx, api, b.projects)
+	if err != nil {
+		return nil, err
+	}
+	var lat bench.Latencies
+	subs, err := subscribeAll(ctx, srv.base, conns, b.subs, &lat)
+	if err != nil {
+		return nil, err
+	}
+	defer bench.CloseAll(subs)
+	time.Sleep(2 * time.Second)
+	r, err := b.phase(ctx, srv, api, conns, &lat, rate, "fresh server")
+	if err != nil {
+		return nil, err
+	}
+	return []bench.Result{r}, nil
+}
+
+func subscribeAll(ctx context.Context, base string, conns []bench.TestConnection, n int, lat *bench.Latencies) ([]*bench.Subscriber, error) {
+	return bench.Subscribe(ctx, base, conns, n, func(frame []byte) {
+		if intended, ok := bench.SentAt(frame); ok {
+			lat.Add(time.Since(intended))
+		}
+	})
+}
+
+// phase sends rate events a second for b.d and reports what the
+// subscribers saw, from each message's intended send time.
+func (b *subscribeBench) phase(ctx context.Context, srv *child, api *bench.API, conns []bench.TestConnection, lat *bench.Latencies, rate int, when string) (bench.Result, error) {
+	lat.Reset()
+	cpu0, t0 := srv.cpu(), time.Now()
+	st, err := bench.Fanout(ctx, api, conns, rate, b.d, b.senders)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	cpu1, t1 := srv.cpu(), time.Now()
+	// Stragglers: wait until every delivery arrived, or nothing more
+	// arrives for a second (counting only: sorting would hold up the
+	// subscribers recording the last deliveries).
+	want := st.Sent * (b.subs / b.projects)
+	for seen, last := 0, time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		n := lat.Count()
+		if n >= want || time.Since(last) > time.Second {
+			break
+		}
+		if n != seen {
+			seen, last = n, time.Now()
+		}
+	}
+	p50, p99, n := lat.Percentiles()
+	p999 := lat.Quantile(0.999)
+	return bench.Result{
+		Name: fmt.Sprintf("fan-out at %d events/s (%s)", rate, when), Engine: b.engine(), Ops: n, Elapsed: b.d,
+		P50: p50, P99: p99,
+		Note: fmt.Sprintf("p99.9 %.1f ms; server CPU %.0f%% of a core; inbound POST answered p50 %.2f ms, p99 %.2f ms; %d events sent, %d late (> %v after the intended time, at most %.1f ms; median send %.2f ms after it); %d of %d deliveries seen (ops/s = deliveries/s); latency = intended send time of the inbound POST -> event at subscriber",
+			float64(p999)/1e6, 100*float64(cpu1-cpu0)/float64(t1.Sub(t0)), float64(st.AckP50)/1e6, float64(st.AckP99)/1e6, st.Sent, st.Late, bench.LateAfter, float64(st.MaxLag)/1e6, float64(st.LagP50)/1e6, n, want),
+	}, nil
+}
+
+func (b *subscribeBench) engine() string {
+	e := "sqlite, server GOGC=" + b.serverGOGC
+	if b.serverMemLimit != "" {
+		e += " GOMEMLIMIT=" + b.serverMemLimit
+	}
+	return e
 }
 
 // fillBacklog makes a sandbox project holding n events in the database in
@@ -157,6 +292,28 @@ func fillBacklog(ctx context.Context, dir string, n int) (string, error) {
 	}
 	return sb.APIKey, bench.Fill(ctx, l, sb.ProjectID, n)
 }
+
+// procCPU returns a process's CPU time so far, user and system, from
+// /proc/<pid>/stat (0 if unknown).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) in
+	// parentheses; utime and stime are the 14th and 15th of the line.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / clockTicks
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc's CPU times.
+const clockTicks = 100
 
 // rss returns a process's resident memory in bytes (0 if unknown).
 func rss(pid int) int64 { return procStatus(pid, "VmRSS:") }

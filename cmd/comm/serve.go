@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,7 +57,7 @@ func serve(s *flagSet, args []string) error {
 	baseURL := s.String("base-url", "COMM_BASE_URL", "", "public base URL of the gateway; default http://<listen>")
 	sqliteSync := s.String("sqlite-sync", "COMM_SQLITE_SYNC", "full", "SQLite durability: full (survives power loss) or normal (survives a crash of comm)")
 	stmtCache := s.String("pg-statement-cache", "COMM_PG_STATEMENT_CACHE", "100", "prepared statements each PostgreSQL connection keeps (a statement run again costs one round trip, not two); 0 turns them off, for a pooler in transaction mode")
-	writers := s.String("writers", "COMM_WRITERS", "4", "group-commit writers on PostgreSQL (SQLite has one)")
+	writers := s.String("writers", "COMM_WRITERS", "2", "group-commit writers on PostgreSQL (SQLite has one)")
 	maxBody := s.String("max-body", "COMM_MAX_BODY_BYTES", "1048576", "largest request body accepted, in bytes")
 	introspection := s.String("graphql-introspection", "COMM_GRAPHQL_INTROSPECTION", "false", "allow GraphQL introspection queries")
 	gqlCost := s.String("graphql-complexity-limit", "COMM_GRAPHQL_COMPLEXITY_LIMIT", strconv.Itoa(graph.DefaultComplexityLimit), "largest complexity of a GraphQL operation; a list's fields count once per row it may return (first/last, 50 when omitted)")
@@ -147,9 +149,22 @@ func serve(s *flagSet, args []string) error {
 	prices := s.String("prices", "COMM_PRICES", account.DefaultPricesJSON, "USD per message of the paid channels by channel (or channel/provider) and direction, a JSON object laid over the defaults (a channel left out keeps its default price; 0 makes it free); each paid message debits the account's credit when it is recorded, a failed send is refunded, a send the balance does not cover answers 402 insufficient_credit")
 	metricsListen := s.String("metrics-listen", "COMM_METRICS_LISTEN", "off", "address (host:port) of a separate listener serving Prometheus metrics at /metrics; off: none. Keep it private: it is not authenticated")
 	metricsPerProject := s.String("metrics-per-project", "COMM_METRICS_PER_PROJECT", "false", "add per-project series (each project's webhook lag) to the metrics: one series per project")
+	cpuprofile := s.String("cpuprofile", "COMM_CPUPROFILE", "", "write a CPU profile of the whole run to this file, for `go tool pprof` (benchmarks, diagnosis)")
+	memprofile := s.String("memprofile", "COMM_MEMPROFILE", "", "write a heap profile to this file when shutting down begins (sockets and subscriptions still open), for `go tool pprof`")
 	lowCredit := s.String("credit-low-threshold", "COMM_CREDIT_LOW_THRESHOLD", "5", "balance in USD under which account.balance_low is appended to the project's stream (once per crossing); 0 disables")
 	if err := s.parse(args, 0, "no arguments"); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	xInsecureB, err := parseBool("--x-insecure-webhooks", *xInsecure)
 	if err != nil {
@@ -514,6 +529,11 @@ func serve(s *flagSet, args []string) error {
 	case <-ctx.Done():
 	}
 	stop()
+	if *memprofile != "" {
+		if err := writeHeapProfile(*memprofile); err != nil {
+			logger.Warn("memprofile", "err", err)
+		}
+	}
 	fmt.Println("comm: shutting down; finishing in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), graceD)
 	defer cancel()
@@ -521,6 +541,18 @@ func serve(s *flagSet, args []string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// writeHeapProfile writes the heap profile, as of the last collection,
+// to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC() // the profile is as of the last collection: make it now
+	return pprof.WriteHeapProfile(f)
 }
 
 // abuseLimits are the limit settings of serve, in the Options' terms
