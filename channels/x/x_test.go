@@ -182,14 +182,17 @@ func TestRefresh(t *testing.T) {
 	owner := newAdapter(t, opts, "conn_r", creds.raw, creds)
 	other := newAdapter(t, opts, "conn_r", creds.raw, creds)
 	_, stop := poll(t, owner)
+	// The fake counts the refresh when it answers; the adapter saves the
+	// rotated tokens after it reads the answer, so wait for the save.
 	deadline := time.Now().Add(10 * time.Second)
-	for srv.Refreshed() < 1 && time.Now().Before(deadline) {
+	saved := creds.config(t)
+	for (srv.Refreshed() < 1 || saved.AccessToken == access) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
+		saved = creds.config(t)
 	}
 	if srv.Refreshed() < 1 {
 		t.Fatal("no refresh before expiry")
 	}
-	saved := creds.config(t)
 	if saved.AccessToken == access || saved.RefreshToken == refresh {
 		t.Fatalf("the rotated tokens were not saved: %+v", saved)
 	}
