@@ -23,6 +23,24 @@ import (
 	hook "github.com/comm-gateway/comm/webhook"
 )
 
+// logHits logs the hits a receiver saw, a line per run of consecutive
+// seqs on one path with one status and no pause over 100 ms, so a
+// failure's messages stay near the end of the output.
+func logHits(t *testing.T, hits []hit) {
+	t.Helper()
+	for i := 0; i < len(hits); {
+		j := i + 1
+		for j < len(hits) && hits[j].Path == hits[i].Path && hits[j].Status == hits[i].Status &&
+			hits[j].Seq == hits[j-1].Seq+1 && hits[j].Start.Sub(hits[j-1].End) <= 100*time.Millisecond {
+			j++
+		}
+		h, last := hits[i], hits[j-1]
+		t.Logf("hits %d-%d: %s seqs %d-%d status %d, %s to %s", i+1, j, h.Path, h.Seq, last.Seq, h.Status,
+			h.Start.Format("15:04:05.000"), last.End.Format("15:04:05.000"))
+		i = j
+	}
+}
+
 // checkInOrder checks the receiver's hits on path: the acknowledged
 // deliveries are exactly seqs from+1..to, in order, each body byte for byte
 // the item GET /v1/events serves, each signed for secret, each seq always
@@ -75,10 +93,7 @@ func checkInOrder(t *testing.T, g *gateway, rcv *receiver, path string, p projec
 	if t.Failed() {
 		// The whole exchange, to tell a skipped delivery from a receiver
 		// that missed recording one.
-		for i, h := range rcv.snapshot() {
-			t.Logf("hit %d: %s seq %d status %d, %s to %s", i+1, h.Path, h.Seq, h.Status,
-				h.Start.Format("15:04:05.000"), h.End.Format("15:04:05.000"))
-		}
+		logHits(t, rcv.snapshot())
 	}
 	seen := map[string]int64{}
 	for seq, id := range ids {
