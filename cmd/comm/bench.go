@@ -36,6 +36,7 @@ func runBench(s *flagSet, args []string) error {
 	backlog := s.String("backlog", "COMM_BENCH_BACKLOG", "1000000", "events a subscriber catches up in the subscribe benchmark (0 skips it)")
 	serverGOGC := s.String("server-gogc", "COMM_BENCH_SERVER_GOGC", "100", "GOGC of the server process in the subscribe benchmark")
 	serverMemLimit := s.String("server-gomemlimit", "COMM_BENCH_SERVER_GOMEMLIMIT", "", "GOMEMLIMIT of the server process in the subscribe benchmark; empty: none")
+	serverBinary := s.String("server-binary", "COMM_BENCH_SERVER_BINARY", "", "the comm binary the subscribe benchmark runs as its server (another build, to compare builds under one load generator); empty: this one")
 	serverProfile := s.String("server-cpuprofile", "COMM_BENCH_SERVER_CPUPROFILE", "", "write CPU profiles of the subscribe benchmark's servers to <this>.1, .2, ...")
 	subModes := s.String("subscribe-modes", "COMM_BENCH_SUBSCRIBE_MODES", "sequence,fresh", "how the subscribe benchmark runs its rates: sequence (one after another on one server, after the idle memory; then the catch-up), fresh (each on a new server), or both")
 	withMetrics := s.String("metrics", "COMM_BENCH_METRICS", "false", "count the gateway's metrics (as --metrics-listen does) while measuring, to see what they cost")
@@ -188,7 +189,7 @@ func runBench(s *flagSet, args []string) error {
 				return err
 			}
 			sb := &subscribeBench{subs: nSubs, projects: 100, rates: rs, d: d, backlog: nBacklog, serverGOGC: *serverGOGC,
-				serverMemLimit: *serverMemLimit, serverProfile: *serverProfile, senders: nSenders}
+				serverMemLimit: *serverMemLimit, serverProfile: *serverProfile, serverBinary: *serverBinary, senders: nSenders}
 			for _, m := range strings.Split(*subModes, ",") {
 				switch strings.TrimSpace(m) {
 				case "sequence":

@@ -37,7 +37,10 @@ type subscribeBench struct {
 	// serverProfile, if set, names the CPU profiles of the servers
 	// (<serverProfile>.1, .2, ...).
 	serverProfile string
-	profiles      int
+	// serverBinary, if set, is the comm binary run as the server instead
+	// of this one.
+	serverBinary string
+	profiles     int
 }
 
 var startLine = regexp.MustCompile(`listening on (http://\S+)`)
@@ -89,6 +92,9 @@ func (b *subscribeBench) startChild(ctx context.Context, backlog bool) (*child, 
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
+	}
+	if b.serverBinary != "" {
+		self = b.serverBinary
 	}
 	// The load comes from one address and few keys: the abuse limits
 	// are off, and the websocket caps per IP and per key lifted.
