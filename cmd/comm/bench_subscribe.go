@@ -236,12 +236,13 @@ func subscribeAll(ctx context.Context, base string, conns []bench.TestConnection
 // subscribers saw, from each message's intended send time.
 func (b *subscribeBench) phase(ctx context.Context, srv *child, api *bench.API, conns []bench.TestConnection, lat *bench.Latencies, rate int, when string) (bench.Result, error) {
 	lat.Reset()
-	cpu0, t0 := srv.cpu(), time.Now()
+	self := os.Getpid()
+	cpu0, gen0, t0 := srv.cpu(), procCPU(self), time.Now()
 	st, err := bench.Fanout(ctx, api, conns, rate, b.d, b.senders)
 	if err != nil {
 		return bench.Result{}, err
 	}
-	cpu1, t1 := srv.cpu(), time.Now()
+	cpu1, gen1, t1 := srv.cpu(), procCPU(self), time.Now()
 	// Stragglers: wait until every delivery arrived, or nothing more
 	// arrives for a second (counting only: sorting would hold up the
 	// subscribers recording the last deliveries).
@@ -260,8 +261,8 @@ func (b *subscribeBench) phase(ctx context.Context, srv *child, api *bench.API, 
 	return bench.Result{
 		Name: fmt.Sprintf("fan-out at %d events/s (%s)", rate, when), Engine: b.engine(), Ops: n, Elapsed: b.d,
 		P50: p50, P99: p99,
-		Note: fmt.Sprintf("p99.9 %.1f ms; server CPU %.0f%% of a core; inbound POST answered p50 %.2f ms, p99 %.2f ms; %d events sent, %d late (> %v after the intended time, at most %.1f ms; median send %.2f ms after it); %d of %d deliveries seen (ops/s = deliveries/s); latency = intended send time of the inbound POST -> event at subscriber",
-			float64(p999)/1e6, 100*float64(cpu1-cpu0)/float64(t1.Sub(t0)), float64(st.AckP50)/1e6, float64(st.AckP99)/1e6, st.Sent, st.Late, bench.LateAfter, float64(st.MaxLag)/1e6, float64(st.LagP50)/1e6, n, want),
+		Note: fmt.Sprintf("p99.9 %.1f ms; server CPU %.0f%% of a core (load generator and subscribers %.0f%%); inbound POST answered p50 %.2f ms, p99 %.2f ms; %d events sent, %d late (> %v after the intended time, at most %.1f ms; median send %.2f ms after it); %d of %d deliveries seen (ops/s = deliveries/s); latency = intended send time of the inbound POST -> event at subscriber",
+			float64(p999)/1e6, 100*float64(cpu1-cpu0)/float64(t1.Sub(t0)), 100*float64(gen1-gen0)/float64(t1.Sub(t0)), float64(st.AckP50)/1e6, float64(st.AckP99)/1e6, st.Sent, st.Late, bench.LateAfter, float64(st.MaxLag)/1e6, float64(st.LagP50)/1e6, n, want),
 	}, nil
 }
 
