@@ -344,16 +344,21 @@ func (w *writer) commit(batch []*unit) {
 		if u.err != nil {
 			failed++
 		}
-		close(u.done)
 	}
 	if w.obs != nil {
 		w.obs.Committed(len(batch), events, failed, time.Since(start))
 	}
+	// The hub hears of the commit before the writes return, so that once
+	// an append returns, this process's followers and long polls know of
+	// its events.
 	for p, head := range heads {
 		w.log.hub.publish(p, head, kept[p])
 		if w.log.notify != nil {
 			w.log.notify.note(p, head)
 		}
+	}
+	for _, u := range batch {
+		close(u.done)
 	}
 }
 
