@@ -21,8 +21,11 @@ type Subscriber struct {
 
 // Subscribe opens n websockets to base, spread over conns' projects, each
 // with `subscription { events(afterSeq: <head>) { seq type data } }`.
-// received is called for every event frame with its payload.
-func Subscribe(ctx context.Context, base string, conns []TestConnection, n int, received func(frame []byte)) ([]*Subscriber, error) {
+// received is called for every frame with the subscriber's index (0 to
+// n-1) and the frame, which it must not keep: each subscriber reads into
+// one buffer of its own (the subscribers share the cores with the server
+// they measure, so they do not make a frame of garbage per frame).
+func Subscribe(ctx context.Context, base string, conns []TestConnection, n int, received func(i int, frame []byte)) ([]*Subscriber, error) {
 	url := "ws" + strings.TrimPrefix(base, "http") + "/graphql"
 	subs := make([]*Subscriber, n)
 	var (
@@ -54,12 +57,17 @@ func Subscribe(ctx context.Context, base string, conns []TestConnection, n int, 
 				"query": `subscription { events(afterSeq: ` + strconv.FormatInt(c.Head, 10) + `) { seq type data } }`}})
 			subs[i] = &Subscriber{ws: ws}
 			go func() {
+				var buf bytes.Buffer
 				for {
-					_, b, err := ws.ReadMessage()
+					_, r, err := ws.NextReader()
 					if err != nil {
 						return
 					}
-					received(b)
+					buf.Reset()
+					if _, err := buf.ReadFrom(r); err != nil {
+						return
+					}
+					received(i, buf.Bytes())
 				}
 			}()
 		}()
@@ -183,43 +191,85 @@ func Fanout(ctx context.Context, a *API, conns []TestConnection, rate int, d tim
 	return st, nil
 }
 
-// Latencies is a concurrent collector of durations.
-type Latencies struct{ latencies }
+// Latencies is a concurrent collector of durations. It keeps them in
+// shards, each under a lock of its own, so that the thousands of
+// subscribers of the subscribe benchmark that record at once (a hundred
+// for every event) do not queue on one lock: the load generator shares
+// the cores with the server it measures.
+type Latencies struct {
+	shards [latencyShards]latencyShard
+}
+
+type latencyShard struct {
+	mu  sync.Mutex
+	all []time.Duration
+	_   [32]byte // a cache line of its own
+}
+
+const latencyShards = 64
 
 // Add records one duration.
-func (l *Latencies) Add(d time.Duration) { l.add([]time.Duration{d}) }
+func (l *Latencies) Add(d time.Duration) { l.AddFrom(0, d) }
+
+// AddFrom records one duration from recorder i (a subscriber's index):
+// recorders with different i%64 take different locks.
+func (l *Latencies) AddFrom(i int, d time.Duration) {
+	sh := &l.shards[uint(i)%latencyShards]
+	sh.mu.Lock()
+	sh.all = append(sh.all, d)
+	sh.mu.Unlock()
+}
 
 // Reset forgets everything recorded.
 func (l *Latencies) Reset() {
-	l.mu.Lock()
-	l.all = l.all[:0]
-	l.mu.Unlock()
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		sh.all = sh.all[:0]
+		sh.mu.Unlock()
+	}
+}
+
+// sorted returns everything recorded, sorted.
+func (l *Latencies) sorted() []time.Duration {
+	var all []time.Duration
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		all = append(all, sh.all...)
+		sh.mu.Unlock()
+	}
+	slices.Sort(all)
+	return all
 }
 
 // Percentiles returns p50 and p99 and the count.
 func (l *Latencies) Percentiles() (p50, p99 time.Duration, n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	p50, p99 = l.latencies.percentilesLocked()
-	return p50, p99, len(l.all)
+	all := l.sorted()
+	return quantile(all, 0.50), quantile(all, 0.99), len(all)
 }
 
 // Count returns how many durations were recorded (without sorting them).
 func (l *Latencies) Count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.all)
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n += len(sh.all)
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // Quantile returns the q-quantile (0.999: p99.9) of what was recorded.
-func (l *Latencies) Quantile(q float64) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.all) == 0 {
+func (l *Latencies) Quantile(q float64) time.Duration { return quantile(l.sorted(), q) }
+
+// quantile returns the q-quantile of sorted, 0 if it is empty.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
 		return 0
 	}
-	slices.Sort(l.all)
-	return l.all[min(len(l.all)-1, int(q*float64(len(l.all))))]
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
 // CatchUp subscribes once to eventBatches from 0 and reads until it has

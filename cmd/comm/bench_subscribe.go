@@ -225,9 +225,9 @@ func (b *subscribeBench) runFresh(ctx context.Context, rate int) ([]bench.Result
 }
 
 func subscribeAll(ctx context.Context, base string, conns []bench.TestConnection, n int, lat *bench.Latencies) ([]*bench.Subscriber, error) {
-	return bench.Subscribe(ctx, base, conns, n, func(frame []byte) {
+	return bench.Subscribe(ctx, base, conns, n, func(i int, frame []byte) {
 		if intended, ok := bench.SentAt(frame); ok {
-			lat.Add(time.Since(intended))
+			lat.AddFrom(i, time.Since(intended))
 		}
 	})
 }
