@@ -55,16 +55,16 @@ func (l *latencies) add(ds []time.Duration) {
 func (l *latencies) percentiles() (p50, p99 time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.percentilesLocked()
+	slices.Sort(l.all)
+	return quantile(l.all, 0.50), quantile(l.all, 0.99)
 }
 
-func (l *latencies) percentilesLocked() (p50, p99 time.Duration) {
-	if len(l.all) == 0 {
-		return 0, 0
+// quantile returns the q-quantile of sorted, 0 if it is empty.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
 	}
-	slices.Sort(l.all)
-	at := func(q float64) time.Duration { return l.all[min(len(l.all)-1, int(q*float64(len(l.all))))] }
-	return at(0.50), at(0.99)
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
 // load runs `workers` goroutines for d, each calling the operation that

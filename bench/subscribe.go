@@ -264,14 +264,6 @@ func (l *Latencies) Count() int {
 // Quantile returns the q-quantile (0.999: p99.9) of what was recorded.
 func (l *Latencies) Quantile(q float64) time.Duration { return quantile(l.sorted(), q) }
 
-// quantile returns the q-quantile of sorted, 0 if it is empty.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
 // CatchUp subscribes once to eventBatches from 0 and reads until it has
 // seen `events` events, returning the elapsed time.
 func CatchUp(ctx context.Context, base, key string, events int64, max int) (time.Duration, error) {
