@@ -75,17 +75,11 @@ func (b *budget) done() { b.waiting.Add(-1) }
 // in the server's send budget for BusyTimeout.
 var errBusy = errors.New("busy")
 
-// budgetKeeper closes, while the server-wide budget is under pressure
-// (more than three quarters used), the sockets that hold it without
-// draining: more than hogBytes queued continuously for StallTimeout (a
-// slow reader), or data queued and not one frame written for StallTimeout
-// (a reader that stopped; many such sockets may each hold a small share).
-// The largest go first, until the pressure is gone. A
-// peer that reads nothing is closed by WriteTimeout anyway; this one
-// catches a peer that reads just enough to keep its writes alive.
-func (s *Server) budgetKeeper() {
+// watchdog ends the writes that take longer than WriteTimeout
+// (expireWrites) and relieves the server-wide send budget (relieveBudget).
+func (s *Server) watchdog() {
 	defer s.wg.Done()
-	t := time.NewTicker(max(s.opts.StallTimeout/4, 10*time.Millisecond))
+	t := time.NewTicker(max(min(s.opts.StallTimeout, s.opts.WriteTimeout)/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -93,10 +87,47 @@ func (s *Server) budgetKeeper() {
 			return
 		case <-t.C:
 		}
+		s.expireWrites()
 		s.relieveBudget(time.Now())
 	}
 }
 
+// clock is the time since the server started, for conn.writeStart: never
+// 0 once a write begins.
+func (s *Server) clock() int64 { return int64(time.Since(s.epoch)) + 1 }
+
+// expireWrites ends the socket writes in progress for longer than
+// WriteTimeout: a peer that reads nothing while the server has something
+// to send. The write returns a timeout error and the writer closes the
+// socket. Writes carry no deadline of their own: setting one per frame
+// moves a runtime timer for every event delivered, a cost the watchdog
+// pays once per tick for all sockets.
+func (s *Server) expireWrites() {
+	now, limit := s.clock(), int64(s.opts.WriteTimeout)
+	var stuck []*conn
+	s.mu.Lock()
+	for c := range s.conns {
+		if t := c.writeStart.Load(); t != 0 && now-t > limit {
+			stuck = append(stuck, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range stuck {
+		// A deadline in the past wakes the blocked write. Had the write
+		// just finished, the next one resets the deadline: a socket that
+		// drains is not closed.
+		c.ws.NetConn().SetWriteDeadline(time.Now()) //nolint:errcheck // a closed socket is what we want
+	}
+}
+
+// relieveBudget closes, while the server-wide budget is under pressure
+// (more than three quarters used), the sockets that hold it without
+// draining: more than hogBytes queued continuously for StallTimeout (a
+// slow reader), or data queued and not one frame written for StallTimeout
+// (a reader that stopped; many such sockets may each hold a small share).
+// The largest go first, until the pressure is gone. A peer that reads
+// nothing is closed by WriteTimeout anyway (expireWrites); this one
+// catches a peer that reads just enough to keep its writes alive.
 func (s *Server) relieveBudget(now time.Time) {
 	b := s.budget
 	if b.used.Load() <= b.limit*3/4 {

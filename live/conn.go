@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -84,6 +85,10 @@ type conn struct {
 	room      chan struct{} // closed when data bytes were written and a producer waits
 	subs      map[string]*sub
 	acked     bool
+
+	// writeStart is when the data write in progress began (Server.clock),
+	// 0 while none is.
+	writeStart atomic.Int64
 }
 
 // frame is one message to write.
@@ -648,8 +653,13 @@ func (c *conn) flush() {
 		c.queue = nil
 		c.mu.Unlock()
 		for i, f := range q {
-			c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-			if err := c.ws.WriteMessage(websocket.TextMessage, f.b); err != nil {
+			// No deadline is set per write (it would move a runtime timer
+			// for every frame): the server's watchdog ends a write that
+			// takes longer than WriteTimeout (Server.expireWrites).
+			c.writeStart.Store(c.s.clock())
+			err := c.ws.WriteMessage(websocket.TextMessage, f.b)
+			c.writeStart.Store(0)
+			if err != nil {
 				c.mu.Lock()
 				closed := c.closed
 				c.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -605,4 +606,68 @@ func TestFramesPerSubscriber(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestWriteTimeoutClosesNonReader: a subscriber that stops reading while
+// events keep coming is closed once a write to it has waited WriteTimeout
+// (pings are an hour apart and the send budget is not pressed: only the
+// write watchdog can close it), and a subscriber of the same project that
+// reads gets every event, in order.
+func TestWriteTimeoutClosesNonReader(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{WriteTimeout: 300 * time.Millisecond, PingInterval: time.Hour})
+	sb := g.sandbox(t)
+	reader, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader.init(map[string]string{"apiKey": sb.APIKey})
+	reader.subscribe("r", subEvents, nil)
+	// The stuck one's kernel buffer is small, so the server's writes to it
+	// block once its own send buffer is full.
+	d := websocket.Dialer{Subprotocols: []string{live.ProtocolTransportWS}, HandshakeTimeout: 5 * time.Second,
+		NetDial: func(network, addr string) (net.Conn, error) {
+			c, err := net.Dial(network, addr)
+			if err == nil {
+				c.(*net.TCPConn).SetReadBuffer(4096)
+			}
+			return c, err
+		}}
+	ws, _, err := d.Dial("ws"+strings.TrimPrefix(g.URL, "http")+"/graphql", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	stuck := &client{t: t, ws: ws}
+	stuck.init(map[string]string{"apiKey": sb.APIKey})
+	stuck.subscribe("s", subEvents, nil)
+	time.Sleep(100 * time.Millisecond) // both joined the live feed
+
+	const n = 300 // 18 MB: more than the kernel's buffers and the socket's queue
+	big := strings.Repeat("x", 60<<10)
+	t0 := time.Now()
+	go func() {
+		for i := range n {
+			if _, err := g.Log.Append(context.Background(), sb.ProjectID, stream.MessageSent, map[string]any{"i": i, "pad": big}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	evs, err := reader.events("r", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("reader: position %d has seq %d", i, e.Seq)
+		}
+	}
+	for g.Front.Live().Conns() > 1 {
+		if time.Since(t0) > 15*time.Second {
+			t.Fatalf("the socket that reads nothing is still open after %v", time.Since(t0))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the socket that reads nothing closed %v after the first append", time.Since(t0).Round(time.Millisecond))
 }

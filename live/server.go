@@ -105,6 +105,7 @@ type Server struct {
 	upgrader websocket.Upgrader
 	budget   *budget
 	hogBytes int // a socket holding more, without draining, holds a large share of the budget
+	epoch    time.Time
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -178,6 +179,7 @@ func NewServer(svc *messaging.Service, exec *executor.Executor, opts Options) *S
 		conns:  map[*conn]struct{}{}, byIP: map[string]int{}, byKey: map[string]map[*conn]struct{}{},
 		stop: make(chan struct{}), budget: newBudget(opts.TotalQueueBytes),
 		hogBytes: int(max(min(int64(opts.MaxQueueBytes/2), opts.TotalQueueBytes/64), 1)),
+		epoch:    time.Now(),
 	}
 	s.upgrader = websocket.Upgrader{
 		Subprotocols:     []string{ProtocolTransportWS, ProtocolLegacy},
@@ -188,7 +190,7 @@ func NewServer(svc *messaging.Service, exec *executor.Executor, opts Options) *S
 		CheckOrigin:      s.checkOrigin,
 	}
 	s.wg.Add(3)
-	go s.budgetKeeper()
+	go s.watchdog()
 	go s.keepAlive()
 	go s.keyChecker()
 	s.stopSignals = svc.Log().Hub().OnSignal(messaging.KeyRevokedSignal, s.keyRevoked)
