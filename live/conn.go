@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -50,8 +52,14 @@ type message struct {
 
 // conn is one socket.
 type conn struct {
-	s         *Server
-	ws        *websocket.Conn
+	s  *Server
+	ws *websocket.Conn
+	nc net.Conn        // the socket under ws, which the frames are written to
+	rc syscall.RawConn // nil: not a plain socket, frames are written by flush only
+	// wlock is held while a frame is written, so frames never interleave;
+	// a frame written in part by writeNow keeps it until flush writes the
+	// rest, and a close frame keeps it for good.
+	wlock     chan struct{}
 	legacy    bool
 	headerKey string
 	ctx       context.Context
@@ -74,6 +82,7 @@ type conn struct {
 	// complete, error), bounded by their own cap: a socket passing it is
 	// closed.
 	queue     []frame
+	urgent    []frame // websocket pings and pongs, written before the queue
 	queued    int
 	fullSince time.Time // since when queued is over the server's hogBytes (zero: it is not)
 	progress  time.Time // when a data frame was last written, or queued on an empty queue
@@ -91,18 +100,23 @@ type conn struct {
 	writeStart atomic.Int64
 }
 
-// frame is one message to write.
+// frame is one websocket frame to write (wire.go).
 type frame struct {
 	b    []byte
+	size int // the bytes it counts against the bounds (len(b) before a partial write)
 	ctrl bool
+	held bool // the rest of a frame writeNow wrote in part: c.wlock is held for it
 }
 
 func newConn(s *Server, ws *websocket.Conn, r *http.Request, ip string, authn Authenticator) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
-		s: s, ws: ws, legacy: ws.Subprotocol() == ProtocolLegacy,
+		s: s, ws: ws, nc: ws.NetConn(), wlock: make(chan struct{}, 1), legacy: ws.Subprotocol() == ProtocolLegacy,
 		ctx: ctx, cancel: cancel, room: make(chan struct{}), subs: map[string]*sub{},
 		replaying: make(chan struct{}, 1), ip: ip, authn: authn,
+	}
+	if sc, ok := c.nc.(syscall.Conn); ok {
+		c.rc, _ = sc.SyscallConn()
 	}
 	if authn != nil {
 		return c
@@ -121,6 +135,16 @@ func (c *conn) read() {
 	c.ws.SetReadDeadline(time.Now().Add(c.s.opts.InitTimeout + idle))
 	c.ws.SetPongHandler(func(string) error {
 		return c.ws.SetReadDeadline(time.Now().Add(idle))
+	})
+	// The server writes its frames itself (wire.go), so the replies to the
+	// peer's pings and close frame are its own too.
+	c.ws.SetPingHandler(func(data string) error {
+		c.sendControl(controlFrame(websocket.PongMessage, []byte(data)), true)
+		return nil
+	})
+	c.ws.SetCloseHandler(func(code int, _ string) error {
+		c.writeClose(code, "")
+		return nil
 	})
 	c.initTimer = time.AfterFunc(c.s.opts.InitTimeout, func() {
 		c.mu.Lock()
@@ -452,6 +476,7 @@ func (c *conn) sendPayload(ctx context.Context, id string, resp *graphql.Respons
 		kind = "data"
 	}
 	b, _ := json.Marshal(message{ID: id, Type: kind, Payload: payload})
+	b = textFrame(b)
 	switch err := c.sendData(ctx, [][]byte{b}, nil, c.s.opts.BusyTimeout); err {
 	case nil:
 		return true
@@ -469,6 +494,12 @@ func (c *conn) sendPayload(ctx context.Context, id string, resp *graphql.Respons
 // does not read them, is closed.
 func (c *conn) send(m message) {
 	b, _ := json.Marshal(m)
+	c.sendControl(textFrame(b), false)
+}
+
+// sendControl queues a control message's frame (send), or (urgent) a
+// websocket ping or pong.
+func (c *conn) sendControl(b []byte, urgent bool) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -483,7 +514,7 @@ func (c *conn) send(m message) {
 	}
 	c.ctrlN++
 	c.ctrlBytes += len(b)
-	c.push(frame{b: b, ctrl: true})
+	c.push(frame{b: b, size: len(b), ctrl: true}, urgent)
 	c.mu.Unlock()
 }
 
@@ -626,77 +657,126 @@ func (c *conn) pushData(frames [][]byte, size int) {
 		c.fullSince = time.Now()
 	}
 	for _, f := range frames {
-		c.push(frame{b: f})
+		c.push(frame{b: f, size: len(f)}, false)
 	}
 }
 
-// push queues a frame and starts the writer; called with c.mu held.
-func (c *conn) push(f frame) {
-	c.queue = append(c.queue, f)
+// push writes a frame at once if no writer is running and the socket
+// takes it without waiting (writeNow); otherwise it queues it, after the
+// data and protocol messages queued before it, or (urgent: websocket pings
+// and pongs) before them, and starts the writer. Called with c.mu held.
+func (c *conn) push(f frame, urgent bool) {
+	if !c.writing {
+		n, held := c.writeNow(f.b)
+		if n == len(f.b) {
+			c.wrote(f)
+			return
+		}
+		if held {
+			f.b, f.held = f.b[n:], true
+		}
+	}
+	if urgent && !f.held {
+		c.urgent = append(c.urgent, f)
+	} else {
+		c.queue = append(c.queue, f)
+	}
 	if !c.writing {
 		c.writing = true
 		go c.flush()
 	}
 }
 
-// flush writes the queue; it runs only while there is something to write.
+// wrote accounts for a frame written; called with c.mu held.
+func (c *conn) wrote(f frame) {
+	if f.ctrl {
+		c.ctrlN--
+		c.ctrlBytes -= f.size
+		return
+	}
+	c.queued -= f.size
+	c.s.budget.give(f.size)
+	c.progress = time.Now()
+	if c.queued <= c.s.hogBytes {
+		c.fullSince = time.Time{}
+	}
+	if c.waiting > 0 {
+		close(c.room)
+		c.room = make(chan struct{})
+	}
+}
+
+// flush writes the queued frames, urgent ones first (but never inside a
+// frame written in part); it runs only while there is something to write.
 // A frame counts against the bounds until it is written.
 func (c *conn) flush() {
+	var (
+		q  []frame // taken from c.queue, in order
+		qi int     // the next frame of q
+	)
+	c.mu.Lock()
 	for {
-		c.mu.Lock()
-		if len(c.queue) == 0 || c.closed {
+		if qi == len(q) && len(c.queue) > 0 {
+			q, c.queue, qi = c.queue, q[:0], 0 // the written array is reused
+		}
+		var f frame
+		switch {
+		case c.closed:
+			if qi < len(q) && q[qi].held {
+				<-c.wlock // the rest of a frame that will not be written
+			}
 			c.writing = false
 			c.mu.Unlock()
 			return
-		}
-		q := c.queue
-		c.queue = nil
-		c.mu.Unlock()
-		for i, f := range q {
-			// No deadline is set per write (it would move a runtime timer
-			// for every frame): the server's watchdog ends a write that
-			// takes longer than WriteTimeout (Server.expireWrites).
-			c.writeStart.Store(c.s.clock())
-			err := c.ws.WriteMessage(websocket.TextMessage, f.b)
-			c.writeStart.Store(0)
-			if err != nil {
-				c.mu.Lock()
-				closed := c.closed
-				c.mu.Unlock()
-				if !closed {
-					// Mostly a peer that stopped reading: a write stalled
-					// for WriteTimeout with the queue at its bound.
-					c.s.logger.Info("live: closing a socket whose writes fail", "ip", c.ip, "err", err)
-					c.closeWith(closeNotReading, "Write timed out: read what you are sent")
-				}
-				c.mu.Lock()
-				c.writing = false
-				c.mu.Unlock()
-				return
-			}
-			q[i] = frame{}
-			c.mu.Lock()
-			if c.closed {
-				c.writing = false
-				c.mu.Unlock()
-				return
-			}
-			if f.ctrl {
-				c.ctrlN--
-				c.ctrlBytes -= len(f.b)
-			} else {
-				c.queued -= len(f.b)
-				c.s.budget.give(len(f.b))
-				c.progress = time.Now()
-				if c.queued <= c.s.hogBytes {
-					c.fullSince = time.Time{}
-				}
-				if c.waiting > 0 {
-					close(c.room)
-					c.room = make(chan struct{})
-				}
+		case qi < len(q) && q[qi].held:
+			f, q[qi] = q[qi], frame{}
+			qi++
+		case len(c.urgent) > 0:
+			f, c.urgent[0], c.urgent = c.urgent[0], frame{}, c.urgent[1:]
+		case qi < len(q):
+			f, q[qi] = q[qi], frame{}
+			qi++
+		default:
+			c.writing = false
+			c.urgent = nil
+			if cap(c.queue) > 16 {
+				c.queue = nil // an idle socket keeps no large array
 			}
 			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		if !f.held {
+			select {
+			case c.wlock <- struct{}{}:
+			case <-c.ctx.Done(): // closed; a close frame may hold the lock for good
+				c.mu.Lock()
+				continue
+			}
+		}
+		// No deadline is set per write (it would move a runtime timer for
+		// every frame): the server's watchdog ends a write that takes
+		// longer than WriteTimeout (Server.expireWrites).
+		c.writeStart.Store(c.s.clock())
+		_, err := c.nc.Write(f.b)
+		c.writeStart.Store(0)
+		<-c.wlock
+		if err != nil {
+			c.mu.Lock()
+			closed := c.closed
+			c.writing = false
+			c.mu.Unlock()
+			if !closed {
+				// Mostly a peer that stopped reading: a write stalled
+				// for WriteTimeout with the queue at its bound.
+				c.s.logger.Info("live: closing a socket whose writes fail", "ip", c.ip, "err", err)
+				c.closeWith(closeNotReading, "Write timed out: read what you are sent")
+			}
+			return
+		}
+		c.mu.Lock()
+		if !c.closed {
+			c.wrote(f)
 		}
 	}
 }
@@ -756,7 +836,7 @@ func (c *conn) waitRoom(ctx context.Context) int {
 }
 
 func (c *conn) ping() {
-	c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.s.opts.WriteTimeout))
+	c.sendControl(controlFrame(websocket.PingMessage, nil), true)
 	if c.legacy {
 		c.mu.Lock()
 		acked := c.acked
@@ -769,7 +849,7 @@ func (c *conn) ping() {
 
 // closeWith sends a close frame with code and text, then shuts down.
 func (c *conn) closeWith(code int, text string) {
-	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+	c.writeClose(code, text)
 	c.shutdown()
 }
 
@@ -779,7 +859,7 @@ func (c *conn) closeWith(code int, text string) {
 func (c *conn) kill(code int, text string) {
 	if c.stopAll() {
 		go func() {
-			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+			c.writeClose(code, text)
 			c.ws.Close()
 		}()
 	}
@@ -802,7 +882,10 @@ func (c *conn) stopAll() bool {
 	c.closed = true
 	subs := c.subs
 	c.subs = nil
-	c.queue = nil
+	if len(c.queue) > 0 && c.queue[0].held {
+		<-c.wlock // the rest of a frame that will not be written
+	}
+	c.queue, c.urgent = nil, nil
 	c.s.budget.give(c.queued) // frames not written (or being written) are dropped
 	c.queued = 0
 	close(c.room)

@@ -615,7 +615,7 @@ func TestFramesPerSubscriber(t *testing.T) {
 // reads gets every event, in order.
 func TestWriteTimeoutClosesNonReader(t *testing.T) {
 	t.Parallel()
-	g := start(t, storetest.SQLite(t), live.Options{WriteTimeout: 300 * time.Millisecond, PingInterval: time.Hour})
+	g := start(t, storetest.SQLite(t), live.Options{WriteTimeout: time.Second, PingInterval: time.Hour})
 	sb := g.sandbox(t)
 	reader, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
 	if err != nil {
@@ -625,14 +625,7 @@ func TestWriteTimeoutClosesNonReader(t *testing.T) {
 	reader.subscribe("r", subEvents, nil)
 	// The stuck one's kernel buffer is small, so the server's writes to it
 	// block once its own send buffer is full.
-	d := websocket.Dialer{Subprotocols: []string{live.ProtocolTransportWS}, HandshakeTimeout: 5 * time.Second,
-		NetDial: func(network, addr string) (net.Conn, error) {
-			c, err := net.Dial(network, addr)
-			if err == nil {
-				c.(*net.TCPConn).SetReadBuffer(4096)
-			}
-			return c, err
-		}}
+	d := smallBufferDialer(4096)
 	ws, _, err := d.Dial("ws"+strings.TrimPrefix(g.URL, "http")+"/graphql", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -670,4 +663,118 @@ func TestWriteTimeoutClosesNonReader(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("the socket that reads nothing closed %v after the first append", time.Since(t0).Round(time.Millisecond))
+}
+
+// smallBufferDialer dials with a kernel receive buffer of size bytes, so
+// that the server's writes to the socket fill it and return in part.
+func smallBufferDialer(size int) websocket.Dialer {
+	return websocket.Dialer{Subprotocols: []string{live.ProtocolTransportWS}, HandshakeTimeout: 5 * time.Second,
+		NetDial: func(network, addr string) (net.Conn, error) {
+			c, err := net.Dial(network, addr)
+			if err == nil {
+				c.(*net.TCPConn).SetReadBuffer(size)
+			}
+			return c, err
+		}}
+}
+
+// TestLargeFramesToASlowReader: frames larger than the socket's buffers,
+// to a subscriber that reads slowly, are written in parts (the first part
+// by the delivering goroutine, the rest by the socket's writer) and arrive
+// whole, in order, with the server's pings between them.
+func TestLargeFramesToASlowReader(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{PingInterval: 20 * time.Millisecond})
+	sb := g.sandbox(t)
+	d := smallBufferDialer(64 << 10)
+	ws, _, err := d.Dial("ws"+strings.TrimPrefix(g.URL, "http")+"/graphql", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	var pings sync.WaitGroup
+	pings.Add(1)
+	var once sync.Once
+	ws.SetPingHandler(func(data string) error {
+		once.Do(pings.Done)
+		return ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	})
+	c := &client{t: t, ws: ws}
+	c.init(map[string]string{"apiKey": sb.APIKey})
+	c.subscribe("s", subEvents, nil)
+	time.Sleep(100 * time.Millisecond) // joined the live feed
+
+	const n = 40
+	pads := make([]string, n)
+	go func() {
+		for i := range n {
+			pads[i] = strings.Repeat(string(rune('a'+i%26)), 300<<10+i)
+		}
+		for i := range n {
+			if _, err := g.Log.Append(context.Background(), sb.ProjectID, stream.MessageSent, map[string]any{"i": i, "pad": pads[i]}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := range n {
+		time.Sleep(5 * time.Millisecond) // a slow reader
+		evs, err := c.events("s", 1)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		var data struct {
+			I   int    `json:"i"`
+			Pad string `json:"pad"`
+		}
+		if err := json.Unmarshal(evs[0].Data, &data); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if evs[0].Seq != int64(i+1) || data.I != i || len(data.Pad) != 300<<10+i || strings.Count(data.Pad, data.Pad[:1]) != len(data.Pad) {
+			t.Fatalf("event %d: seq %d, i %d, pad of %d bytes", i, evs[0].Seq, data.I, len(data.Pad))
+		}
+	}
+	pings.Wait()
+}
+
+// TestControlFrames: a websocket ping from the client gets a pong with its
+// data, and a close frame from the client gets its code back.
+func TestControlFrames(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{})
+	sb := g.sandbox(t)
+	c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(map[string]string{"apiKey": sb.APIKey})
+	pong := make(chan string, 1)
+	c.ws.SetPongHandler(func(data string) error { pong <- data; return nil })
+	if err := c.ws.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// A protocol ping: its pong is read after the websocket pong.
+	c.write(msg{Type: "ping"})
+	c.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var m msg
+	if err := c.ws.ReadJSON(&m); err != nil || m.Type != "pong" {
+		t.Fatalf("got %+v (%v), want the protocol's pong", m, err)
+	}
+	select {
+	case data := <-pong:
+		if data != "are you there" {
+			t.Fatalf("pong %q", data)
+		}
+	default:
+		t.Fatal("no pong for the websocket ping")
+	}
+	if err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4321, "bye"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.ws.ReadMessage()
+	var ce *websocket.CloseError
+	if !errorsAs(err, &ce) || ce.Code != 4321 {
+		t.Fatalf("after the client's close: %v, want close 4321 echoed", err)
+	}
+	waitConns(t, g, 0)
 }

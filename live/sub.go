@@ -96,7 +96,8 @@ func (sf *sharedFrames) get(s *sub, envs []stream.Envelope) [][]byte {
 // own.
 const maxSharedKinds = 8
 
-// frames turns the events after the cursor into protocol messages.
+// frames turns the events after the cursor into protocol messages, as
+// websocket frames (wire.go).
 func (s *sub) frames(envs []stream.Envelope) [][]byte {
 	var (
 		out  [][]byte
@@ -110,26 +111,25 @@ func (s *sub) frames(envs []stream.Envelope) [][]byte {
 		}
 		last = e.Seq
 		if s.batch == 0 {
-			b := make([]byte, 0, len(s.prefix)+len(e.Body)+len(s.suffix)+16)
-			b = append(b, s.prefix...)
+			b := append(newFrame(len(s.prefix)+len(e.Body)+len(s.suffix)+16), s.prefix...)
 			b = s.shape.appendEvent(b, e)
-			out = append(out, append(b, s.suffix...))
+			out = append(out, sealFrame(append(b, s.suffix...)))
 			continue
 		}
 		if cur == nil {
-			cur = append(make([]byte, 0, 4096), s.prefix...)
+			cur = append(newFrame(4096), s.prefix...)
 			cur = append(cur, '[')
 		} else {
 			cur = append(cur, ',')
 		}
 		cur = s.shape.appendEvent(cur, e)
 		if inB++; inB == s.batch {
-			out = append(out, append(append(cur, ']'), s.suffix...))
+			out = append(out, sealFrame(append(append(cur, ']'), s.suffix...)))
 			cur, inB = nil, 0
 		}
 	}
 	if cur != nil {
-		out = append(out, append(append(cur, ']'), s.suffix...))
+		out = append(out, sealFrame(append(append(cur, ']'), s.suffix...)))
 	}
 	return out
 }

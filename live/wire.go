@@ -1,0 +1,102 @@
+package live
+
+import (
+	"encoding/binary"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// The live endpoint writes its websocket frames itself (gorilla/websocket
+// reads them): a frame is built once, header included, and shared by the
+// sockets of every subscriber that frames an event alike; a socket with
+// nothing queued writes it at once, from the goroutine delivering it,
+// without waiting (writeNow); otherwise its writer goroutine does (flush).
+// Frames from a server are never masked (RFC 6455, 5.1).
+
+// headerRoom is the room a frame buffer keeps before its payload for the
+// longest header.
+const headerRoom = 10
+
+// newFrame returns a buffer for a text frame whose payload is appended to
+// it; sealFrame turns it into the frame.
+func newFrame(capacity int) []byte { return make([]byte, headerRoom, headerRoom+capacity) }
+
+// sealFrame writes the header of a final text frame in front of the
+// payload appended to b (made by newFrame) and returns the frame.
+func sealFrame(b []byte) []byte {
+	n := len(b) - headerRoom
+	switch {
+	case n < 126:
+		b[8], b[9] = 0x80|websocket.TextMessage, byte(n)
+		return b[8:]
+	case n <= 0xffff:
+		b[6], b[7] = 0x80|websocket.TextMessage, 126
+		binary.BigEndian.PutUint16(b[8:], uint16(n))
+		return b[6:]
+	default:
+		b[0], b[1] = 0x80|websocket.TextMessage, 127
+		binary.BigEndian.PutUint64(b[2:], uint64(n))
+		return b
+	}
+}
+
+// textFrame is the text frame of payload.
+func textFrame(payload []byte) []byte { return sealFrame(append(newFrame(len(payload)), payload...)) }
+
+// controlFrame is a ping, pong or close frame; payload is at most 125
+// bytes (longer is cut).
+func controlFrame(op int, payload []byte) []byte {
+	payload = payload[:min(len(payload), 125)]
+	return append([]byte{0x80 | byte(op), byte(len(payload))}, payload...)
+}
+
+// writeNow writes b if the socket takes it without waiting, from the
+// caller's goroutine. Called with c.mu held, nothing queued and no writer
+// running. It returns how many bytes went out: len(b); fewer, and held
+// true: the rest must be written next, and the caller holds c.wlock for
+// it (flush releases it); or 0 (the socket's buffer is full, another write
+// holds the socket, or the write failed: the writer goroutine tries again
+// and handles the error).
+func (c *conn) writeNow(b []byte) (n int, held bool) {
+	if c.rc == nil {
+		return 0, false
+	}
+	select {
+	case c.wlock <- struct{}{}:
+	default:
+		return 0, false
+	}
+	var werr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		n, werr = syscall.Write(int(fd), b)
+		return true // never wait here
+	})
+	if err != nil || werr != nil || n <= 0 {
+		<-c.wlock
+		return 0, false
+	}
+	if n < len(b) {
+		return n, true
+	}
+	<-c.wlock
+	return n, false
+}
+
+// writeClose writes a close frame, waiting at most a second for a frame
+// being written to finish, and keeps the socket's write lock: nothing is
+// written after a close frame. Without the lock in time (a write stuck on
+// a peer that does not read), it writes nothing: the socket is closed
+// without the frame.
+func (c *conn) writeClose(code int, text string) {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case c.wlock <- struct{}{}:
+	case <-t.C:
+		return
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) //nolint:errcheck // the write fails then
+	c.nc.Write(controlFrame(websocket.CloseMessage, websocket.FormatCloseMessage(code, text)))
+}
