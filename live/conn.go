@@ -56,10 +56,11 @@ type conn struct {
 	ws *websocket.Conn
 	nc net.Conn        // the socket under ws, which the frames are written to
 	rc syscall.RawConn // nil: not a plain socket, frames are written by flush only
-	// wlock is held while a frame is written, so frames never interleave;
+	// wmu is held while a frame is written, so frames never interleave;
 	// a frame written in part by writeNow keeps it until flush writes the
-	// rest, and a close frame keeps it for good.
-	wlock     chan struct{}
+	// rest. wclosed: a close frame was written, nothing more is.
+	wmu       sync.Mutex
+	wclosed   atomic.Bool
 	legacy    bool
 	headerKey string
 	ctx       context.Context
@@ -105,13 +106,13 @@ type frame struct {
 	b    []byte
 	size int // the bytes it counts against the bounds (len(b) before a partial write)
 	ctrl bool
-	held bool // the rest of a frame writeNow wrote in part: c.wlock is held for it
+	held bool // the rest of a frame writeNow wrote in part: c.wmu is held for it
 }
 
 func newConn(s *Server, ws *websocket.Conn, r *http.Request, ip string, authn Authenticator) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
-		s: s, ws: ws, nc: ws.NetConn(), wlock: make(chan struct{}, 1), legacy: ws.Subprotocol() == ProtocolLegacy,
+		s: s, ws: ws, nc: ws.NetConn(), legacy: ws.Subprotocol() == ProtocolLegacy,
 		ctx: ctx, cancel: cancel, room: make(chan struct{}), subs: map[string]*sub{},
 		replaying: make(chan struct{}, 1), ip: ip, authn: authn,
 	}
@@ -723,7 +724,7 @@ func (c *conn) flush() {
 		switch {
 		case c.closed:
 			if qi < len(q) && q[qi].held {
-				<-c.wlock // the rest of a frame that will not be written
+				c.wmu.Unlock() // the rest of a frame that will not be written
 			}
 			c.writing = false
 			c.mu.Unlock()
@@ -747,11 +748,13 @@ func (c *conn) flush() {
 		}
 		c.mu.Unlock()
 		if !f.held {
-			select {
-			case c.wlock <- struct{}{}:
-			case <-c.ctx.Done(): // closed; a close frame may hold the lock for good
+			c.wmu.Lock() // held at most a second by writeClose, or by this goroutine
+			if c.wclosed.Load() {
+				c.wmu.Unlock()
 				c.mu.Lock()
-				continue
+				c.writing = false
+				c.mu.Unlock()
+				return
 			}
 		}
 		// No deadline is set per write (it would move a runtime timer for
@@ -760,7 +763,7 @@ func (c *conn) flush() {
 		c.writeStart.Store(c.s.clock())
 		_, err := c.nc.Write(f.b)
 		c.writeStart.Store(0)
-		<-c.wlock
+		c.wmu.Unlock()
 		if err != nil {
 			c.mu.Lock()
 			closed := c.closed
@@ -883,7 +886,7 @@ func (c *conn) stopAll() bool {
 	subs := c.subs
 	c.subs = nil
 	if len(c.queue) > 0 && c.queue[0].held {
-		<-c.wlock // the rest of a frame that will not be written
+		c.wmu.Unlock() // the rest of a frame that will not be written
 	}
 	c.queue, c.urgent = nil, nil
 	c.s.budget.give(c.queued) // frames not written (or being written) are dropped

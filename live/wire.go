@@ -55,7 +55,7 @@ func controlFrame(op int, payload []byte) []byte {
 // writeNow writes b if the socket takes it without waiting, from the
 // caller's goroutine. Called with c.mu held, nothing queued and no writer
 // running. It returns how many bytes went out: len(b); fewer, and held
-// true: the rest must be written next, and the caller holds c.wlock for
+// true: the rest must be written next, and the caller holds c.wmu for
 // it (flush releases it); or 0 (the socket's buffer is full, another write
 // holds the socket, or the write failed: the writer goroutine tries again
 // and handles the error).
@@ -63,9 +63,11 @@ func (c *conn) writeNow(b []byte) (n int, held bool) {
 	if c.rc == nil {
 		return 0, false
 	}
-	select {
-	case c.wlock <- struct{}{}:
-	default:
+	if !c.wmu.TryLock() {
+		return 0, false
+	}
+	if c.wclosed.Load() {
+		c.wmu.Unlock()
 		return 0, false
 	}
 	var werr error
@@ -74,27 +76,28 @@ func (c *conn) writeNow(b []byte) (n int, held bool) {
 		return true // never wait here
 	})
 	if err != nil || werr != nil || n <= 0 {
-		<-c.wlock
+		c.wmu.Unlock()
 		return 0, false
 	}
 	if n < len(b) {
 		return n, true
 	}
-	<-c.wlock
+	c.wmu.Unlock()
 	return n, false
 }
 
 // writeClose writes a close frame, waiting at most a second for a frame
-// being written to finish, and keeps the socket's write lock: nothing is
-// written after a close frame. Without the lock in time (a write stuck on
-// a peer that does not read), it writes nothing: the socket is closed
-// without the frame.
+// being written to finish; nothing is written after it. Without the lock
+// in time (a write stuck on a peer that does not read), it writes nothing:
+// the socket is closed without the frame.
 func (c *conn) writeClose(code int, text string) {
-	t := time.NewTimer(time.Second)
-	defer t.Stop()
-	select {
-	case c.wlock <- struct{}{}:
-	case <-t.C:
+	for deadline := time.Now().Add(time.Second); !c.wmu.TryLock(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return
+		}
+	}
+	defer c.wmu.Unlock()
+	if c.wclosed.Swap(true) {
 		return
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) //nolint:errcheck // the write fails then
