@@ -61,6 +61,7 @@ type conn struct {
 	// rest. wclosed: a close frame was written, nothing more is.
 	wmu       sync.Mutex
 	wclosed   atomic.Bool
+	raw       rawWrite // writeNow's, under wmu
 	legacy    bool
 	headerKey string
 	ctx       context.Context
@@ -118,6 +119,7 @@ func newConn(s *Server, ws *websocket.Conn, r *http.Request, ip string, authn Au
 	}
 	if sc, ok := c.nc.(syscall.Conn); ok {
 		c.rc, _ = sc.SyscallConn()
+		c.raw.fn = c.writeRaw
 	}
 	if authn != nil {
 		return c

@@ -70,11 +70,10 @@ func (c *conn) writeNow(b []byte) (n int, held bool) {
 		c.wmu.Unlock()
 		return 0, false
 	}
-	var werr error
-	err := c.rc.Write(func(fd uintptr) bool {
-		n, werr = syscall.Write(int(fd), b)
-		return true // never wait here
-	})
+	c.raw.b = b
+	err := c.rc.Write(c.raw.fn)
+	n, werr := c.raw.n, c.raw.err
+	c.raw = rawWrite{fn: c.raw.fn}
 	if err != nil || werr != nil || n <= 0 {
 		c.wmu.Unlock()
 		return 0, false
@@ -84,6 +83,21 @@ func (c *conn) writeNow(b []byte) (n int, held bool) {
 	}
 	c.wmu.Unlock()
 	return n, false
+}
+
+// rawWrite is writeNow's one write(2), made once per socket (a closure
+// per write would be an allocation per delivery).
+type rawWrite struct {
+	fn  func(fd uintptr) bool // c.writeRaw
+	b   []byte
+	n   int
+	err error
+}
+
+// writeRaw is rawWrite.fn: it never waits.
+func (c *conn) writeRaw(fd uintptr) bool {
+	c.raw.n, c.raw.err = syscall.Write(int(fd), c.raw.b)
+	return true
 }
 
 // writeClose writes a close frame, waiting at most a second for a frame
