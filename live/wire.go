@@ -13,7 +13,10 @@ import (
 // sockets of every subscriber that frames an event alike; a socket with
 // nothing queued writes it at once, from the goroutine delivering it,
 // without waiting (writeNow); otherwise its writer goroutine does (flush).
-// Frames from a server are never masked (RFC 6455, 5.1).
+// Frames from a server are never masked (RFC 6455, 5.1). gorilla writes
+// one frame itself: the close frame it answers a peer's protocol error or
+// too large a message with, just before the read fails and the socket is
+// closed; such a peer may see it inside a frame being written.
 
 // headerRoom is the room a frame buffer keeps before its payload for the
 // longest header.
