@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -48,9 +49,10 @@ type feed struct {
 	refs    int                // guarded by b.mu
 	stop    context.CancelFunc // ends run
 
-	mu   sync.Mutex
-	subs map[*sub]struct{}
-	head int64 // seq of the last event handed out
+	mu    sync.Mutex
+	subs  map[*sub]struct{}
+	order []*sub // distribute's list of subs, kept for its array
+	head  int64  // seq of the last event handed out
 	// ready is closed once head is known.
 	ready chan struct{}
 }
@@ -158,18 +160,73 @@ func (f *feed) run(ctx context.Context) {
 
 // distribute hands events to every live subscriber. A subscriber whose
 // socket cannot take them leaves the feed and replays from the database.
+//
+// Most sockets take their frame at once, written from here (conn.push), so
+// a project with many subscribers is split among the cores: one part is
+// delivered by a goroutine of its own meanwhile. Every part is done before
+// the next events are distributed, so each subscriber still gets them in
+// order.
 func (f *feed) distribute(envs []stream.Envelope) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var shared sharedFrames
+	defer func() { f.head = envs[len(envs)-1].Seq }()
+	if len(f.subs) < 2*minPart || procs < 2 {
+		var shared sharedFrames
+		for s := range f.subs {
+			if !s.deliver(envs, &shared) {
+				f.fallBehind(s)
+			}
+		}
+		return
+	}
+	subs := f.order[:0]
 	for s := range f.subs {
-		if !s.deliver(envs, &shared) {
-			delete(f.subs, s)
-			go s.replay()
+		subs = append(subs, s)
+	}
+	parts := min(procs, len(subs)/minPart)
+	var (
+		wg     sync.WaitGroup
+		behind = make([][]*sub, parts)
+	)
+	deliver := func(p int, subs []*sub) {
+		var shared sharedFrames // frames are not shared across parts
+		for _, s := range subs {
+			if !s.deliver(envs, &shared) {
+				behind[p] = append(behind[p], s)
+			}
 		}
 	}
-	f.head = envs[len(envs)-1].Seq
+	per := (len(subs) + parts - 1) / parts
+	for p := 1; p < parts; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deliver(p, subs[p*per:min(len(subs), (p+1)*per)])
+		}()
+	}
+	deliver(0, subs[:per])
+	wg.Wait()
+	for _, part := range behind {
+		for _, s := range part {
+			f.fallBehind(s)
+		}
+	}
+	clear(subs)
+	f.order = subs
 }
+
+// fallBehind sends a subscriber whose socket could not take its events
+// back to replaying from the database; called with f.mu held.
+func (f *feed) fallBehind(s *sub) {
+	delete(f.subs, s)
+	go s.replay()
+}
+
+// minPart is the fewest subscribers a part of a distribution holds.
+const minPart = 16
+
+// procs is how many parts a distribution is split into at most.
+var procs = runtime.GOMAXPROCS(0)
 
 // expire moves the feed past events retention deleted, to head, and
 // sends its live subscribers back to replay from their cursors.

@@ -778,3 +778,55 @@ func TestControlFrames(t *testing.T) {
 	}
 	waitConns(t, g, 0)
 }
+
+// TestManySubscribersOneProject: a project with enough subscribers that
+// each distribution is split among goroutines still gets every event to
+// every subscriber once, in order.
+func TestManySubscribersOneProject(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{})
+	sb := g.sandbox(t)
+	const sockets, perSocket, n = 4, 12, 300
+	var clients []*client
+	for range sockets {
+		c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.init(map[string]string{"apiKey": sb.APIKey})
+		for i := range perSocket {
+			c.subscribe(fmt.Sprint(i), subEvents, nil)
+		}
+		clients = append(clients, c)
+	}
+	time.Sleep(200 * time.Millisecond) // joined the live feed
+	go g.append(t, sb.ProjectID, n, stream.MessageSent)
+	var wg sync.WaitGroup
+	for k, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := map[string]int64{}
+			for got := 0; got < perSocket*n; got++ {
+				m, err := c.next(10 * time.Second)
+				if err != nil {
+					t.Errorf("socket %d: %v after %d events", k, err, got)
+					return
+				}
+				var p struct {
+					Data struct{ Events event } `json:"data"`
+				}
+				if err := json.Unmarshal(m.Payload, &p); err != nil || m.Type != "next" {
+					t.Errorf("socket %d: %s %s %v", k, m.Type, m.Payload, err)
+					return
+				}
+				if want := next[m.ID] + 1; p.Data.Events.Seq != want {
+					t.Errorf("socket %d, subscription %s: seq %d, want %d", k, m.ID, p.Data.Events.Seq, want)
+					return
+				}
+				next[m.ID]++
+			}
+		}()
+	}
+	wg.Wait()
+}
