@@ -113,10 +113,10 @@ func (s *Server) expireWrites() {
 	}
 	s.mu.Unlock()
 	for _, c := range stuck {
-		// A deadline in the past wakes the blocked write. Had the write
-		// just finished, the next one resets the deadline: a socket that
-		// drains is not closed.
-		c.ws.NetConn().SetWriteDeadline(time.Now()) //nolint:errcheck // a closed socket is what we want
+		// A deadline in the past wakes the blocked write (had it just
+		// finished, the socket's next write fails instead: either way a
+		// write took longer than WriteTimeout, and the socket is closed).
+		c.nc.SetWriteDeadline(time.Now()) //nolint:errcheck // a closed socket is what we want
 	}
 }
 
