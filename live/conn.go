@@ -726,7 +726,16 @@ func (c *conn) flush() {
 		switch {
 		case c.closed:
 			if qi < len(q) && q[qi].held {
-				c.wmu.Unlock() // the rest of a frame that will not be written
+				// The rest of a frame written in part goes out first, so
+				// that a close frame (writeClose waits for c.wmu) follows a
+				// whole one; the watchdog bounds the write.
+				f, q[qi] = q[qi], frame{}
+				c.mu.Unlock()
+				c.writeStart.Store(c.s.clock())
+				c.nc.Write(f.b) //nolint:errcheck // closing anyway
+				c.writeStart.Store(0)
+				c.wmu.Unlock()
+				c.mu.Lock()
 			}
 			c.writing = false
 			c.mu.Unlock()
@@ -888,9 +897,11 @@ func (c *conn) stopAll() bool {
 	subs := c.subs
 	c.subs = nil
 	if len(c.queue) > 0 && c.queue[0].held {
-		c.wmu.Unlock() // the rest of a frame that will not be written
+		c.queue = c.queue[:1] // the rest of a frame written in part: flush finishes it
+	} else {
+		c.queue = nil
 	}
-	c.queue, c.urgent = nil, nil
+	c.urgent = nil
 	c.s.budget.give(c.queued) // frames not written (or being written) are dropped
 	c.queued = 0
 	close(c.room)

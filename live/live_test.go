@@ -830,3 +830,86 @@ func TestManySubscribersOneProject(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestRevokedKeyClosesCleanly: a socket whose key is revoked while large
+// frames are on their way to it (some written in part, as the reader is
+// slow) gets whole frames, in order, then the close 4403.
+func TestRevokedKeyClosesCleanly(t *testing.T) {
+	t.Parallel()
+	g := start(t, storetest.SQLite(t), live.Options{})
+	sb := g.sandbox(t)
+	call := func(method, path, body string) *http.Response {
+		req, _ := http.NewRequest(method, g.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+sb.APIKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := call("POST", "/v1/keys", `{"name":"socket"}`)
+	var nk struct {
+		ID     string `json:"id"`
+		APIKey string `json:"api_key"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&nk); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("new key: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	d := smallBufferDialer(64 << 10)
+	ws, _, err := d.Dial("ws"+strings.TrimPrefix(g.URL, "http")+"/graphql", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	c := &client{t: t, ws: ws}
+	c.init(map[string]string{"apiKey": nk.APIKey})
+	c.subscribe("s", subEvents, nil)
+	time.Sleep(100 * time.Millisecond) // joined the live feed
+	const n = 40
+	stop, appended := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-appended }()
+	go func() {
+		defer close(appended)
+		for i := range n {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pad := strings.Repeat(string(rune('a'+i%26)), 300<<10)
+			if _, err := g.Log.Append(context.Background(), sb.ProjectID, stream.MessageSent, map[string]any{"i": i, "pad": pad}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; ; i++ {
+		if i == 3 {
+			if r := call("DELETE", "/v1/keys/"+nk.ID, ""); r.StatusCode != http.StatusOK {
+				t.Fatalf("revoke: %d", r.StatusCode)
+			}
+		}
+		if i >= 3 {
+			time.Sleep(5 * time.Millisecond) // a slow reader
+		}
+		evs, err := c.events("s", 1)
+		var ce *websocket.CloseError
+		if errorsAs(err, &ce) {
+			if ce.Code != 4403 || i < 3 {
+				t.Fatalf("after %d events: close %d %q, want 4403 after the revocation", i, ce.Code, ce.Text)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("after %d events: %v (want whole frames, then close 4403)", i, err)
+		}
+		if evs[0].Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, evs[0].Seq)
+		}
+		if i == n-1 {
+			t.Fatalf("every event arrived and the socket was not closed")
+		}
+	}
+}
