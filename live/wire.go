@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -118,5 +119,18 @@ func (c *conn) writeClose(code int, text string) {
 		return
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) //nolint:errcheck // the write fails then
-	c.nc.Write(controlFrame(websocket.CloseMessage, websocket.FormatCloseMessage(code, text)))
+	c.nc.Write(controlFrame(websocket.CloseMessage, websocket.FormatCloseMessage(code, closeText(text))))
+}
+
+// closeText cuts a close frame's reason to the 123 bytes that fit beside
+// its code, at a character's start (the reason must stay valid UTF-8).
+func closeText(text string) string {
+	if len(text) <= 123 {
+		return text
+	}
+	n := 123
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n]
 }
