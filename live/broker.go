@@ -169,57 +169,45 @@ func (f *feed) run(ctx context.Context) {
 func (f *feed) distribute(envs []stream.Envelope) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	defer func() { f.head = envs[len(envs)-1].Seq }()
-	if len(f.subs) < 2*minPart || procs < 2 {
-		var shared sharedFrames
-		for s := range f.subs {
-			if !s.deliver(envs, &shared) {
-				f.fallBehind(s)
-			}
-		}
-		return
-	}
 	subs := f.order[:0]
 	for s := range f.subs {
 		subs = append(subs, s)
 	}
-	parts := min(procs, len(subs)/minPart)
+	parts := 1
+	if procs > 1 && len(subs) >= 2*minPart {
+		parts = min(procs, len(subs)/minPart)
+	}
 	var (
 		wg     sync.WaitGroup
 		behind = make([][]*sub, parts)
+		per    = (len(subs) + parts - 1) / parts
 	)
-	deliver := func(p int, subs []*sub) {
+	deliver := func(p int) {
 		var shared sharedFrames // frames are not shared across parts
-		for _, s := range subs {
+		for _, s := range subs[p*per : min(len(subs), (p+1)*per)] {
 			if !s.deliver(envs, &shared) {
 				behind[p] = append(behind[p], s)
 			}
 		}
 	}
-	per := (len(subs) + parts - 1) / parts
 	for p := 1; p < parts; p++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			deliver(p, subs[p*per:min(len(subs), (p+1)*per)])
+			deliver(p)
 		}()
 	}
-	deliver(0, subs[:per])
+	deliver(0)
 	wg.Wait()
 	for _, part := range behind {
 		for _, s := range part {
-			f.fallBehind(s)
+			delete(f.subs, s)
+			go s.replay()
 		}
 	}
 	clear(subs)
 	f.order = subs
-}
-
-// fallBehind sends a subscriber whose socket could not take its events
-// back to replaying from the database; called with f.mu held.
-func (f *feed) fallBehind(s *sub) {
-	delete(f.subs, s)
-	go s.replay()
+	f.head = envs[len(envs)-1].Seq
 }
 
 // minPart is the fewest subscribers a part of a distribution holds.

@@ -64,13 +64,16 @@ type client struct {
 }
 
 func dial(t *testing.T, url, proto string, header http.Header) (*client, *http.Response, error) {
-	d := websocket.Dialer{Subprotocols: []string{proto}, HandshakeTimeout: 5 * time.Second}
+	return dialWith(t, websocket.Dialer{Subprotocols: []string{proto}, HandshakeTimeout: 5 * time.Second}, url, header)
+}
+
+func dialWith(t *testing.T, d websocket.Dialer, url string, header http.Header) (*client, *http.Response, error) {
 	ws, resp, err := d.Dial("ws"+strings.TrimPrefix(url, "http")+"/graphql", header)
 	if err != nil {
 		return nil, resp, err
 	}
 	t.Cleanup(func() { ws.Close() })
-	return &client{t: t, ws: ws, legacy: proto == live.ProtocolLegacy}, resp, nil
+	return &client{t: t, ws: ws, legacy: d.Subprotocols[0] == live.ProtocolLegacy}, resp, nil
 }
 
 type msg struct {
@@ -165,6 +168,33 @@ func (c *client) events(id string, n int) ([]event, error) {
 }
 
 const subEvents = `subscription($after: Int, $type: String) { events(afterSeq: $after, type: $type) { seq type data } }`
+
+// inOrder reads n events of subscription id and checks they are seqs 1..n.
+func (c *client) inOrder(id string, n int) {
+	c.t.Helper()
+	evs, err := c.events(id, n)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			c.t.Fatalf("subscription %s: position %d has seq %d", id, i, e.Seq)
+		}
+	}
+}
+
+// subscriber is a socket authenticated with key and subscribed (as id) to
+// the project's events from its head.
+func (g *gateway) subscriber(t *testing.T, key, id string) *client {
+	t.Helper()
+	c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.init(map[string]string{"apiKey": key})
+	c.subscribe(id, subEvents, nil)
+	return c
+}
 
 // TestReplayLiveReconnect: subscribe from 0 on a project with a backlog
 // while events are appended concurrently; drop the socket mid-stream;
@@ -426,12 +456,7 @@ func TestSlowSubscriberPagesFromDatabase(t *testing.T) {
 	t.Parallel()
 	g := start(t, storetest.SQLite(t), live.Options{MaxQueueBytes: 8 << 10})
 	sb := g.sandbox(t)
-	c, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.init(map[string]string{"apiKey": sb.APIKey})
-	c.subscribe("s", subEvents, nil)
+	c := g.subscriber(t, sb.APIKey, "s")
 	time.Sleep(100 * time.Millisecond) // joined the live feed
 	const n = 6000
 	big := strings.Repeat("x", 400)
@@ -440,15 +465,7 @@ func TestSlowSubscriberPagesFromDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	evs, err := c.events("s", n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, e := range evs {
-		if e.Seq != int64(i+1) {
-			t.Fatalf("position %d: seq %d", i, e.Seq)
-		}
-	}
+	c.inOrder("s", n)
 }
 
 // TestSocketCaps: sockets are capped per API key (4429 at connection_init,
@@ -617,21 +634,10 @@ func TestWriteTimeoutClosesNonReader(t *testing.T) {
 	t.Parallel()
 	g := start(t, storetest.SQLite(t), live.Options{WriteTimeout: time.Second, PingInterval: time.Hour})
 	sb := g.sandbox(t)
-	reader, _, err := dial(t, g.URL, live.ProtocolTransportWS, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader.init(map[string]string{"apiKey": sb.APIKey})
-	reader.subscribe("r", subEvents, nil)
+	reader := g.subscriber(t, sb.APIKey, "r")
 	// The stuck one's kernel buffer is small, so the server's writes to it
 	// block once its own send buffer is full.
-	d := smallBufferDialer(4096)
-	ws, _, err := d.Dial("ws"+strings.TrimPrefix(g.URL, "http")+"/graphql", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	stuck := &client{t: t, ws: ws}
+	stuck := dialSmallBuffer(t, g.URL, 4096)
 	stuck.init(map[string]string{"apiKey": sb.APIKey})
 	stuck.subscribe("s", subEvents, nil)
 	time.Sleep(100 * time.Millisecond) // both joined the live feed
@@ -647,15 +653,7 @@ func TestWriteTimeoutClosesNonReader(t *testing.T) {
 			}
 		}
 	}()
-	evs, err := reader.events("r", n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, e := range evs {
-		if e.Seq != int64(i+1) {
-			t.Fatalf("reader: position %d has seq %d", i, e.Seq)
-		}
-	}
+	reader.inOrder("r", n)
 	for g.Front.Live().Conns() > 1 {
 		if time.Since(t0) > 15*time.Second {
 			t.Fatalf("the socket that reads nothing is still open after %v", time.Since(t0))
@@ -665,10 +663,11 @@ func TestWriteTimeoutClosesNonReader(t *testing.T) {
 	t.Logf("the socket that reads nothing closed %v after the first append", time.Since(t0).Round(time.Millisecond))
 }
 
-// smallBufferDialer dials with a kernel receive buffer of size bytes, so
+// dialSmallBuffer dials with a kernel receive buffer of size bytes, so
 // that the server's writes to the socket fill it and return in part.
-func smallBufferDialer(size int) websocket.Dialer {
-	return websocket.Dialer{Subprotocols: []string{live.ProtocolTransportWS}, HandshakeTimeout: 5 * time.Second,
+func dialSmallBuffer(t *testing.T, url string, size int) *client {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{live.ProtocolTransportWS}, HandshakeTimeout: 5 * time.Second,
 		NetDial: func(network, addr string) (net.Conn, error) {
 			c, err := net.Dial(network, addr)
 			if err == nil {
@@ -676,6 +675,11 @@ func smallBufferDialer(size int) websocket.Dialer {
 			}
 			return c, err
 		}}
+	c, _, err := dialWith(t, d, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestLargeFramesToASlowReader: frames larger than the socket's buffers,
@@ -686,12 +690,8 @@ func TestLargeFramesToASlowReader(t *testing.T) {
 	t.Parallel()
 	g := start(t, storetest.SQLite(t), live.Options{PingInterval: 20 * time.Millisecond})
 	sb := g.sandbox(t)
-	d := smallBufferDialer(64 << 10)
-	ws, _, err := d.Dial("ws"+strings.TrimPrefix(g.URL, "http")+"/graphql", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	c := dialSmallBuffer(t, g.URL, 64<<10)
+	ws := c.ws
 	var pings sync.WaitGroup
 	pings.Add(1)
 	var once sync.Once
@@ -699,7 +699,6 @@ func TestLargeFramesToASlowReader(t *testing.T) {
 		once.Do(pings.Done)
 		return ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
 	})
-	c := &client{t: t, ws: ws}
 	c.init(map[string]string{"apiKey": sb.APIKey})
 	c.subscribe("s", subEvents, nil)
 	time.Sleep(100 * time.Millisecond) // joined the live feed
@@ -862,13 +861,7 @@ func TestRevokedKeyClosesCleanly(t *testing.T) {
 		t.Fatalf("new key: %d %v", resp.StatusCode, err)
 	}
 	resp.Body.Close()
-	d := smallBufferDialer(64 << 10)
-	ws, _, err := d.Dial("ws"+strings.TrimPrefix(g.URL, "http")+"/graphql", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	c := &client{t: t, ws: ws}
+	c := dialSmallBuffer(t, g.URL, 64<<10)
 	c.init(map[string]string{"apiKey": nk.APIKey})
 	c.subscribe("s", subEvents, nil)
 	time.Sleep(100 * time.Millisecond) // joined the live feed
